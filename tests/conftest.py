@@ -1,0 +1,31 @@
+"""Shared pytest set-up for txl-tf.
+
+TensorFlow is configured once, before any test touches it:
+  * two logical CPU devices, so that MirroredStrategy tests have two replicas on this
+    2-core machine (``/CPU:0`` and ``/CPU:1``);
+  * quiet C++ logging.
+Tests that need a multi-replica strategy use the ``two_cpu_devices`` fixture.
+"""
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import pytest  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+_cpus = tf.config.list_physical_devices("CPU")
+try:
+    tf.config.set_logical_device_configuration(
+        _cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2
+    )
+except RuntimeError:  # TensorFlow was initialised already (e.g. by a plugin).
+    pass
+
+
+@pytest.fixture
+def two_cpu_devices():
+    """The names of two logical CPU devices, e.g. for ``tf.distribute.MirroredStrategy``."""
+    devices = [d.name for d in tf.config.list_logical_devices("CPU")]
+    assert len(devices) >= 2, f"expected two logical CPUs, got {devices}"
+    return devices[:2]

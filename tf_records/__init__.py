@@ -1,0 +1,1 @@
+"""tf_records: corpora, vocabularies and TFRecord pipelines for txl-tf."""

@@ -1,0 +1,1 @@
+"""txl-tf: Transformer-XL for TensorFlow 2 / Keras 3."""
