@@ -1,1 +1,29 @@
-"""txl-tf: Transformer-XL for TensorFlow 2 / Keras 3."""
+"""txl-tf: Transformer-XL (Dai et al., ACL 2019) for TensorFlow 2 / Keras 3.
+
+Public API:
+  TransformerXLConfig, TransformerXL, load_model, save_model and the layers
+  RelativePositionalEncoding, RelativeMultiHeadAttention, PositionwiseFeedForward,
+  TransformerXLBlock, AdaptiveEmbedding, AdaptiveSoftmax; functions rel_shift,
+  attention_mask, update_memory.
+"""
+from txl_tf.adaptive_embedding import AdaptiveEmbedding
+from txl_tf.adaptive_softmax import AdaptiveSoftmax
+from txl_tf.attention_mask import attention_mask
+from txl_tf.config import ConfigError, TransformerXLConfig
+from txl_tf.feed_forward import PositionwiseFeedForward
+from txl_tf.memory import update_memory
+from txl_tf.model_dir import (ModelDirError, latest_checkpoint, load_config, load_model,
+                              restore_weights, save_config, save_model)
+from txl_tf.positional_encoding import RelativePositionalEncoding
+from txl_tf.relative_attention import RelativeMultiHeadAttention, rel_shift
+from txl_tf.transformer_xl import TransformerXL
+from txl_tf.transformer_xl_block import TransformerXLBlock
+
+__all__ = [
+    "AdaptiveEmbedding", "AdaptiveSoftmax", "ConfigError", "ModelDirError",
+    "PositionwiseFeedForward", "RelativeMultiHeadAttention", "RelativePositionalEncoding",
+    "TransformerXL", "TransformerXLBlock", "TransformerXLConfig", "attention_mask",
+    "latest_checkpoint", "load_config", "load_model", "rel_shift", "restore_weights",
+    "save_config", "save_model", "update_memory",
+]
+__version__ = "0.1.0"

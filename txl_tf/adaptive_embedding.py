@@ -1,0 +1,129 @@
+"""Adaptive input embedding (Baevski & Auli 2018) as in the Transformer-XL reference."""
+import math
+
+import keras
+import tensorflow as tf
+
+
+@keras.saving.register_keras_serializable(package="txl_tf")
+class AdaptiveEmbedding(keras.layers.Layer):
+    """Token ids -> [B, Q, d_model] embeddings, scaled by sqrt(d_model) after projection.
+
+    Bins are [0, c1), [c1, c2), ..., [ck, n_token). Weights (reference `adaptive_embed` scope):
+      div_val == 1: one table [n_token, d_embed] (`lookup_table`) and a projection
+        [d_embed, d_model] (`proj_W`) only when d_embed != d_model;
+      div_val > 1: per bin i a table [n_i, d_embed // div_val**i] (`cutoff_i/lookup_table`) and a
+        projection [d_i, d_model] (`cutoff_i/proj_W`), omitted when d_i == d_model and not
+        proj_same_dim.
+    The tables and projections are reused, as the same variables, by the tied `AdaptiveSoftmax`.
+
+    The lookup has static shapes (no boolean_mask / scatter): every bin embeds every position
+    with its ids clipped into range, and a 0/1 bin mask selects the right one. Cost grows with
+    the number of bins, not with the vocabulary.
+
+    Args:
+      n_token, d_embed, d_model, cutoffs, div_val, proj_same_dim: as `TransformerXLConfig`.
+      embeddings_initializer, projection_initializer: initialisers of tables and projections.
+
+    Call arguments:
+      tokens: int [B, Q].
+
+    Returns:
+      [B, Q, d_model] in the layer's compute dtype.
+    """
+
+    def __init__(self, n_token, d_embed, d_model, cutoffs=(), div_val=1, proj_same_dim=True,
+                 embeddings_initializer="uniform", projection_initializer="glorot_uniform",
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.n_token = n_token
+        self.d_embed = d_embed
+        self.d_model = d_model
+        self.cutoffs = tuple(int(c) for c in cutoffs)
+        self.div_val = div_val
+        self.proj_same_dim = proj_same_dim
+        self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
+        self.projection_initializer = keras.initializers.get(projection_initializer)
+        self.cutoff_ends = (0,) + self.cutoffs + (n_token,)
+        self.scale = math.sqrt(d_model)
+
+    @property
+    def n_bins(self):
+        return len(self.cutoffs) + 1
+
+    def bin_width(self, i):
+        """Embedding width d_i of bin i."""
+        return self.d_embed if self.div_val == 1 else self.d_embed // self.div_val ** i
+
+    # Weights live in named attributes (not Python lists) so that tf.train.Checkpoint tracks
+    # them: `lookup_table`/`proj_W` (div_val == 1) or `cutoff_{i}_lookup_table`/`_proj_W`.
+    def _weight_names(self, i):
+        if self.div_val == 1:
+            return "lookup_table", "proj_W"
+        return f"cutoff_{i}_lookup_table", f"cutoff_{i}_proj_W"
+
+    @property
+    def tables(self):
+        """Embedding tables: one [n_token, d_embed] (div_val == 1) or one [n_i, d_i] per bin."""
+        count = 1 if self.div_val == 1 else self.n_bins
+        return [getattr(self, self._weight_names(i)[0]) for i in range(count)]
+
+    @property
+    def projections(self):
+        """Projections [d_i, d_model] matching `tables`; None where a bin has none."""
+        count = 1 if self.div_val == 1 else self.n_bins
+        return [getattr(self, self._weight_names(i)[1]) for i in range(count)]
+
+    def build(self, input_shape=None):
+        count = 1 if self.div_val == 1 else self.n_bins
+        for i in range(count):
+            table_name, proj_name = self._weight_names(i)
+            if self.div_val == 1:
+                rows, d_i = self.n_token, self.d_embed
+                needs_proj = self.d_embed != self.d_model
+            else:
+                rows = self.cutoff_ends[i + 1] - self.cutoff_ends[i]
+                d_i = self.bin_width(i)
+                needs_proj = self.proj_same_dim or d_i != self.d_model
+            setattr(self, table_name, self.add_weight(
+                name=table_name, shape=(rows, d_i), initializer=self.embeddings_initializer))
+            setattr(self, proj_name, self.add_weight(
+                name=proj_name, shape=(d_i, self.d_model),
+                initializer=self.projection_initializer) if needs_proj else None)
+        self.built = True
+
+    def bin_weights(self, i):
+        """(table rows of bin i [n_i, d_i], projection [d_i, d_model] or None)."""
+        lo, hi = self.cutoff_ends[i], self.cutoff_ends[i + 1]
+        if self.div_val == 1:
+            return self.lookup_table[lo:hi], self.proj_W
+        return self.tables[i], self.projections[i]
+
+    def call(self, tokens):
+        tokens = tf.cast(tokens, tf.int32)
+        if self.div_val == 1:
+            out = tf.gather(self.lookup_table, tokens)
+            if self.proj_W is not None:
+                out = tf.einsum("bqe,ed->bqd", out, self.proj_W)
+        else:
+            out = None
+            tables, projections = self.tables, self.projections
+            for i in range(self.n_bins):
+                lo, hi = self.cutoff_ends[i], self.cutoff_ends[i + 1]
+                local = tf.clip_by_value(tokens - lo, 0, hi - lo - 1)
+                emb = tf.gather(tables[i], local)
+                if projections[i] is not None:
+                    emb = tf.einsum("bqe,ed->bqd", emb, projections[i])
+                in_bin = tf.logical_and(tokens >= lo, tokens < hi)
+                emb = emb * tf.cast(in_bin, emb.dtype)[..., None]
+                out = emb if out is None else out + emb
+        return out * tf.cast(self.scale, out.dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            n_token=self.n_token, d_embed=self.d_embed, d_model=self.d_model,
+            cutoffs=list(self.cutoffs), div_val=self.div_val, proj_same_dim=self.proj_same_dim,
+            embeddings_initializer=keras.initializers.serialize(self.embeddings_initializer),
+            projection_initializer=keras.initializers.serialize(self.projection_initializer))
+        return config

@@ -1,0 +1,182 @@
+"""`TransformerXLConfig`: every hyperparameter of the reference implementation, validated.
+
+The field names are the reference's flag names (kimiyoung/transformer-xl `tf/train_gpu.py`), so a
+reference recipe translates field by field. The defaults are the reference's defaults.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Mapping, Optional, Tuple
+
+# attn_type values of the reference PyTorch code that txl-tf implements.
+ATTN_TYPE_RELATIVE = 0  # Transformer-XL: relative positions, u/v biases, memory.
+ATTN_TYPE_VANILLA = 2  # Vaswani et al.: absolute sinusoids added to the input, no memory.
+_SUPPORTED_ATTN_TYPES = (ATTN_TYPE_RELATIVE, ATTN_TYPE_VANILLA)
+
+
+class ConfigError(ValueError):
+    """An impossible or inconsistent `TransformerXLConfig`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerXLConfig:
+    """Hyperparameters of a Transformer-XL language model.
+
+    Model shape:
+      n_token: vocabulary size V.
+      n_layer, d_model, n_head, d_head, d_inner: depth L, width d, heads H of size Dh, FF width.
+      d_embed: embedding width before projection to d_model (None means d_model).
+      div_val: adaptive embedding divisor; bin i has width d_embed // div_val**i.
+      cutoffs: increasing token-id boundaries of the adaptive softmax bins ([] = plain softmax).
+      proj_share_all_but_first: tail bins of the softmax reuse the embedding projections.
+      proj_same_dim: give a bin a projection even when its width already equals d_model.
+      untie_r: one u/v bias pair per layer ([L, H, Dh]) instead of one shared pair ([H, Dh]).
+      attn_type: 0 Transformer-XL (relative), 2 vanilla Transformer (absolute, no memory).
+      pre_lnorm: LayerNorm before each sub-layer instead of after (the reference TF is post-LN).
+
+    Regularisation and initialisation:
+      dropout, dropatt: dropout rate of activations and of attention probabilities.
+      init ('normal' | 'uniform'), init_std, proj_init_std, init_range: initialisers as the
+        reference: N(0, init_std) for kernels, tables and u/v; N(0, proj_init_std) for
+        projections; U(-init_range, init_range) for everything with init='uniform'.
+      layer_norm_epsilon: 1e-12 as the reference TF LayerNorm.
+
+    Run settings (weights do not depend on them; evaluation may change them):
+      tgt_len: segment length; mem_len: memory length (0 = none); clamp_len: relative distances
+        are clipped to at most clamp_len when it is > 0 (-1 or 0 = no clipping);
+      same_length: every query attends to the same number of keys (mem_len + 1).
+    """
+
+    n_token: int
+    n_layer: int = 6
+    d_model: int = 500
+    n_head: int = 10
+    d_head: int = 50
+    d_inner: int = 1000
+    d_embed: Optional[int] = None
+    div_val: int = 1
+    cutoffs: Tuple[int, ...] = ()
+    proj_share_all_but_first: bool = False
+    proj_same_dim: bool = True
+    untie_r: bool = False
+    dropout: float = 0.1
+    dropatt: float = 0.1
+    tgt_len: int = 70
+    mem_len: int = 70
+    clamp_len: int = -1
+    same_length: bool = False
+    attn_type: int = ATTN_TYPE_RELATIVE
+    pre_lnorm: bool = False
+    init: str = "normal"
+    init_std: float = 0.02
+    proj_init_std: float = 0.01
+    init_range: float = 0.1
+    layer_norm_epsilon: float = 1e-12
+
+    def __post_init__(self):
+        if self.d_embed is None:
+            object.__setattr__(self, "d_embed", self.d_model)
+        cutoffs = self.cutoffs
+        if isinstance(cutoffs, str):
+            cutoffs = [int(c) for c in cutoffs.split(",") if c.strip()]
+        object.__setattr__(self, "cutoffs", tuple(int(c) for c in cutoffs))
+        self._validate()
+
+    # ----------------------------------------------------------------------------------------
+    def _validate(self):
+        def fail(message):
+            raise ConfigError(f"TransformerXLConfig: {message}")
+
+        for name in ("n_token", "n_layer", "d_model", "n_head", "d_head", "d_inner", "d_embed",
+                     "tgt_len"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                fail(f"{name} must be a positive integer, got {value!r}.")
+        if not isinstance(self.div_val, int) or self.div_val < 1:
+            fail(f"div_val must be an integer >= 1, got {self.div_val!r}.")
+        if not isinstance(self.mem_len, int) or self.mem_len < 0:
+            fail(f"mem_len must be an integer >= 0 (0 = no memory), got {self.mem_len!r}.")
+        if not isinstance(self.clamp_len, int) or self.clamp_len < -1:
+            fail(f"clamp_len must be -1 (no clamping) or >= 0, got {self.clamp_len!r}.")
+        if self.d_model % 2:
+            fail(f"d_model must be even (sin and cos halves of the encoding), got {self.d_model}.")
+        previous = 0
+        for c in self.cutoffs:
+            if c <= previous:
+                fail(f"cutoffs must be strictly increasing positive token ids, got "
+                     f"{list(self.cutoffs)}.")
+            previous = c
+        if self.cutoffs and self.cutoffs[-1] >= self.n_token:
+            fail(f"every cutoff must be < n_token ({self.n_token}), got {list(self.cutoffs)}; "
+                 "drop the cutoffs at or above the vocabulary size.")
+        if self.div_val > 1:
+            smallest = self.d_embed // self.div_val ** len(self.cutoffs)
+            if smallest < 1:
+                fail(f"div_val={self.div_val} with {len(self.cutoffs)} cutoffs makes the last "
+                     f"bin's embedding width d_embed // div_val**{len(self.cutoffs)} = 0; lower "
+                     "div_val or raise d_embed.")
+        for name in ("dropout", "dropatt"):
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                fail(f"{name} must be in [0, 1), got {value!r}.")
+        if self.attn_type not in _SUPPORTED_ATTN_TYPES:
+            fail(f"attn_type={self.attn_type} is not implemented; use 0 (Transformer-XL) or 2 "
+                 "(vanilla Transformer).")
+        if self.attn_type == ATTN_TYPE_VANILLA and self.mem_len != 0:
+            fail("the vanilla Transformer (attn_type=2) has no memory; set mem_len=0.")
+        if self.init not in ("normal", "uniform"):
+            fail(f"init must be 'normal' or 'uniform', got {self.init!r}.")
+        for name in ("init_std", "proj_init_std", "init_range", "layer_norm_epsilon"):
+            if getattr(self, name) <= 0:
+                fail(f"{name} must be > 0, got {getattr(self, name)!r}.")
+
+    # ----------------------------------------------------------------------------------------
+    @property
+    def n_clusters(self) -> int:
+        """Number of tail bins of the adaptive softmax."""
+        return len(self.cutoffs)
+
+    @property
+    def cutoff_ends(self) -> Tuple[int, ...]:
+        """Bin boundaries including both ends: (0, c1, ..., ck, n_token)."""
+        return (0,) + self.cutoffs + (self.n_token,)
+
+    @property
+    def tie_projs(self) -> Tuple[bool, ...]:
+        """Per softmax bin: reuse the embedding projection (bin 0 never does)."""
+        return (False,) + (bool(self.proj_share_all_but_first),) * self.n_clusters
+
+    def replace(self, **changes) -> "TransformerXLConfig":
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["cutoffs"] = list(self.cutoffs)
+        return out
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "TransformerXLConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(
+                f"TransformerXLConfig: unknown field(s) {unknown}; known fields are "
+                f"{sorted(known)}.")
+        if "n_token" not in values:
+            raise ConfigError("TransformerXLConfig: n_token (the vocabulary size) is required.")
+        return cls(**dict(values))
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "TransformerXLConfig":
+        try:
+            values = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"TransformerXLConfig: not valid JSON ({error}).") from None
+        if not isinstance(values, dict):
+            raise ConfigError("TransformerXLConfig: JSON must hold an object of fields.")
+        return cls.from_dict(values)
