@@ -1,1 +1,42 @@
-"""tf_records: corpora, vocabularies and TFRecord pipelines for txl-tf."""
+"""tf_records: corpora, vocabularies and TFRecord pipelines for txl-tf.
+
+Public API (see each module's docstring):
+
+* ``RecordLayout(tgt_len, per_replica_batch, replicas_per_host=1, num_hosts=1, num_passes=1,
+  last_segment="drop")`` - how streams are laid out (``num_streams``, ``per_host_batch``).
+* ``CORPORA`` / ``get_corpus(name, **options)`` - enwik8, text8, wt103, wt2, ptb, lm1b, text,
+  builtin, synthetic.
+* ``prepare(dataset, data_dir, layouts={split: RecordLayout}, raw_path=None, download=True,
+  **corpus_options) -> dict``.
+* ``find_records(data_dir, split, layout, vocab_size=None, verify="size") -> metadata dict``.
+* ``make_input_fn(data_dir, split, layout, repeat=True, start_step=0, vocab_size=None)
+  -> input_fn(input_context) -> tf.data.Dataset`` of ``{"inputs", "labels"}`` int32
+  ``[per_replica_batch, tgt_len]``.
+* ``dataset_from_tokens(tokens, per_replica_batch, tgt_len, ...)`` - the same from memory.
+* ``Vocabulary``, ``load_vocab(data_dir)``, ``tokenize_text``, ``detokenize``, ``TextRules``.
+* Errors: ``DataError`` and subclasses ``CorpusError``, ``DownloadError``, ``VocabularyError``,
+  ``LayoutError``, ``RecordsNotFoundError``, ``RecordsMismatchError``, ``RecordsCorruptError``.
+
+TensorFlow is imported lazily (only by the writer and reader), so corpus and vocabulary work does
+not pay for it. This package never imports ``txl_tf`` or ``runners``.
+"""
+from tf_records.corpora import CORPORA, get_corpus
+from tf_records.corpora.synthetic import Synthetic as SyntheticCorpus
+from tf_records.errors import (CorpusError, DataError, DownloadError, LayoutError,
+                               RecordsCorruptError, RecordsMismatchError, RecordsNotFoundError,
+                               VocabularyError)
+from tf_records.layout import RecordLayout
+from tf_records.metadata import find_records, prepare_command, read_corpus_info
+from tf_records.prepare import load_vocab, prepare
+from tf_records.reader import dataset_from_tokens, make_input_fn
+from tf_records.text_codec import detokenize, tokenize_text
+from tf_records.tokenize import TextRules
+from tf_records.vocabulary import Vocabulary
+
+__all__ = [
+    "CORPORA", "CorpusError", "DataError", "DownloadError", "LayoutError", "RecordLayout",
+    "RecordsCorruptError", "RecordsMismatchError", "RecordsNotFoundError", "SyntheticCorpus",
+    "TextRules", "Vocabulary", "VocabularyError", "dataset_from_tokens", "detokenize",
+    "find_records", "get_corpus", "load_vocab", "make_input_fn", "prepare", "prepare_command",
+    "read_corpus_info", "tokenize_text",
+]

@@ -1,0 +1,79 @@
+"""Building vocabularies and streams for byte-, char- and word-level corpora."""
+import collections
+
+import numpy as np
+
+from tf_records.corpora.base import BuiltCorpus, counts_of_ids
+from tf_records.errors import CorpusError
+from tf_records.tokenize import TextRules, encode_word_lines, word_symbols
+from tf_records.vocabulary import Vocabulary
+
+
+def byte_corpus(raw: dict, drop_bytes=(), full_bytes=True, vocab=None, info=None) -> BuiltCorpus:
+    """Byte level. ``raw``: split -> uint8 array. ``drop_bytes`` are removed from every split.
+
+    Vocabulary: ``vocab`` if given; else with ``full_bytes`` all 256 bytes (id == byte value);
+    else the bytes that occur in any split (minus ``drop_bytes``), by descending count.
+    """
+    drop = np.asarray(drop_bytes, np.uint8)
+    kept = {s: (a[~np.isin(a, drop)] if drop.size else a) for s, a in raw.items()}
+    for s, a in kept.items():
+        if a.size == 0:
+            raise CorpusError(f"the {s} split is empty.")
+    if vocab is None:
+        if full_bytes:
+            vocab = Vocabulary.all_bytes()
+        else:
+            counts = counts_of_ids(kept, 256)
+            vocab = Vocabulary.build({b: int(c) for b, c in enumerate(counts) if c > 0}, "byte")
+    streams = {s: vocab.encode_bytes(a) for s, a in kept.items()}
+    return BuiltCorpus(vocab, TextRules("byte", drop_bytes=tuple(int(b) for b in drop)), streams,
+                       dict(info or {}))
+
+
+def char_corpus(texts: dict, lower_case=False, count_splits=None, vocab=None, min_freq=0,
+                max_size=None, unk_symbol=None, unk_policy="error", info=None) -> BuiltCorpus:
+    """Char level. ``texts``: split -> str. The vocabulary counts ``count_splits`` (default all)."""
+    if lower_case:
+        texts = {s: t.lower() for s, t in texts.items()}
+    for s, t in texts.items():
+        if not t:
+            raise CorpusError(f"the {s} split is empty.")
+    if vocab is None:
+        counter = collections.Counter()
+        for s in count_splits or texts:
+            counter.update(texts[s])
+        if unk_symbol is not None and len(unk_symbol) != 1:
+            raise CorpusError(f"a char-level unk symbol must be one character, got {unk_symbol!r}.")
+        vocab = Vocabulary.build(counter, "char", min_freq=min_freq, max_size=max_size,
+                                 unk_symbol=unk_symbol, unk_policy=unk_policy)
+    streams = {s: vocab.encode_chars(t) for s, t in texts.items()}
+    return BuiltCorpus(vocab, TextRules("char", lower_case=lower_case), streams, dict(info or {}))
+
+
+def word_corpus(line_sources: dict, rules: TextRules, count_splits, specials=(), vocab=None,
+                min_freq=0, max_size=None, unk_symbol=None, unk_policy="error", backend="python",
+                info=None, progress=None) -> BuiltCorpus:
+    """Word level. ``line_sources``: split -> zero-argument callable yielding the split's lines.
+
+    The vocabulary counts the splits in ``count_splits`` with the reference rule (specials first,
+    then by count); ``backend`` picks the encoder (ids are identical either way).
+    """
+    if vocab is None:
+        counter = collections.Counter()
+        for s in count_splits:
+            for line in line_sources[s]():
+                counter.update(word_symbols(line, rules))
+        for sym in specials:
+            counter.pop(sym, None)
+        vocab = Vocabulary.build(counter, "word", specials=specials, min_freq=min_freq,
+                                 max_size=max_size, unk_symbol=unk_symbol, unk_policy=unk_policy)
+    streams = {}
+    for s, lines in line_sources.items():
+        if progress:
+            progress(f"encoding {s}")
+        ids = encode_word_lines(lines(), vocab, rules, backend=backend)
+        if ids.size == 0:
+            raise CorpusError(f"the {s} split is empty.")
+        streams[s] = ids
+    return BuiltCorpus(vocab, rules, streams, dict(info or {}))

@@ -1,0 +1,69 @@
+"""A synthetic long-range corpus whose tokens can only be predicted from far-back context.
+
+Definition: the stream is a sequence of groups; each group draws a fresh chunk of ``period``
+symbols independently and uniformly from ``num_symbols`` symbols and emits it ``repeats + 1``
+times in a row. Within a group, every token of a repeat equals the token exactly ``period``
+positions earlier; the first copy is pure noise. Choose ``period > tgt_len`` so that only a
+model carrying memory across segments can predict the repeats.
+
+Best achievable loss (the entropy rate of the process, in nats per token)::
+
+    best_loss = ln(num_symbols) / (repeats + 1)
+
+Fresh tokens are independent of the past, so each costs at least ln(num_symbols); repeated tokens
+are determined by the token ``period`` back (and the phase, which an unbounded context reveals).
+A model that cannot see ``period`` tokens back can do no better than ln(num_symbols).
+
+Word level, symbols ``s0`` ... ``s{num_symbols-1}`` (id i == ``s<i>``), no end-of-line symbol.
+Splits use independent seeds derived from ``seed``; train has ``train_tokens`` tokens, valid and
+test ``eval_tokens`` each.
+"""
+import math
+
+import numpy as np
+
+from tf_records.corpora.base import BuiltCorpus, Corpus
+from tf_records.errors import DataError
+from tf_records.tokenize import TextRules
+from tf_records.vocabulary import Vocabulary
+
+
+def synthetic_stream(num_tokens, num_symbols, period, repeats, seed) -> np.ndarray:
+    """int32 [num_tokens]: the process above with ``np.random.default_rng(seed)``."""
+    rng = np.random.default_rng(seed)
+    group = period * (repeats + 1)
+    num_groups = -(-num_tokens // group)
+    chunks = rng.integers(0, num_symbols, size=(num_groups, 1, period), dtype=np.int32)
+    return np.broadcast_to(chunks, (num_groups, repeats + 1, period)).reshape(-1)[:num_tokens].copy()
+
+
+class Synthetic(Corpus):
+    name = "synthetic"
+    level = "word"
+    cutoffs = ()
+    OPTIONS = {"seed": 0, "num_symbols": 64, "period": 256, "repeats": 3,
+               "train_tokens": 1_000_000, "eval_tokens": 100_000}
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        for k in ("num_symbols", "period", "train_tokens", "eval_tokens"):
+            if int(self.options[k]) < 1:
+                raise DataError(f"synthetic option {k} must be >= 1, got {self.options[k]}.")
+        if int(self.options["repeats"]) < 0:
+            raise DataError("synthetic option repeats must be >= 0.")
+
+    @property
+    def best_loss(self) -> float:
+        """The entropy rate ln(num_symbols) / (repeats + 1), nats per token."""
+        return math.log(int(self.options["num_symbols"])) / (int(self.options["repeats"]) + 1)
+
+    def build(self, data_dir=None, raw_path=None, download=True, progress=True):
+        o = {k: int(v) for k, v in self.options.items()}
+        seeds = np.random.SeedSequence(o["seed"]).spawn(3)
+        sizes = {"train": o["train_tokens"], "valid": o["eval_tokens"], "test": o["eval_tokens"]}
+        streams = {s: synthetic_stream(sizes[s], o["num_symbols"], o["period"], o["repeats"], seq)
+                   for s, seq in zip(("train", "valid", "test"), seeds)}
+        vocab = Vocabulary([f"s{i}" for i in range(o["num_symbols"])], "word")
+        return BuiltCorpus(vocab, TextRules("word"), streams,
+                           {"best_loss_nats": self.best_loss,
+                            "unigram_loss_nats": math.log(o["num_symbols"])})

@@ -1,0 +1,38 @@
+"""Errors raised by ``tf_records``.
+
+Every error names the problem and the fix (usually the exact command that rebuilds the data).
+All of them derive from :class:`DataError`, itself a ``ValueError``, so callers that only want to
+report "bad data" can catch one class.
+"""
+
+
+class DataError(ValueError):
+    """Base class: bad input data, bad options or bad prepared files."""
+
+
+class CorpusError(DataError):
+    """A raw corpus (archive, text file) is missing, empty, truncated or undecodable."""
+
+
+class DownloadError(DataError):
+    """A download failed (no network, HTTP error, checksum mismatch)."""
+
+
+class VocabularyError(DataError):
+    """A vocabulary file is malformed, or a symbol is unknown under the ``error`` policy."""
+
+
+class LayoutError(DataError):
+    """A :class:`~tf_records.RecordLayout` is invalid, or a corpus is too short for it."""
+
+
+class RecordsNotFoundError(DataError):
+    """No records exist for a split and layout; the message holds the command that makes them."""
+
+
+class RecordsMismatchError(DataError):
+    """Records exist but differ from what the run asks for (which value, and how to rebuild)."""
+
+
+class RecordsCorruptError(DataError):
+    """Record files are missing, truncated or fail their checksum."""

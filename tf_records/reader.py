@@ -1,0 +1,134 @@
+"""Reading pre-batched records (or in-memory token streams) as per-replica batches.
+
+Every dataset made here yields dicts ``{"inputs": int32 [per_replica_batch, tgt_len], "labels":
+int32 [per_replica_batch, tgt_len]}`` (batch-major, static shapes) in the order step 0 / replica 0,
+step 0 / replica 1, ..., step 1 / replica 0, ... for the host's local replicas. With
+``tf.distribute.Strategy.distribute_datasets_from_function``, a host's input pipeline hands its
+consecutive elements to its local replicas in order, so replica ``r`` receives its own streams at
+every step (a test checks this with ``MirroredStrategy`` on two logical CPUs). There is no
+shuffling inside a stream; the order is deterministic.
+"""
+import numpy as np
+
+from tf_records import metadata, streams
+from tf_records.errors import DataError, LayoutError
+from tf_records.layout import RecordLayout
+
+
+def _host_index(input_context, num_hosts, num_replicas):
+    if input_context is None:
+        if num_hosts != 1:
+            raise LayoutError(f"the records are laid out for {num_hosts} hosts; pass the "
+                              "tf.distribute.InputContext (use strategy.distribute_datasets_from_function).")
+        return 0
+    if input_context.num_input_pipelines != num_hosts:
+        raise LayoutError(
+            f"the strategy has {input_context.num_input_pipelines} input pipelines (hosts/workers) but "
+            f"the records are laid out for num_hosts={num_hosts}; rebuild the records with "
+            f"--num_hosts={input_context.num_input_pipelines}.")
+    if input_context.num_replicas_in_sync != num_replicas:
+        raise LayoutError(
+            f"the strategy has {input_context.num_replicas_in_sync} replicas in sync but the records are "
+            f"laid out for {num_replicas} (num_hosts x replicas_per_host); rebuild the records with "
+            f"--replicas_per_host={input_context.num_replicas_in_sync // max(num_hosts, 1)}.")
+    return input_context.input_pipeline_id
+
+
+def _finish(ds, elements_per_step, num_steps, repeat, start_step):
+    """Start at ``start_step`` (wrapping when ``repeat``), repeat, deterministic order, prefetch."""
+    import tensorflow as tf
+
+    if start_step < 0:
+        raise DataError(f"start_step must be >= 0, got {start_step}.")
+    if not repeat and start_step >= num_steps:
+        raise DataError(f"start_step={start_step} is past the end of the split ({num_steps} steps) "
+                        "and repeat=False.")
+    skip = (start_step % num_steps) * elements_per_step
+    if repeat:
+        ds = ds.repeat()
+    if skip:
+        ds = ds.skip(skip)
+    options = tf.data.Options()
+    options.deterministic = True
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    return ds.with_options(options).prefetch(tf.data.AUTOTUNE)
+
+
+def make_input_fn(data_dir, split, layout: RecordLayout, repeat=True, start_step=0,
+                  vocab_size=None, verify="checksum"):
+    """Returns ``input_fn(input_context=None) -> tf.data.Dataset`` over the records of ``split``.
+
+    Args:
+      data_dir: directory written by :func:`tf_records.prepare`.
+      split: ``train`` / ``valid`` / ``test``.
+      layout: the run's :class:`RecordLayout`; records must have been made for exactly this layout
+        (else RecordsNotFoundError / RecordsMismatchError with the command that makes them).
+      repeat: repeat forever (training); False yields each step once (evaluation).
+      start_step: the global step to start at (all replicas' streams at that step); wraps around
+        the split's ``num_steps`` when ``repeat``.
+      vocab_size: if given, must equal the records' vocabulary size.
+      verify: how each host checks its own files before reading: ``"checksum"`` (sha256, default),
+        ``"size"`` or ``"none"``.
+
+    The dataset yields ``{"inputs", "labels"}``: int32 ``[per_replica_batch, tgt_len]``, static
+    shapes, one element per local replica per step, in replica order. The host index is
+    ``input_context.input_pipeline_id``; ``input_context.num_input_pipelines`` must equal
+    ``layout.num_hosts``. The metadata is available as ``input_fn.metadata``.
+    """
+    meta = metadata.find_records(data_dir, split, layout, vocab_size=vocab_size, verify="size")
+    command = metadata.prepare_command(data_dir, split, layout)
+
+    def input_fn(input_context=None):
+        import tensorflow as tf
+
+        host = _host_index(input_context, layout.num_hosts, layout.num_replicas)
+        if verify != "none":
+            metadata.verify_host_files(meta, host, checksum=(verify == "checksum"), command=command)
+        t = layout.tgt_len
+        spec = {"inputs": tf.io.FixedLenFeature([t], tf.int64),
+                "labels": tf.io.FixedLenFeature([t], tf.int64)}
+
+        def parse(serialized):
+            feats = tf.io.parse_example(serialized, spec)
+            return {k: tf.cast(v, tf.int32) for k, v in feats.items()}
+
+        ds = tf.data.TFRecordDataset(meta["paths"][host], buffer_size=8 << 20)
+        ds = ds.batch(layout.per_replica_batch, drop_remainder=True)
+        ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return _finish(ds, layout.replicas_per_host, meta["num_steps"], repeat, start_step)
+
+    input_fn.metadata = meta
+    return input_fn
+
+
+def dataset_from_tokens(tokens, per_replica_batch, tgt_len, replicas_per_host=1, num_hosts=1,
+                        host=0, repeat=False, start_step=0, last_segment="drop", num_passes=1,
+                        pass_offsets=None):
+    """An in-memory dataset with exactly the element order of the records for the same layout.
+
+    Args:
+      tokens: int ``[N]`` token ids (e.g. ``tokenize_text`` of an arbitrary text file).
+      per_replica_batch, tgt_len, replicas_per_host, num_hosts, last_segment, num_passes: as in
+        :class:`RecordLayout`.
+      host: which host's streams to yield.
+      repeat, start_step: as in :func:`make_input_fn`.
+      pass_offsets: rotation offsets (default: the seeded ones of ``streams.pass_offsets``).
+
+    Returns a ``tf.data.Dataset`` of ``{"inputs", "labels"}`` int32 ``[per_replica_batch,
+    tgt_len]``; ``dataset.num_steps`` holds the number of steps.
+    """
+    import tensorflow as tf
+
+    layout = RecordLayout(tgt_len=tgt_len, per_replica_batch=per_replica_batch,
+                          replicas_per_host=replicas_per_host, num_hosts=num_hosts,
+                          num_passes=num_passes, last_segment=last_segment)
+    tokens = np.asarray(tokens, np.int32)
+    if pass_offsets is None:
+        pass_offsets = streams.pass_offsets(tokens.size, num_passes)
+    matrix, num_steps = streams.stream_matrix(tokens, layout, pass_offsets)
+    inputs, labels = streams.step_windows(matrix, tgt_len, 0, num_steps, streams.host_streams(layout, host))
+    shape = [num_steps * replicas_per_host, per_replica_batch, tgt_len]
+    ds = tf.data.Dataset.from_tensor_slices({"inputs": inputs.reshape(shape), "labels": labels.reshape(shape)})
+    ds = _finish(ds, replicas_per_host, num_steps, repeat, start_step)
+    ds.num_steps = num_steps
+    return ds

@@ -1,0 +1,54 @@
+"""Encoded token streams cached as raw little-endian int32 files plus JSON (never pickle).
+
+``data_dir/<split>.ids.bin`` holds the ids; ``data_dir/<split>.ids.json`` holds ``num_tokens``,
+``dtype`` (``<i4``), ``sha256`` and ``vocab_checksum``. Other layouts are built from the cache
+without re-tokenizing.
+"""
+import os
+
+import numpy as np
+
+from tf_records import atomic
+from tf_records.errors import RecordsCorruptError
+from tf_records.streams import tokens_sha256
+
+
+def paths(data_dir, split):
+    base = os.path.join(data_dir, f"{split}.ids")
+    return base + ".bin", base + ".json"
+
+
+def save(data_dir, split, tokens: np.ndarray, vocab_checksum: str) -> dict:
+    """Writes the stream atomically and returns its JSON description."""
+    bin_path, json_path = paths(data_dir, split)
+    tokens = np.ascontiguousarray(tokens, "<i4")
+    atomic.write_bytes(bin_path, tokens.tobytes())
+    desc = {"split": split, "num_tokens": int(tokens.size), "dtype": "<i4",
+            "sha256": tokens_sha256(tokens), "vocab_checksum": vocab_checksum}
+    atomic.write_json(json_path, desc)
+    return desc
+
+
+def describe(data_dir, split):
+    """The JSON description, or None if the cache is missing or its size is wrong."""
+    bin_path, json_path = paths(data_dir, split)
+    if not (os.path.exists(bin_path) and os.path.exists(json_path)):
+        return None
+    desc = atomic.read_json(json_path)
+    if os.path.getsize(bin_path) != 4 * desc["num_tokens"]:
+        return None
+    return desc
+
+
+def load(data_dir, split, verify=True) -> np.ndarray:
+    """int32 [N] ids of ``split`` (checked against the recorded sha256 when ``verify``)."""
+    desc = describe(data_dir, split)
+    bin_path, _ = paths(data_dir, split)
+    if desc is None:
+        raise RecordsCorruptError(f"token cache {bin_path} is missing or truncated; rerun "
+                                  "runners/prepare_data.py to rebuild it.")
+    tokens = np.fromfile(bin_path, "<i4").astype(np.int32, copy=False)
+    if verify and tokens_sha256(tokens) != desc["sha256"]:
+        raise RecordsCorruptError(f"token cache {bin_path} fails its sha256 checksum; delete it and "
+                                  "rerun runners/prepare_data.py.")
+    return tokens
