@@ -35,11 +35,11 @@ class PositionwiseFeedForward(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.layer_1 = keras.layers.Dense(d_inner, activation="relu",
                                           kernel_initializer=self.kernel_initializer,
-                                          name="layer_1")
+                                          dtype=self.dtype_policy, name="layer_1")
         self.layer_2 = keras.layers.Dense(d_model, kernel_initializer=self.kernel_initializer,
-                                          name="layer_2")
-        self.inner_dropout = keras.layers.Dropout(dropout)
-        self.out_dropout = keras.layers.Dropout(dropout)
+                                          dtype=self.dtype_policy, name="layer_2")
+        self.inner_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.out_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype="float32", name="layer_norm")
 

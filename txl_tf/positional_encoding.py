@@ -31,7 +31,7 @@ class RelativePositionalEncoding(keras.layers.Layer):
       d_model: width of the encoding (even).
 
     Call arguments:
-      klen: number of keys K (memory + segment), a Python int or scalar tensor.
+      klen: number of keys K (memory + segment), a scalar int tensor.
       clamp_len: clip distances to at most this value when > 0.
 
     Returns:

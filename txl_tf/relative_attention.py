@@ -100,8 +100,8 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.relative = relative
         self.scale = 1.0 / math.sqrt(d_head)
-        self.attn_dropout = keras.layers.Dropout(dropatt)
-        self.out_dropout = keras.layers.Dropout(dropout)
+        self.attn_dropout = keras.layers.Dropout(dropatt, dtype=self.dtype_policy)
+        self.out_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype="float32", name="layer_norm")
 

@@ -66,7 +66,8 @@ class TransformerXL(keras.Model):
             c.n_token, c.d_embed, c.d_model, cutoffs=c.cutoffs, div_val=c.div_val,
             proj_same_dim=c.proj_same_dim, embeddings_initializer=init,
             projection_initializer=proj_init, dtype=self.dtype_policy, name="adaptive_embed")
-        self.positional_encoding = RelativePositionalEncoding(c.d_model, name="pos_emb")
+        self.positional_encoding = RelativePositionalEncoding(c.d_model, dtype="float32",
+                                                              name="pos_emb")
         # Blocks are attributes layer_0 .. layer_{L-1} (tracked by tf.train.Checkpoint, unlike a
         # Python list); `blocks` lists them.
         for i in range(c.n_layer):
@@ -79,7 +80,7 @@ class TransformerXL(keras.Model):
             c.n_token, c.d_embed, c.d_model, cutoffs=c.cutoffs, div_val=c.div_val,
             proj_same_dim=c.proj_same_dim, tie_projs=c.tie_projs, embedding=self.embedding,
             projection_initializer=proj_init, name="adaptive_softmax")
-        self.dropout = keras.layers.Dropout(c.dropout)
+        self.dropout = keras.layers.Dropout(c.dropout, dtype=self.dtype_policy)
         self._bias_initializer = init
         self.build()
 

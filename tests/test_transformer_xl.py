@@ -1,0 +1,250 @@
+"""The TransformerXL model: causality, recurrence, memory, compilation, precision, sizes."""
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import txl_tf
+from txl_tf import TransformerXL, TransformerXLConfig
+
+
+def tiny_config(**changes):
+    values = dict(n_token=50, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32,
+                  tgt_len=6, mem_len=6, dropout=0.0, dropatt=0.0, init_std=0.2)
+    values.update(changes)
+    return TransformerXLConfig(**values)
+
+
+def make_model(seed=0, **changes):
+    keras.utils.set_random_seed(seed)
+    return TransformerXL(tiny_config(**changes))
+
+
+def random_tokens(shape, n_token=50, seed=0):
+    return tf.constant(np.random.default_rng(seed).integers(0, n_token, size=shape), tf.int32)
+
+
+CONFIG_VARIANTS = [
+    dict(),
+    dict(cutoffs=(10, 30), div_val=1),
+    dict(cutoffs=(10, 30), div_val=2, proj_share_all_but_first=True, untie_r=True),
+    dict(pre_lnorm=True, clamp_len=3),
+]
+
+
+@pytest.mark.parametrize("changes", CONFIG_VARIANTS)
+def test_causality_future_tokens_never_change_the_past(changes):
+    model = make_model(**changes)
+    tokens = random_tokens([2, 8])
+    mems = model.init_mems(2)
+    before = model(tokens, mems=mems)["log_probs"].numpy()
+    t = 5
+    changed = tokens.numpy().copy()
+    changed[:, t] = (changed[:, t] + 7) % 50
+    after = model(tf.constant(changed), mems=mems)["log_probs"].numpy()
+    np.testing.assert_array_equal(before[:, :t], after[:, :t])
+    assert np.abs(before[:, t:] - after[:, t:]).max() > 1e-4
+
+
+@pytest.mark.parametrize("changes", CONFIG_VARIANTS)
+def test_segments_with_memory_equal_one_long_pass(changes):
+    """Three segments of 4 with a memory that holds all earlier context give the same per-token
+    NLL as one pass over the 12 tokens."""
+    model = make_model(mem_len=8, **changes)
+    tokens, labels = random_tokens([2, 12], seed=1), random_tokens([2, 12], seed=2)
+    full = model(tokens, labels=labels)["nll"].numpy()
+    mems, pieces = None, []
+    for start in range(0, 12, 4):
+        out = model(tokens[:, start:start + 4], mems=mems, labels=labels[:, start:start + 4])
+        mems = out["mems"]
+        pieces.append(out["nll"].numpy())
+    np.testing.assert_allclose(np.concatenate(pieces, axis=1), full, rtol=1e-5, atol=1e-5)
+
+
+def test_short_memory_forgets_what_a_long_pass_sees():
+    """With mem_len smaller than the earlier context, the segment NLL differs from the long pass:
+    the equivalence above is not vacuous."""
+    model = make_model(mem_len=2)
+    tokens, labels = random_tokens([2, 8], seed=3), random_tokens([2, 8], seed=4)
+    full = model(tokens, labels=labels)["nll"].numpy()
+    mems = model(tokens[:, :4])["mems"]
+    second = model(tokens[:, 4:], mems=mems, labels=labels[:, 4:])["nll"].numpy()
+    assert np.abs(second - full[:, 4:]).max() > 1e-4
+
+
+def test_memory_is_the_input_of_each_layer():
+    model = make_model(mem_len=4)
+    tokens = random_tokens([2, 6])
+    out = model(tokens, mems=model.init_mems(2))
+    embedded = model.embedding(tokens).numpy()  # input of layer 0 (no dropout)
+    np.testing.assert_allclose(out["mems"][0].numpy(), embedded[:, -4:], rtol=1e-6)
+    h1 = model.blocks[0](
+        model.embedding(tokens), mem=model.init_mems(2)[0],
+        pos_emb=model.positional_encoding(tf.constant(10)),
+        r_w_bias=model.r_w_bias, r_r_bias=model.r_r_bias,
+        allowed=txl_tf.attention_mask(6, 4)).numpy()
+    np.testing.assert_allclose(out["mems"][1].numpy(), h1[:, -4:], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mem_len,qlen", [(3, 6), (6, 6), (10, 6), (0, 6)])
+def test_memory_shapes(mem_len, qlen):
+    model = make_model(mem_len=mem_len)
+    tokens = random_tokens([3, qlen])
+    out = model(tokens, mems=model.init_mems(3))
+    assert len(out["mems"]) == 2
+    for mem in out["mems"]:
+        assert mem.shape == (3, mem_len, 16) and mem.dtype == tf.float32
+    # Without memory the new memory grows up to mem_len.
+    grown = model(tokens)["mems"]
+    assert grown[0].shape == (3, min(mem_len, qlen), 16)
+    regrown = model(tokens, mems=grown)["mems"]
+    assert regrown[0].shape == (3, min(mem_len, 2 * qlen), 16)
+
+
+def test_no_gradient_reaches_the_memory():
+    model = make_model()
+    tokens, labels = random_tokens([2, 6], seed=5), random_tokens([2, 6], seed=6)
+    with tf.GradientTape(persistent=True) as tape:
+        first = model(tokens, labels=labels, training=True)
+        second = model(tokens, mems=first["mems"], labels=labels, training=True)
+        loss = tf.reduce_mean(second["nll"])
+        mem_sum = tf.add_n([tf.reduce_sum(m) for m in first["mems"]])
+    assert all(g is None for g in tape.gradient(mem_sum, model.trainable_variables))
+    grads_through = tape.gradient(loss, model.trainable_variables)
+    # The same loss with the memory fed in as a constant gives the same gradients.
+    constant_mems = [tf.constant(m.numpy()) for m in first["mems"]]
+    with tf.GradientTape() as tape2:
+        loss2 = tf.reduce_mean(model(tokens, mems=constant_mems, labels=labels,
+                                     training=True)["nll"])
+    for g1, g2 in zip(grads_through, tape2.gradient(loss2, model.trainable_variables)):
+        np.testing.assert_allclose(tf.convert_to_tensor(g1).numpy(),
+                                   tf.convert_to_tensor(g2).numpy(), rtol=1e-5, atol=1e-7)
+
+
+def _train_step_fn(model, jit_compile):
+    @tf.function(jit_compile=jit_compile)
+    def step(tokens, labels, mems):
+        with tf.GradientTape() as tape:
+            out = model(tokens, mems=mems, labels=labels, training=True)
+            loss = tf.reduce_mean(out["nll"])
+        grads = tape.gradient(loss, model.trainable_variables)
+        return loss, grads, out["mems"]
+    return step
+
+
+@pytest.mark.parametrize("changes", [dict(), dict(cutoffs=(10, 30), div_val=2, untie_r=True)])
+def test_xla_step_equals_plain_step(changes):
+    model = make_model(**changes)
+    tokens, labels = random_tokens([2, 6], seed=7), random_tokens([2, 6], seed=8)
+    mems = model.init_mems(2)
+    loss_a, grads_a, mems_a = _train_step_fn(model, False)(tokens, labels, mems)
+    loss_b, grads_b, mems_b = _train_step_fn(model, True)(tokens, labels, mems)
+    np.testing.assert_allclose(loss_a.numpy(), loss_b.numpy(), rtol=1e-5)
+    for g_a, g_b in zip(grads_a, grads_b):
+        np.testing.assert_allclose(tf.convert_to_tensor(g_a).numpy(),
+                                   tf.convert_to_tensor(g_b).numpy(), rtol=1e-3, atol=1e-5)
+    for m_a, m_b in zip(mems_a, mems_b):
+        np.testing.assert_allclose(m_a.numpy(), m_b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("policy,tolerance", [("mixed_bfloat16", 0.1), ("mixed_float16", 0.02)])
+def test_mixed_precision_stays_close_to_float32(policy, tolerance):
+    reference = make_model(cutoffs=(10, 30), div_val=2, init_std=0.05)
+    keras.utils.set_random_seed(0)
+    mixed = TransformerXL(reference.config, dtype=policy)
+    mixed.set_weights(reference.get_weights())
+    tokens, labels = random_tokens([2, 6], seed=9), random_tokens([2, 6], seed=10)
+    mems = reference.init_mems(2)
+    want = reference(tokens, mems=mems, labels=labels)
+    got = mixed(tokens, mems=mems, labels=labels)
+    assert got["nll"].dtype == tf.float32 and got["mems"][0].dtype == tf.float32
+    assert all(v.dtype == "float32" for v in mixed.weights)
+    assert np.isfinite(got["nll"].numpy()).all()
+    np.testing.assert_allclose(got["nll"].numpy(), want["nll"].numpy(), rtol=tolerance,
+                               atol=tolerance)
+    # Training mode works too (dropout, float32 loss).
+    out = mixed(tokens, mems=got["mems"], labels=labels, training=True)
+    assert np.isfinite(out["nll"].numpy()).all()
+
+
+def test_dropout_only_in_training():
+    model = make_model(dropout=0.3, dropatt=0.3)
+    tokens = random_tokens([2, 6])
+    a = model(tokens)["log_probs"].numpy()
+    np.testing.assert_array_equal(a, model(tokens)["log_probs"].numpy())
+    b = model(tokens, training=True)["log_probs"].numpy()
+    assert np.abs(a - b).max() > 1e-4
+
+
+def test_vanilla_transformer_has_no_memory_and_is_causal():
+    model = make_model(attn_type=2, mem_len=0)
+    assert model.init_mems(2) == []
+    assert not any("/r:" in v.name or v.path.endswith("/r") for v in model.weights)
+    tokens = random_tokens([2, 6])
+    out = model(tokens)
+    assert out["mems"] == [] and out["log_probs"].shape == (2, 6, 50)
+    changed = tokens.numpy().copy()
+    changed[:, 4] = (changed[:, 4] + 1) % 50
+    after = model(tf.constant(changed))["log_probs"].numpy()
+    np.testing.assert_array_equal(out["log_probs"].numpy()[:, :4], after[:, :4])
+
+
+def _count(config):
+    return TransformerXL(config).count_params()
+
+
+@pytest.mark.parametrize("name,config,millions", [
+    ("enwik8 12-layer", TransformerXLConfig(
+        n_token=204, n_layer=12, d_model=512, n_head=8, d_head=64, d_inner=2048), 41.1),
+    ("WikiText-103 base", TransformerXLConfig(
+        n_token=267735, n_layer=16, d_model=410, n_head=10, d_head=41, d_inner=2100,
+        cutoffs=(20000, 40000, 200000), div_val=1, untie_r=True,
+        proj_share_all_but_first=True), 151.1),
+    ("enwik8 24-layer", TransformerXLConfig(
+        n_token=204, n_layer=24, d_model=1024, n_head=8, d_head=128, d_inner=3072), 277.2),
+])
+def test_parameter_counts_of_the_papers_models(name, config, millions):
+    """The reference's counts (reference-implementation.md section 4)."""
+    assert round(_count(config) / 1e6, 1) == millions, name
+
+
+def test_wt103_large_layout_matches_released_checkpoint_shapes():
+    """div_val 4, proj_same_dim, shared tail projections: the released wt103 large layout."""
+    config = TransformerXLConfig(
+        n_token=267735, n_layer=1, d_model=1024, n_head=16, d_head=64, d_inner=4096,
+        cutoffs=(20000, 40000, 200000), div_val=4, untie_r=True, proj_share_all_but_first=True)
+    model = TransformerXL(config)
+    emb = model.embedding
+    assert [tuple(t.shape) for t in emb.tables] == [
+        (20000, 1024), (20000, 256), (160000, 64), (67735, 16)]
+    assert [tuple(p.shape) for p in emb.projections] == [
+        (1024, 1024), (256, 1024), (64, 1024), (16, 1024)]
+    sm = model.softmax
+    assert [None if p is None else tuple(p.shape) for p in sm.out_projections] == [
+        (1024, 1024), None, None, None]
+    assert tuple(sm.cluster_W.shape) == (3, 1024)
+    assert tuple(model.r_w_bias.shape) == (1, 16, 64)
+
+
+def test_call_rejects_wrong_number_of_memories():
+    model = make_model()
+    with pytest.raises(ValueError, match="one tensor per layer"):
+        model(random_tokens([2, 6]), mems=model.init_mems(2)[:1])
+
+
+def test_model_config_round_trip_and_save_load(tmp_path):
+    model = make_model(cutoffs=(10, 30), div_val=2, untie_r=True)
+    clone = TransformerXL.from_config(model.get_config())
+    assert clone.config == model.config
+    tokens, labels = random_tokens([2, 6]), random_tokens([2, 6], seed=1)
+    txl_tf.save_model(model, str(tmp_path))
+    loaded = txl_tf.load_model(str(tmp_path))
+    np.testing.assert_array_equal(model(tokens, labels=labels)["nll"].numpy(),
+                                  loaded(tokens, labels=labels)["nll"].numpy())
+    with pytest.raises(txl_tf.ModelDirError, match="does not fit"):
+        txl_tf.load_model(str(tmp_path), d_inner=20)
+    with pytest.raises(txl_tf.ModelDirError, match="not a txl-tf model directory"):
+        txl_tf.load_model(str(tmp_path / "missing"))
+    # Run settings may change at load time: a longer memory for evaluation.
+    long = txl_tf.load_model(str(tmp_path), mem_len=20, same_length=True)
+    assert long.init_mems(1)[0].shape == (1, 20, 16)
