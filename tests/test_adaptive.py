@@ -1,0 +1,144 @@
+"""Adaptive embedding and adaptive softmax against direct NumPy formulas."""
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from txl_tf import AdaptiveEmbedding, AdaptiveSoftmax, TransformerXL, TransformerXLConfig
+
+N_TOKEN, D_MODEL = 40, 8
+LAYOUTS = [
+    dict(cutoffs=(), div_val=1, d_embed=8),
+    dict(cutoffs=(), div_val=1, d_embed=6),  # projection because d_embed != d_model
+    dict(cutoffs=(10, 25), div_val=1, d_embed=8),
+    dict(cutoffs=(10, 25), div_val=2, d_embed=8),
+    dict(cutoffs=(10, 25), div_val=2, d_embed=8, proj_same_dim=False),
+]
+INIT = dict(embeddings_initializer=keras.initializers.RandomNormal(stddev=0.5),
+            projection_initializer=keras.initializers.RandomNormal(stddev=0.5))
+
+
+def make_embedding(layout):
+    emb = AdaptiveEmbedding(N_TOKEN, layout["d_embed"], D_MODEL, cutoffs=layout["cutoffs"],
+                            div_val=layout["div_val"],
+                            proj_same_dim=layout.get("proj_same_dim", True), **INIT)
+    emb.build()
+    return emb
+
+
+def naive_embedding(emb, token):
+    ends = (0,) + tuple(emb.cutoffs) + (N_TOKEN,)
+    for i in range(len(ends) - 1):
+        if ends[i] <= token < ends[i + 1]:
+            table, proj = emb.bin_weights(i)
+            row = np.asarray(table)[token - ends[i]]
+            if proj is not None:
+                row = row @ np.asarray(proj)
+            return row * math.sqrt(D_MODEL)
+    raise AssertionError(token)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_adaptive_embedding_matches_lookup_then_project(layout):
+    keras.utils.set_random_seed(0)
+    emb = make_embedding(layout)
+    tokens = np.arange(N_TOKEN).reshape(2, 20)
+    got = emb(tf.constant(tokens)).numpy()
+    for b in range(2):
+        for t in range(20):
+            np.testing.assert_allclose(got[b, t], naive_embedding(emb, tokens[b, t]),
+                                       rtol=1e-5, atol=1e-5)
+
+
+def make_softmax(layout, tie_projs=None):
+    keras.utils.set_random_seed(1)
+    emb = make_embedding(layout)
+    sm = AdaptiveSoftmax(N_TOKEN, layout["d_embed"], D_MODEL, cutoffs=layout["cutoffs"],
+                         div_val=layout["div_val"], tie_projs=tie_projs, embedding=emb,
+                         proj_same_dim=layout.get("proj_same_dim", True),
+                         projection_initializer=INIT["projection_initializer"])
+    sm.build()
+    rng = np.random.default_rng(2)
+    for w in sm.weights:  # non-zero biases and cluster weights, so they matter
+        w.assign(rng.normal(size=w.shape) * 0.5)
+    return sm
+
+
+def naive_log_probs(sm, h):
+    """log p over the vocabulary for one hidden vector, from the bin formula."""
+    def logits(i, weight, bias):
+        proj = sm.bin_projection(i)
+        x = h if proj is None else np.asarray(proj) @ h
+        return np.asarray(weight) @ x + np.asarray(bias)
+
+    def log_softmax(x):
+        return x - np.log(np.exp(x - x.max()).sum()) - x.max()
+
+    if not sm.cutoffs:
+        return log_softmax(logits(0, sm.embedding.bin_weights(0)[0], sm.bias))
+    head_w = np.concatenate([np.asarray(sm.embedding.bin_weights(0)[0]),
+                             np.asarray(sm.cluster_W)])
+    head_b = np.concatenate([np.asarray(sm.cutoff_0_b), np.asarray(sm.cluster_b)])
+    head = log_softmax(logits(0, head_w, head_b))
+    c1 = sm.cutoffs[0]
+    out = list(head[:c1])
+    for i in range(1, len(sm.cutoffs) + 1):
+        tail = log_softmax(logits(i, sm.embedding.bin_weights(i)[0],
+                                  getattr(sm, f"cutoff_{i}_b")))
+        out.extend(tail + head[c1 + i - 1])  # cluster row i-1 belongs to tail bin i
+    return np.array(out)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("share", [False, True])
+def test_adaptive_softmax_matches_bin_formula_and_normalises(layout, share):
+    n_bins = len(layout["cutoffs"]) + 1
+    sm = make_softmax(layout, tie_projs=(False,) + (share,) * (n_bins - 1))
+    h = np.random.default_rng(3).normal(size=(2, 5, D_MODEL)).astype(np.float32)
+    log_probs = sm(tf.constant(h)).numpy()
+    assert log_probs.shape == (2, 5, N_TOKEN)
+    np.testing.assert_allclose(np.exp(log_probs).sum(-1), 1.0, rtol=1e-5)
+    for b in range(2):
+        for t in range(5):
+            np.testing.assert_allclose(log_probs[b, t], naive_log_probs(sm, h[b, t]),
+                                       rtol=1e-4, atol=1e-4)
+    # The NLL path (no full log-probability tensor) picks the same numbers for every token.
+    labels = np.random.default_rng(4).integers(0, N_TOKEN, size=(2, 5))
+    nll = sm(tf.constant(h), labels=tf.constant(labels)).numpy()
+    expected = -np.take_along_axis(log_probs, labels[..., None], axis=-1)[..., 0]
+    np.testing.assert_allclose(nll, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_no_cutoffs_is_a_plain_tied_softmax():
+    sm = make_softmax(LAYOUTS[0])
+    h = np.random.default_rng(5).normal(size=(1, 3, D_MODEL)).astype(np.float32)
+    logits = h @ np.asarray(sm.embedding.lookup_table).T + np.asarray(sm.bias)
+    expected = tf.nn.log_softmax(logits).numpy()
+    np.testing.assert_allclose(sm(tf.constant(h)).numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_model_softmax_is_tied_to_the_embedding():
+    config = TransformerXLConfig(n_token=40, n_layer=1, d_model=8, n_head=2, d_head=4,
+                                 d_inner=16, cutoffs=(10, 25), div_val=2,
+                                 proj_share_all_but_first=True)
+    model = TransformerXL(config)
+    assert model.softmax.embedding is model.embedding
+    for i in range(3):
+        assert model.softmax.embedding.bin_weights(i)[0] is model.embedding.tables[i]
+    # Tail bins reuse the embedding projections (the same variables); bin 0 has its own.
+    assert model.softmax.bin_projection(1) is model.embedding.projections[1]
+    assert model.softmax.bin_projection(0) is not model.embedding.projections[0]
+    # Every variable is counted once.
+    ids = [id(v) for v in model.weights]
+    assert len(ids) == len(set(ids))
+
+
+def test_standalone_softmax_from_config_has_private_tables():
+    sm = make_softmax(LAYOUTS[3])
+    clone = AdaptiveSoftmax.from_config(sm.get_config())
+    clone.build()
+    assert clone.embedding is not sm.embedding
+    out = clone(tf.zeros([1, 2, D_MODEL]))
+    assert out.shape == (1, 2, N_TOKEN)
