@@ -4,7 +4,7 @@ import collections
 import numpy as np
 
 from tf_records.corpora.base import BuiltCorpus, counts_of_ids
-from tf_records.errors import CorpusError
+from tf_records.errors import CorpusError, VocabularyError
 from tf_records.tokenize import TextRules, encode_word_lines, word_symbols
 from tf_records.vocabulary import Vocabulary
 
@@ -72,7 +72,12 @@ def word_corpus(line_sources: dict, rules: TextRules, count_splits, specials=(),
     for s, lines in line_sources.items():
         if progress:
             progress(f"encoding {s}")
-        ids = encode_word_lines(lines(), vocab, rules, backend=backend)
+        try:
+            ids = encode_word_lines(lines(), vocab, rules, backend=backend)
+        except VocabularyError as e:
+            raise VocabularyError(f"{s} split: {e} The vocabulary was counted on {list(count_splits)}; "
+                                  "use --unk_policy=unk (unknown words become <unk>) or "
+                                  "--vocab_from=all.") from None
         if ids.size == 0:
             raise CorpusError(f"the {s} split is empty.")
         streams[s] = ids
