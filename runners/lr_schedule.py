@@ -1,0 +1,61 @@
+"""The reference learning-rate schedule: linear warmup, then cosine decay to `min_lr_ratio`.
+
+    step < warmup:   lr * step / warmup
+    otherwise:       lr * ((1 - a) * 0.5 * (1 + cos(pi * min(step - warmup, T) / T)) + a)
+                     with T = train_steps - warmup and a = min_lr_ratio
+
+(`tf.train.cosine_decay(lr, step - warmup, train_steps - warmup, alpha=min_lr_ratio)` of the
+reference `tf/train.py` and `tf/train_gpu.py`.) `step` is the 0-based index of the update.
+"""
+import math
+
+import keras
+import tensorflow as tf
+
+
+def warmup_cosine_lr(step: int, learning_rate: float, warmup_steps: int, train_steps: int,
+                     min_lr_ratio: float) -> float:
+    """Plain-Python value of the schedule at `step` (for tests, ETA and logs)."""
+    if warmup_steps > 0 and step < warmup_steps:
+        return learning_rate * step / warmup_steps
+    decay_steps = max(train_steps - warmup_steps, 1)
+    t = min(max(step - warmup_steps, 0), decay_steps)
+    cosine = 0.5 * (1.0 + math.cos(math.pi * t / decay_steps))
+    return learning_rate * ((1.0 - min_lr_ratio) * cosine + min_lr_ratio)
+
+
+@keras.saving.register_keras_serializable(package="txl_runners")
+class WarmupCosineSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """`warmup_cosine_lr` as a Keras schedule, evaluated on the optimizer's update counter."""
+
+    def __init__(self, learning_rate: float, warmup_steps: int, train_steps: int,
+                 min_lr_ratio: float):
+        if learning_rate <= 0:
+            raise ValueError(f"learning_rate must be > 0, got {learning_rate}.")
+        if warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}.")
+        if train_steps < 1 or train_steps < warmup_steps:
+            raise ValueError(f"train_steps ({train_steps}) must be >= 1 and >= warmup_steps "
+                             f"({warmup_steps}).")
+        if not 0.0 <= min_lr_ratio <= 1.0:
+            raise ValueError(f"min_lr_ratio must be in [0, 1], got {min_lr_ratio}.")
+        self.learning_rate = float(learning_rate)
+        self.warmup_steps = int(warmup_steps)
+        self.train_steps = int(train_steps)
+        self.min_lr_ratio = float(min_lr_ratio)
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32)
+        lr = self.learning_rate
+        warmup = float(self.warmup_steps)
+        decay_steps = float(max(self.train_steps - self.warmup_steps, 1))
+        t = tf.clip_by_value(step - warmup, 0.0, decay_steps)
+        cosine = 0.5 * (1.0 + tf.cos(math.pi * t / decay_steps))
+        decayed = lr * ((1.0 - self.min_lr_ratio) * cosine + self.min_lr_ratio)
+        if self.warmup_steps == 0:
+            return decayed
+        return tf.where(step < warmup, lr * step / warmup, decayed)
+
+    def get_config(self):
+        return {"learning_rate": self.learning_rate, "warmup_steps": self.warmup_steps,
+                "train_steps": self.train_steps, "min_lr_ratio": self.min_lr_ratio}

@@ -1,0 +1,83 @@
+"""`--strategy` name -> `tf.distribute.Strategy`, shared by every runner.
+
+Names: `default` (no distribution; the default strategy), `one_device` (`--devices` or the first
+GPU, else the CPU), `mirrored` (all local GPUs, or the devices of `--devices`), 
+`multi_worker_mirrored` (cluster from the `TF_CONFIG` environment variable), `tpu` (`--tpu`
+address, '' or 'local' for a TPU VM).
+"""
+import json
+import os
+from typing import Optional, Sequence
+
+import tensorflow as tf
+
+STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+class StrategyError(ValueError):
+    """A strategy that cannot be created as asked."""
+
+
+def create_strategy(name: str, tpu: Optional[str] = None,
+                    devices: Optional[Sequence[str]] = None) -> tf.distribute.Strategy:
+    """The strategy `name` (one of `STRATEGIES`).
+
+    Args:
+      name: strategy name.
+      tpu: TPU address for `tpu` (grpc://..., a TPU name, or '' / 'local').
+      devices: explicit device names for `one_device` (one) and `mirrored` (any number), e.g.
+        ['/CPU:0', '/CPU:1'] for two logical CPUs.
+    """
+    devices = list(devices or [])
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "one_device":
+        if len(devices) > 1:
+            raise StrategyError(f"--strategy=one_device takes one device, got {devices}.")
+        if not devices:
+            gpus = tf.config.list_logical_devices("GPU")
+            devices = [gpus[0].name if gpus else "/CPU:0"]
+        return tf.distribute.OneDeviceStrategy(devices[0])
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy(devices or None)
+    if name == "multi_worker_mirrored":
+        if "TF_CONFIG" not in os.environ:
+            raise StrategyError(
+                "--strategy=multi_worker_mirrored reads the cluster from the TF_CONFIG environment "
+                "variable, which is not set (e.g. TF_CONFIG='{\"cluster\": {\"worker\": "
+                "[\"host1:2222\", \"host2:2222\"]}, \"task\": {\"type\": \"worker\", \"index\": 0}}').")
+        try:
+            json.loads(os.environ["TF_CONFIG"])
+        except json.JSONDecodeError as error:
+            raise StrategyError(f"TF_CONFIG is not valid JSON ({error}).") from None
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        address = "" if tpu in (None, "local") else tpu
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=address)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    raise StrategyError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}.")
+
+
+def worker_info(strategy: tf.distribute.Strategy):
+    """(task_id, num_workers, is_chief) of this process. Single-process strategies: (0, 1, True).
+
+    The chief writes checkpoints and summaries; in a multi-worker cluster it is worker 0 (or the
+    task of type 'chief').
+    """
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return 0, 1, True
+    task_type, task_id = resolver.task_type, resolver.task_id or 0
+    spec = resolver.cluster_spec().as_dict()
+    num_workers = sum(len(spec.get(kind, [])) for kind in ("chief", "worker"))
+    is_chief = task_type == "chief" or (task_type == "worker" and task_id == 0
+                                         and "chief" not in spec)
+    index = task_id + (1 if task_type == "worker" and "chief" in spec else 0)
+    return index, max(num_workers, 1), is_chief
+
+
+def local_replicas(strategy: tf.distribute.Strategy) -> int:
+    """Replicas driven by this process (devices of this host)."""
+    return len(strategy.extended.worker_devices)
