@@ -137,7 +137,7 @@ def find_records(data_dir, split, layout: RecordLayout, vocab_size=None, verify=
 def verify_host_files(meta, host, checksum=False, command=""):
     """Checks that ``host``'s files exist with the recorded size (and sha256 if ``checksum``)."""
     for name, p in zip(meta["files"][host], meta["paths"][host]):
-        fix = f" Rebuild them (delete the file first) with:\n  {command}" if command else ""
+        fix = f" Rebuild them with:\n  {command}" if command else ""
         if not os.path.exists(p):
             raise RecordsCorruptError(f"record file {p} is missing.{fix}")
         size = os.path.getsize(p)

@@ -48,7 +48,7 @@ def _records_current(data_dir, split, layout, info, desc):
     if meta.get("vocab_checksum") != info["vocab_checksum"] or meta.get("stream_sha256") != desc["sha256"]:
         return None
     try:
-        return metadata.find_records(data_dir, split, layout, verify="size")
+        return metadata.find_records(data_dir, split, layout, verify="checksum")
     except DataError:
         return None
 
