@@ -40,6 +40,9 @@ class AdaptiveSoftmax(keras.layers.Layer):
       embedding: the `AdaptiveEmbedding` whose tables (and tied projections) this layer uses.
         None creates a private one (an untied, stand-alone softmax; what `from_config` gives).
       projection_initializer, embeddings_initializer: for untied projections / private tables.
+      tail_chunk: how many tail-bin positions the NLL path scores at once (None: a quarter of
+        the batch's positions). Any value gives the same, exact result; it trades memory for
+        loop iterations.
 
     Call arguments:
       hidden: [B, Q, D] final hidden states.
@@ -52,7 +55,7 @@ class AdaptiveSoftmax(keras.layers.Layer):
 
     def __init__(self, n_token, d_embed, d_model, cutoffs=(), div_val=1, proj_same_dim=True,
                  tie_projs=None, embedding=None, projection_initializer="glorot_uniform",
-                 embeddings_initializer="uniform", **kwargs):
+                 embeddings_initializer="uniform", tail_chunk=None, **kwargs):
         kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
         self.n_token = n_token
@@ -69,6 +72,7 @@ class AdaptiveSoftmax(keras.layers.Layer):
         self.projection_initializer = keras.initializers.get(projection_initializer)
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
         self.cutoff_ends = (0,) + self.cutoffs + (n_token,)
+        self.tail_chunk = tail_chunk
         if embedding is None:
             self.private_embedding = AdaptiveEmbedding(
                 n_token, d_embed, d_model, cutoffs=self.cutoffs, div_val=div_val,
@@ -170,13 +174,49 @@ class AdaptiveSoftmax(keras.layers.Layer):
             bin_index += tf.cast(labels >= c, tf.int32)
         head_target = tf.where(bin_index == 0, labels, c1 + bin_index - 1)
         nll = tf.nn.sparse_softmax_cross_entropy_with_logits(head_target, head_logits)
+        flat_hidden = tf.reshape(hidden, [-1, self.d_model])  # [N, D], N = B * Q
+        flat_labels = tf.reshape(labels, [-1])
+        flat_bins = tf.reshape(bin_index, [-1])
+        tail_nll = tf.zeros_like(flat_labels, dtype=tf.float32)
         for i in range(1, self.n_clusters + 1):
-            lo, hi = self.cutoff_ends[i], self.cutoff_ends[i + 1]
-            tail_logits = tf.cast(self._tail_logits(hidden, i), tf.float32)
-            local = tf.clip_by_value(labels - lo, 0, hi - lo - 1)
-            tail_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(local, tail_logits)
-            nll += tf.where(bin_index == i, tail_nll, tf.zeros_like(tail_nll))
-        return nll
+            tail_nll += self._tail_nll(flat_hidden, flat_labels, flat_bins, i)
+        return nll + tf.reshape(tail_nll, tf.shape(labels))
+
+    def _tail_nll(self, hidden, labels, bins, i):
+        """-log_softmax(tail_i)[label - c_i] at the positions whose label is in bin i, 0 elsewhere.
+
+        Only those positions are scored: they are moved to the front (a stable sort on the bin
+        mask) and processed `tail_chunk` at a time in a bounded `tf.while_loop`, so shapes stay
+        static for XLA, the cost follows the number of tail tokens rather than B * Q, and no
+        token is ever dropped (the loop runs until every tail token of the batch is scored).
+
+        hidden [N, D]; labels, bins int [N]. Returns float32 [N].
+        """
+        lo, hi = self.cutoff_ends[i], self.cutoff_ends[i + 1]
+        n = tf.shape(labels)[0]
+        in_bin = bins == i
+        count = tf.reduce_sum(tf.cast(in_bin, tf.int32))
+        order = tf.argsort(tf.cast(tf.logical_not(in_bin), tf.int32), stable=True)
+        chunk = self.tail_chunk if self.tail_chunk else tf.maximum((n + 3) // 4, 1)
+        chunk = tf.minimum(chunk, tf.maximum(n, 1))
+        max_chunks = (n + chunk - 1) // chunk
+
+        def body(k, total):
+            slots = k * chunk + tf.range(chunk)
+            valid = slots < count
+            positions = tf.gather(order, tf.minimum(slots, n - 1))
+            logits = tf.cast(self._tail_logits(tf.gather(hidden, positions)[None], i)[0],
+                             tf.float32)  # [chunk, n_i]
+            local = tf.clip_by_value(tf.gather(labels, positions) - lo, 0, hi - lo - 1)
+            losses = tf.nn.sparse_softmax_cross_entropy_with_logits(local, logits)
+            losses = tf.where(valid, losses, tf.zeros_like(losses))
+            total = tf.tensor_scatter_nd_add(total, positions[:, None], losses)
+            return k + 1, total
+
+        _, total = tf.while_loop(
+            lambda k, total: k * chunk < count, body,
+            (tf.constant(0), tf.zeros([n], tf.float32)), maximum_iterations=max_chunks)
+        return total
 
     def get_config(self):
         config = super().get_config()
@@ -185,5 +225,6 @@ class AdaptiveSoftmax(keras.layers.Layer):
             cutoffs=list(self.cutoffs), div_val=self.div_val, proj_same_dim=self.proj_same_dim,
             tie_projs=list(self.tie_projs),
             projection_initializer=keras.initializers.serialize(self.projection_initializer),
-            embeddings_initializer=keras.initializers.serialize(self.embeddings_initializer))
+            embeddings_initializer=keras.initializers.serialize(self.embeddings_initializer),
+            tail_chunk=self.tail_chunk)
         return config
