@@ -176,3 +176,14 @@ def test_chunked_tail_nll_is_exact_values_and_gradients(tail_chunk, jit):
     for g, g_ref in zip(grads, grads_ref):
         np.testing.assert_allclose(tf.convert_to_tensor(g).numpy(),
                                    tf.convert_to_tensor(g_ref).numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("layout", [LAYOUTS[0], LAYOUTS[3]])
+def test_negative_labels_are_padding_with_zero_nll(layout):
+    sm = make_softmax(layout)
+    h = tf.constant(np.random.default_rng(7).normal(size=(2, 4, D_MODEL)).astype(np.float32))
+    labels = np.array([[3, 15, 30, -1], [-1, -1, 12, 39]])
+    nll = sm(h, labels=tf.constant(labels)).numpy()
+    full = sm(h, labels=tf.constant(np.maximum(labels, 0))).numpy()
+    np.testing.assert_array_equal(nll[labels < 0], 0.0)
+    np.testing.assert_allclose(nll[labels >= 0], full[labels >= 0], rtol=1e-6)

@@ -46,7 +46,7 @@ class AdaptiveSoftmax(keras.layers.Layer):
 
     Call arguments:
       hidden: [B, Q, D] final hidden states.
-      labels: int [B, Q] or None.
+      labels: int [B, Q] or None. Negative labels mark padding: their NLL is 0.
 
     Returns:
       labels given: float32 [B, Q] negative log-likelihood in nats;
@@ -154,7 +154,10 @@ class AdaptiveSoftmax(keras.layers.Layer):
         hidden = tf.cast(hidden, tf.float32)
         head_logits = tf.cast(self._head_logits(hidden), tf.float32)
         if labels is not None:
-            return self._nll(hidden, head_logits, tf.cast(labels, tf.int32))
+            labels = tf.cast(labels, tf.int32)
+            padding = labels < 0
+            nll = self._nll(hidden, head_logits, tf.maximum(labels, 0))
+            return tf.where(padding, tf.zeros_like(nll), nll)
         head_logprob = tf.nn.log_softmax(head_logits, axis=-1)
         if not self.cutoffs:
             return head_logprob

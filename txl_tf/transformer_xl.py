@@ -31,7 +31,8 @@ class TransformerXL(keras.Model):
       tokens: int [B, Q] input ids.
       mems: list of L float tensors [B, M, D] (the previous call's "mems" or `init_mems`), or
         None for no memory at all. M may differ from mem_len.
-      labels: int [B, Q] targets, or None.
+      labels: int [B, Q] targets, or None. A negative label marks padding (e.g. the end of a
+        stream): its NLL is 0, so sum(nll) / count(labels >= 0) stays exact.
       training: dropout on/off.
       mem_len, clamp_len, same_length: override the config's run settings for this call
         (e.g. a longer memory at evaluation). Python values, not tensors.
