@@ -18,6 +18,8 @@ def pytest_test(name, deps = [], data = [], size = "medium", **kwargs):
         args = [native.package_name() + "/" + src],
         data = ["conftest.py", "//:pyproject.toml"] + data,
         deps = deps,
+        # No generated tests/__init__.py: pytest sees the same layout as in the repository.
+        legacy_create_init = False,
         python_version = "PY3",
         srcs_version = "PY3",
         size = size,
