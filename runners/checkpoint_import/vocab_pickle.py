@@ -11,6 +11,8 @@ through which a pickle reaches code, and here it admits:
     `__setstate__` only store the given state and never call anything;
   * NumPy's array / dtype / scalar reconstructors and `copyreg._reconstructor`, mapped to inert
     stand-ins that drop the data (the splits are not needed; they are rebuilt as TFRecords);
+  * `_codecs.encode`, mapped to a function that only turns a str into latin-1 bytes (how
+    Python 3 writes bytes under protocol 2);
 and refuses every other global (`os.system`, `builtins.eval`, `subprocess.Popen`, ...) with an
 `UnsafePickleError` before anything is called. The real `pickle.load` is never used on these
 files. Python 2 byte strings are read as bytes and decoded as UTF-8.
@@ -62,6 +64,13 @@ def _safe_reconstructor(cls, base, state):
     raise UnsafePickleError(f"copyreg._reconstructor called with {cls!r}.")
 
 
+def _safe_latin1_encode(text, encoding="latin1"):
+    # Python 3 writes bytes in protocol 2 as _codecs.encode(str, "latin1"); allow only that.
+    if isinstance(text, str) and encoding in ("latin1", "latin-1"):
+        return text.encode("latin1")
+    raise UnsafePickleError(f"_codecs.encode called with {type(text).__name__}, {encoding!r}.")
+
+
 _INERT_CLASSES = {
     ("vocabulary", "Vocab"), ("data_utils", "Corpus"), ("data_utils", "LMOrderedIterator"),
     ("utils.vocabulary", "Vocab"), ("__main__", "Vocab"), ("__main__", "Corpus"),
@@ -93,6 +102,8 @@ class RestrictedUnpickler(pickle.Unpickler):
             return self._inert[key]
         if key in {("copyreg", "_reconstructor"), ("copy_reg", "_reconstructor")}:
             return _safe_reconstructor
+        if key == ("_codecs", "encode"):
+            return _safe_latin1_encode
         raise UnsafePickleError(
             f"refusing to unpickle the global {module}.{name}: only plain containers and the "
             "reference's Vocab/Corpus objects are allowed (this file may try to run code).")
