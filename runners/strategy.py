@@ -80,4 +80,7 @@ def worker_info(strategy: tf.distribute.Strategy):
 
 def local_replicas(strategy: tf.distribute.Strategy) -> int:
     """Replicas driven by this process (devices of this host)."""
-    return len(strategy.extended.worker_devices)
+    try:
+        return len(strategy.extended.worker_devices)
+    except RuntimeError:  # the default strategy: one replica
+        return 1

@@ -90,7 +90,10 @@ class Trainer:
     # ---------------------------------------------------------------------------------- memory
     @property
     def num_local_replicas(self) -> int:
-        return len(self.strategy.extended.worker_devices)
+        try:
+            return len(self.strategy.extended.worker_devices)
+        except RuntimeError:  # the default strategy: one replica
+            return 1
 
     def init_memory(self, per_replica_batch: int, mem_len: Optional[int] = None):
         """Zero memory on every replica: distributed L x [B, M, D]."""

@@ -1,0 +1,359 @@
+"""One training run of txl-tf: data, model, resume, the loop, evaluation, checkpoints, logs.
+
+`run_training(options, config_fn)` is what `runners/train.py` calls after parsing its flags; tests
+call it directly. The run:
+  1. creates the strategy and derives the layout (per-replica batch = global batch / replicas);
+  2. finds the train/valid records for that layout (prepares them itself for the built-in and
+     synthetic corpora or when `raw_path` is given; otherwise raises the error that names the
+     exact `runners/prepare_data.py` command);
+  3. builds the model and optimizer under `strategy.scope()`, writes config.json, vocab.txt,
+     corpus-info.json and flags.txt into `model_dir`;
+  4. resumes from the newest checkpoint of `model_dir` (weights, optimizer, step, dropout RNG,
+     and this worker's memory), or warm-starts from `init_checkpoint`, or starts fresh;
+  5. trains in compiled loops of up to `steps_per_loop` steps that stop at every log / eval /
+     save boundary, carrying the memory across loops, evaluations and checkpoints;
+  6. writes train_summary.json at the end.
+"""
+import dataclasses
+import json
+import math
+import os
+import shutil
+import time
+from typing import Callable, Optional
+
+import numpy as np
+import keras
+import tensorflow as tf
+from absl import logging
+
+import tf_records
+import txl_tf
+from runners import checkpointing, flags_model, strategy as strategy_lib
+from runners.lr_schedule import WarmupCosineSchedule, warmup_cosine_lr
+from runners.optimizer import make_optimizer
+from runners.summaries import RunSummaries, format_duration, metric_name, metric_value
+from runners.trainer import Trainer
+
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+SELF_PREPARED = ("builtin", "synthetic")  # corpora that need no raw data
+
+
+class TrainError(ValueError):
+    """Inconsistent training options; the message names the fix."""
+
+
+@dataclasses.dataclass
+class TrainOptions:
+    """Everything of a run except the model configuration (see runners/train.py for help)."""
+    model_dir: str = "runs/default"
+    data_dir: str = "data/builtin"
+    dataset: str = "builtin"
+    corpus_options: dict = dataclasses.field(default_factory=dict)
+    raw_path: Optional[str] = None
+    per_host_train_bsz: int = 16
+    train_batch_size: int = 0          # global; 0 = per_host_train_bsz * hosts
+    per_host_valid_bsz: int = 0        # 0 = per_host_train_bsz
+    learning_rate: float = 2.5e-4
+    warmup_steps: int = 0
+    train_steps: int = 1000
+    min_lr_ratio: float = 0.004
+    clip: float = 0.25
+    grad_accum_steps: int = 1
+    precision: str = "float32"
+    steps_per_loop: int = 50
+    log_steps: int = 50
+    save_steps: int = 500
+    eval_steps: int = 500              # evaluate every eval_steps steps (0: only at the end)
+    max_eval_batches: int = -1         # validation steps per evaluation (-1: whole split)
+    keep_checkpoints: int = 5
+    init_checkpoint: Optional[str] = None
+    strategy: str = "default"
+    tpu: Optional[str] = None
+    devices: tuple = ()
+    seed: int = 0
+    flags_text: str = ""               # the run's flags, stored as text
+
+
+# ------------------------------------------------------------------------------------ helpers
+def set_precision(precision: str) -> None:
+    if precision not in PRECISIONS:
+        raise TrainError(f"--precision must be one of {PRECISIONS}, got {precision!r}.")
+    keras.config.set_dtype_policy(precision)
+
+
+def unigram_entropy(data_dir: str, split: str = "train") -> Optional[float]:
+    """Entropy (nats/token) of the unigram distribution of `split`: the loss of the best model
+    that ignores context, the baseline a language model must beat. None when unavailable."""
+    try:
+        from tf_records import stream_cache
+        tokens = stream_cache.load(data_dir, split, verify=False)
+    except Exception:  # noqa: BLE001 - a baseline is optional
+        return None
+    counts = np.bincount(np.asarray(tokens, np.int64))
+    p = counts[counts > 0] / counts.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+def ensure_records(options: TrainOptions, layouts: dict, vocab_size=None) -> dict:
+    """Metadata per split; makes the records when the raw data is at hand."""
+    metas = {}
+    missing = {}
+    for split, layout in layouts.items():
+        try:
+            metas[split] = tf_records.find_records(options.data_dir, split, layout,
+                                                   vocab_size=vocab_size)
+        except (tf_records.RecordsNotFoundError, tf_records.RecordsMismatchError) as error:
+            missing[split] = error
+    if not missing:
+        return metas
+    if options.dataset in SELF_PREPARED or options.raw_path:
+        logging.info("making the %s records in %s", sorted(missing), options.data_dir)
+        tf_records.prepare(options.dataset, options.data_dir,
+                           layouts={s: layouts[s] for s in missing}, raw_path=options.raw_path,
+                           download=False, progress=False, **options.corpus_options)
+        for split in missing:
+            metas[split] = tf_records.find_records(options.data_dir, split, layouts[split],
+                                                   vocab_size=vocab_size)
+        return metas
+    split, error = sorted(missing.items())[0]
+    raise type(error)(f"{error}\n(runners/train.py makes records itself only for the "
+                      f"{'/'.join(SELF_PREPARED)} corpora or when --raw_path is given.)")
+
+
+def copy_data_files(data_dir: str, model_dir: str) -> None:
+    for name in ("vocab.txt", "corpus-info.json"):
+        source = os.path.join(data_dir, name)
+        if os.path.exists(source):
+            tmp = os.path.join(model_dir, f".tmp-{name}")
+            shutil.copyfile(source, tmp)
+            os.replace(tmp, os.path.join(model_dir, name))
+
+
+def warm_start(model, path: str, config) -> str:
+    """Load model weights (not optimizer state) from a model directory or checkpoint path."""
+    checkpoint = path
+    if os.path.isdir(path):
+        if os.path.exists(os.path.join(path, txl_tf.model_dir.CONFIG_FILE)):
+            flags_model.check_against_checkpoint_config(config, txl_tf.load_config(path),
+                                                        f"--init_checkpoint {path}")
+        checkpoint = tf.train.latest_checkpoint(path)
+        if checkpoint is None:
+            raise TrainError(f"--init_checkpoint={path}: no checkpoint in that directory.")
+    txl_tf.restore_weights(model, checkpoint)
+    return checkpoint
+
+
+# ---------------------------------------------------------------------------------------- run
+def run_training(options: TrainOptions,
+                 config_fn: Callable[[int, tuple], txl_tf.TransformerXLConfig],
+                 strategy: Optional[tf.distribute.Strategy] = None,
+                 stop_after_steps: Optional[int] = None) -> dict:
+    """Train (or resume training) and return the summary dict (also model_dir/train_summary.json).
+
+    Args:
+      options: run options.
+      config_fn: (vocab_size, corpus_cutoffs) -> TransformerXLConfig (e.g. from the model flags).
+      strategy: an existing strategy (tests); default: created from `options.strategy`.
+      stop_after_steps: stop (after saving) once this global step is reached, as if killed
+        (tests of resumption); None: train to `train_steps`.
+    """
+    o = options
+    start_time = time.time()
+    for name in ("steps_per_loop", "log_steps", "train_steps", "per_host_train_bsz",
+                 "grad_accum_steps", "keep_checkpoints"):
+        if getattr(o, name) < 1:
+            raise TrainError(f"--{name} must be >= 1, got {getattr(o, name)}.")
+    for name in ("save_steps", "eval_steps"):
+        if getattr(o, name) < 0:
+            raise TrainError(f"--{name} must be >= 0, got {getattr(o, name)}.")
+    set_precision(o.precision)
+    keras.utils.set_random_seed(o.seed)
+    if strategy is None:
+        strategy = strategy_lib.create_strategy(o.strategy, tpu=o.tpu, devices=o.devices)
+    worker, num_workers, is_chief = strategy_lib.worker_info(strategy)
+    replicas = strategy.num_replicas_in_sync
+    local = strategy_lib.local_replicas(strategy)
+
+    global_batch = o.train_batch_size or o.per_host_train_bsz * num_workers
+    if global_batch % replicas:
+        raise TrainError(
+            f"the global batch ({global_batch}) is not divisible by the {replicas} replicas of "
+            f"--strategy={o.strategy}; choose a batch that is a multiple of {replicas}.")
+    per_replica = global_batch // replicas
+    if per_replica % o.grad_accum_steps:
+        raise TrainError(
+            f"--grad_accum_steps={o.grad_accum_steps} must divide the per-replica batch "
+            f"({per_replica} = {global_batch} / {replicas} replicas).")
+    valid_per_replica = (o.per_host_valid_bsz * num_workers // replicas
+                         if o.per_host_valid_bsz else per_replica)
+    if valid_per_replica < 1:
+        raise TrainError(f"--per_host_valid_bsz={o.per_host_valid_bsz} leaves no stream per "
+                         f"replica ({replicas} replicas).")
+
+    # Data: the layout follows the strategy; records are found (or made) for it.
+    probe = config_fn(1 << 30, ())  # tgt_len only; the real config needs the vocabulary
+    layouts = {"train": tf_records.RecordLayout(probe.tgt_len, per_replica, local, num_workers),
+               "valid": tf_records.RecordLayout(probe.tgt_len, valid_per_replica, local,
+                                                num_workers)}
+    metas = ensure_records(o, layouts)
+    info = tf_records.read_corpus_info(o.data_dir) or {}
+    level = info.get("level", metas["train"].get("level", "word"))
+    vocab_size = int(info.get("vocab_size", metas["train"]["vocab_size"]))
+    config = config_fn(vocab_size, tuple(info.get("cutoffs", ())))
+
+    os.makedirs(o.model_dir, exist_ok=True)
+    config_path = os.path.join(o.model_dir, txl_tf.model_dir.CONFIG_FILE)
+    if os.path.exists(config_path):
+        flags_model.check_against_checkpoint_config(config, txl_tf.load_config(o.model_dir),
+                                                    config_path)
+    if is_chief:
+        txl_tf.save_config(config, o.model_dir)
+        copy_data_files(o.data_dir, o.model_dir)
+        if o.flags_text:
+            with open(os.path.join(o.model_dir, ".tmp-flags.txt"), "w") as f:
+                f.write(o.flags_text)
+            os.replace(os.path.join(o.model_dir, ".tmp-flags.txt"),
+                       os.path.join(o.model_dir, "flags.txt"))
+
+    schedule = WarmupCosineSchedule(o.learning_rate, o.warmup_steps, o.train_steps,
+                                    o.min_lr_ratio)
+    with strategy.scope():
+        model = txl_tf.TransformerXL(config)
+        optimizer = make_optimizer(schedule)
+    trainer = Trainer(model, optimizer, strategy, clip=o.clip, grad_accum_steps=o.grad_accum_steps,
+                      loss_scaling=o.precision == "mixed_float16")
+    ckpts = checkpointing.TrainCheckpoints(
+        o.model_dir, dict(model=model, optimizer=optimizer, step=trainer.step,
+                          loss_scale=trainer.loss_scale, good_steps=trainer.good_steps,
+                          dropout_rng=checkpointing.dropout_rng_state(model)),
+        max_to_keep=o.keep_checkpoints, worker=worker, is_chief=is_chief)
+
+    step, memory = ckpts.restore()
+    resumed = step is not None
+    if resumed:
+        logging.info("resumed from %s at step %d (memory %s)", ckpts.latest, step,
+                     "restored" if memory is not None else "reset to zeros")
+    else:
+        step = 0
+        if o.init_checkpoint:
+            logging.info("warm start from %s", warm_start(model, o.init_checkpoint, config))
+    mems = trainer.memory_from_host(memory) if memory is not None else trainer.init_memory(
+        per_replica)
+
+    train_fn = tf_records.make_input_fn(o.data_dir, "train", layouts["train"], repeat=True,
+                                        start_step=step, vocab_size=vocab_size, verify="size")
+    iterator = iter(strategy.distribute_datasets_from_function(train_fn))
+    valid_fn = tf_records.make_input_fn(o.data_dir, "valid", layouts["valid"], repeat=False,
+                                        vocab_size=vocab_size, verify="size")
+
+    summaries = RunSummaries(o.model_dir, level, enabled=is_chief)
+    metric = metric_name(level)
+    baseline = unigram_entropy(o.data_dir)
+    if not resumed:
+        summaries.text("config", "```\n" + json.dumps(
+            {"model": config.to_dict(), "run": dataclasses.asdict(o), "replicas": replicas,
+             "global_batch": global_batch, "per_replica_batch": per_replica,
+             "unigram_entropy_nats": baseline}, indent=2, default=str) + "\n```")
+    tokens_per_step = global_batch * config.tgt_len
+    print(f"txl-tf training: {config.n_layer} layers, d_model {config.d_model}, "
+          f"{model.count_params():,} parameters, {o.dataset} ({level}, vocab {vocab_size}), "
+          f"{replicas} replica(s) x batch {per_replica} x tgt_len {config.tgt_len}, "
+          f"{o.train_steps} steps" + (f", resuming at step {step}" if resumed else ""),
+          flush=True)
+    if baseline is not None:
+        print(f"unigram baseline of the training split: {baseline:.4f} nats = "
+              f"{metric} {metric_value(baseline, level):.4f}", flush=True)
+    print(f"TensorBoard: tensorboard --logdir {o.model_dir}", flush=True)
+
+    def evaluate():
+        it = iter(strategy.distribute_datasets_from_function(valid_fn))
+        stats = trainer.evaluate(it, valid_per_replica, o.max_eval_batches)
+        return stats.loss, stats
+
+    end_step = o.train_steps if stop_after_steps is None else min(o.train_steps, stop_after_steps)
+    window = dict(nll=0.0, tokens=0.0, norm=0.0, steps=0, seconds=0.0, last_norm=0.0)
+    last_train_loss = None
+    valid_loss = None
+    train_seconds = 0.0
+    trained_tokens = 0.0
+    recent_seconds_per_step = None
+
+    def boundary(current, every):
+        return every and current % every == 0
+
+    while step < end_step:
+        n = min(o.steps_per_loop, end_step - step)
+        for every in (o.log_steps, o.save_steps, o.eval_steps):
+            if every:
+                n = min(n, every - step % every)
+        t0 = time.time()
+        mems, stats = trainer.train(iterator, mems, n)
+        seconds = time.time() - t0
+        step += n
+        train_seconds += seconds
+        trained_tokens += stats.tokens
+        window["nll"] += stats.nll_sum
+        window["tokens"] += stats.tokens
+        window["norm"] += stats.grad_norm_sum
+        window["steps"] += n
+        window["seconds"] += seconds
+        if stats.skipped_steps:
+            logging.warning("%d step(s) skipped for non-finite gradients (loss scale %.0f)",
+                            stats.skipped_steps, float(trainer.loss_scale.numpy()))
+        if not math.isfinite(stats.nll_sum):
+            raise FloatingPointError(
+                f"the training loss became {stats.nll_sum} at step {step}; lower "
+                "--learning_rate, raise --warmup_steps, or use --precision=float32.")
+        if boundary(step, o.log_steps) or step == end_step:
+            loss = window["nll"] / max(window["tokens"], 1.0)
+            tokens_per_sec = window["tokens"] / max(window["seconds"], 1e-9)
+            recent_seconds_per_step = window["seconds"] / window["steps"]
+            lr = warmup_cosine_lr(step - 1, o.learning_rate, o.warmup_steps, o.train_steps,
+                                  o.min_lr_ratio)
+            grad_norm = window["norm"] / window["steps"]
+            summaries.train(step, loss, lr, grad_norm, tokens_per_sec)
+            line = summaries.console(step, o.train_steps, loss, lr, tokens_per_sec,
+                                     recent_seconds_per_step * (o.train_steps - step))
+            if is_chief:
+                print(line, flush=True)
+            last_train_loss = loss
+            window = dict(nll=0.0, tokens=0.0, norm=0.0, steps=0, seconds=0.0)
+        evaluated = False
+        if boundary(step, o.eval_steps) or step == o.train_steps:
+            valid_loss, vstats = evaluate()
+            evaluated = True
+            summaries.valid(step, valid_loss)
+            if is_chief:
+                print(f"valid at step {step}: loss {valid_loss:.4f} | {metric} "
+                      f"{metric_value(valid_loss, level):.4f} ({int(vstats.tokens):,} tokens)",
+                      flush=True)
+        if boundary(step, o.save_steps) or step == end_step:
+            path = ckpts.save(step, trainer.memory_to_host(mems))
+            if evaluated:
+                ckpts.maybe_save_best(step, valid_loss, {metric: metric_value(valid_loss, level)})
+            logging.info("saved %s", path)
+
+    summary = {
+        "model_dir": os.path.abspath(o.model_dir), "dataset": o.dataset, "level": level,
+        "step": step, "train_steps": o.train_steps, "replicas": replicas,
+        "global_batch": global_batch, "tgt_len": config.tgt_len, "mem_len": config.mem_len,
+        "parameters": int(model.count_params()),
+        "train_loss": last_train_loss,
+        f"train_{metric}": None if last_train_loss is None else metric_value(last_train_loss,
+                                                                             level),
+        "valid_loss": valid_loss,
+        f"valid_{metric}": None if valid_loss is None else metric_value(valid_loss, level),
+        "unigram_entropy_nats": baseline,
+        f"unigram_{metric}": None if baseline is None else metric_value(baseline, level),
+        "tokens_per_sec": trained_tokens / train_seconds if train_seconds else None,
+        "wall_seconds": time.time() - start_time,
+        "resumed": resumed,
+    }
+    if is_chief:
+        txl_tf.model_dir.write_json_atomic(os.path.join(o.model_dir, "train_summary.json"),
+                                           summary)
+        print("train_summary " + json.dumps(summary, sort_keys=True), flush=True)
+        print(f"wall time {format_duration(summary['wall_seconds'])}; model in {o.model_dir}; "
+              f"TensorBoard: tensorboard --logdir {o.model_dir}", flush=True)
+    return summary
