@@ -1,0 +1,162 @@
+"""Evaluate a txl-tf checkpoint on a split or on any text, with its own memory settings.
+
+Examples:
+  # WikiText-103 test with the paper's evaluation settings (records made for tgt_len 128, bsz 16)
+  python runners/evaluate.py --model_dir=/ckpt/wt103 --data_dir=/data/wt103 --split=test \
+      --tgt_len=128 --mem_len=1600 --clamp_len=1000 --same_length --batch_size=16
+  # any text file, tokenized with the model's vocabulary, every token scored
+  python runners/evaluate.py --model_dir=/ckpt/enwik8 --text_file=page.txt --batch_size=1 \
+      --last_segment=pad
+
+Prints a progress bar on stderr and one JSON line on stdout:
+  {"split", "tokens", "loss", "bpc", "ppl", "tgt_len", "mem_len", "clamp_len", "same_length", ...}
+and writes loss / bpc / ppl to TensorBoard under `--tb_dir` (default MODEL_DIR/eval-SPLIT).
+"""
+import json
+import os
+import re
+import sys
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("model_dir", None, "Model directory (config.json + checkpoints).")
+flags.DEFINE_string("checkpoint", None, "A checkpoint path prefix to evaluate instead of the "
+                    "newest one in --model_dir (e.g. MODEL_DIR/ckpt-20).")
+flags.DEFINE_enum("split", "test", ["train", "valid", "test"], "Split of --data_dir.")
+flags.DEFINE_string("data_dir", None, "Prepared data directory (records for the evaluation "
+                    "layout: --tgt_len, --batch_size, --last_segment).")
+flags.DEFINE_string("text_file", None, "Evaluate this text file (UTF-8, or raw bytes for "
+                    "byte-level models) with the model's vocabulary instead of --data_dir.")
+flags.DEFINE_string("vocab_file", None, "Vocabulary for --text_file (default MODEL_DIR/vocab.txt; "
+                    "corpus-info.json must sit beside it).")
+flags.DEFINE_integer("tgt_len", None, "Evaluation segment length (default: the model's).")
+flags.DEFINE_integer("mem_len", None, "Evaluation memory length (default: the model's).")
+flags.DEFINE_integer("clamp_len", None, "Clamp relative distances (default: the model's).")
+flags.DEFINE_boolean("same_length", None, "Same attention length for every query "
+                     "(default: the model's).")
+flags.DEFINE_integer("batch_size", 10, "Number of parallel contiguous streams.")
+flags.DEFINE_enum("last_segment", "drop", ["drop", "pad"],
+                  "drop: score whole segments only (reference); pad: also score each stream's "
+                  "last partial segment, so every token with a predecessor is scored.")
+flags.DEFINE_integer("max_steps", None, "Stop after this many segments (for a quick look).")
+flags.DEFINE_string("tb_dir", None, "TensorBoard directory (default MODEL_DIR/eval-SPLIT, or "
+                    "MODEL_DIR/eval-text for --text_file); '' to disable.")
+flags.DEFINE_boolean("progress", True, "Show a progress bar on stderr.")
+
+
+class EvalInputError(ValueError):
+    """Bad evaluation input (flags, files, vocabulary)."""
+
+
+def _checkpoint_step(path):
+    match = re.search(r"ckpt-(\d+)$", path or "")
+    return int(match.group(1)) if match else 0
+
+
+def run(argv_flags):
+    """Runs the evaluation described by the flag values; returns the JSON-able result dict."""
+    import itertools
+
+    import tensorflow as tf
+
+    import txl_tf
+    from runners import evaluation, model_vocab
+    from tf_records.layout import RecordLayout
+    from tf_records.reader import make_input_fn
+    from tf_records.tokenize import encode_text
+
+    f = argv_flags
+    if not f.model_dir:
+        raise EvalInputError("--model_dir is required.")
+    if bool(f.data_dir) == bool(f.text_file):
+        raise EvalInputError("give exactly one of --data_dir (with --split) or --text_file.")
+    if f.batch_size < 1:
+        raise EvalInputError(f"--batch_size must be >= 1, got {f.batch_size}.")
+    config = txl_tf.load_config(f.model_dir)
+    overrides = {"dropout": 0.0, "dropatt": 0.0}
+    for name in ("tgt_len", "mem_len", "clamp_len", "same_length"):
+        if getattr(f, name) is not None:
+            overrides[name] = getattr(f, name)
+    if f.checkpoint:
+        if not tf.io.gfile.exists(f.checkpoint + ".index"):
+            raise txl_tf.ModelDirError(f"--checkpoint={f.checkpoint}: no such checkpoint "
+                                       f"({f.checkpoint}.index does not exist).")
+        model = txl_tf.TransformerXL(config.replace(**overrides))
+        txl_tf.restore_weights(model, f.checkpoint)
+        checkpoint = f.checkpoint
+    else:
+        model = txl_tf.load_model(f.model_dir, **overrides)
+        checkpoint = txl_tf.latest_checkpoint(f.model_dir)
+    c = model.config
+
+    if f.text_file:
+        split = "text"
+        mv = model_vocab.load_model_vocab(f.model_dir, c.n_token, f.vocab_file)
+        if not os.path.isfile(f.text_file):
+            raise EvalInputError(f"--text_file={f.text_file} does not exist.")
+        with open(f.text_file, "rb") as fh:
+            data = fh.read()
+        tokens = encode_text(data, mv.rules, mv.vocab)
+        batches, num_steps = evaluation.stream_batches(tokens, f.batch_size, c.tgt_len,
+                                                       f.last_segment)
+    else:
+        split = f.split
+        layout = RecordLayout(tgt_len=c.tgt_len, per_replica_batch=f.batch_size,
+                              last_segment=f.last_segment)
+        input_fn = make_input_fn(f.data_dir, split, layout, repeat=False, vocab_size=c.n_token,
+                                 verify="size")
+        meta = input_fn.metadata
+        vocab_path = os.path.join(f.model_dir, model_vocab.VOCAB_FILE)
+        if os.path.isfile(vocab_path):
+            mv = model_vocab.load_model_vocab(f.model_dir, c.n_token)
+            if meta.get("vocab_checksum") not in (None, mv.vocab.checksum()):
+                raise model_vocab.ModelVocabError(
+                    f"vocabulary mismatch: the {split} records in {f.data_dir} were made with "
+                    f"vocabulary {meta['vocab_checksum']}, the model's {vocab_path} is "
+                    f"{mv.vocab.checksum()}. Evaluate on data prepared with the model's corpus.")
+        batches, num_steps = input_fn(), meta["num_steps"]
+    if f.max_steps:
+        batches = itertools.islice(batches, f.max_steps)
+        num_steps = min(num_steps, f.max_steps)
+
+    evaluator = evaluation.Evaluator(model)
+    result = evaluator.evaluate(batches, f.batch_size, num_steps, progress=f.progress)
+    if result.tokens == 0:
+        raise EvalInputError("no tokens were scored (empty split or text).")
+    out = {"split": split, "tokens": result.tokens, "loss": result.loss, "bpc": result.bpc,
+           "ppl": result.ppl, "tgt_len": c.tgt_len, "mem_len": c.mem_len,
+           "clamp_len": c.clamp_len, "same_length": c.same_length,
+           "batch_size": f.batch_size, "last_segment": f.last_segment,
+           "checkpoint": checkpoint, "tokens_per_second": result.tokens_per_second}
+    tb_dir = f.tb_dir if f.tb_dir is not None else os.path.join(f.model_dir, f"eval-{split}")
+    if tb_dir:
+        writer = tf.summary.create_file_writer(tb_dir)
+        with writer.as_default():
+            step = _checkpoint_step(checkpoint)
+            for key in ("loss", "bpc", "ppl"):
+                tf.summary.scalar(f"eval/{key}", out[key], step=step)
+            tf.summary.text("eval/result", json.dumps(out), step=step)
+        writer.flush()
+    return out
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    from tf_records.errors import DataError
+
+    import txl_tf
+    from runners.model_vocab import ModelVocabError
+    try:
+        out = run(FLAGS)
+    except (EvalInputError, ModelVocabError, DataError, txl_tf.ModelDirError,
+            txl_tf.ConfigError) as error:
+        print(f"evaluate.py: error: {error}", file=sys.stderr)
+        return 1
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    app.run(main)
