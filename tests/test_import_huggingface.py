@@ -265,3 +265,18 @@ def test_safetensors_round_trip(tmp_path):
     assert sorted(back) == sorted(arrays)
     for k in arrays:
         assert back[k].dtype == arrays[k].dtype and np.array_equal(back[k], arrays[k])
+
+
+@pytest.mark.skipif(not os.environ.get("TXL_HF_PYTHON"),
+                    reason="set TXL_HF_PYTHON to a Python with torch and transformers==4.30.2")
+def test_against_real_transformers(tmp_path):
+    """Opt-in: the real `TransfoXLLMHeadModel` check (runners/check_huggingface_parity.py)."""
+    import subprocess
+    import sys
+
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    result = subprocess.run(
+        [os.environ["TXL_HF_PYTHON"], os.path.join(repo, "runners", "check_huggingface_parity.py"),
+         f"--project_python={sys.executable}", f"--work_dir={tmp_path}", "--segments=3"],
+        capture_output=True, text=True, cwd=repo, timeout=1800)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
