@@ -149,3 +149,17 @@ def test_example_codec_bytes_equal_protobuf(high):
             "inputs": tf.train.Feature(int64_list=tf.train.Int64List(value=x[i].tolist())),
             "labels": tf.train.Feature(int64_list=tf.train.Int64List(value=y[i].tolist()))}))
         assert buf[offsets[i]:offsets[i + 1]].tobytes() == ex.SerializeToString(deterministic=True)
+
+
+@pytest.mark.parametrize("high", [100, 300, 70000])
+def test_window_encoder_equals_general_codec(high):
+    from tf_records.example_codec import WindowRecordEncoder, encode_varint_stream
+    rows = np.random.default_rng(high).integers(0, high, size=(3, 50))
+    encoder = WindowRecordEncoder(*encode_varint_stream(rows))
+    starts = np.array([s * 50 + t * 7 for t in range(7) for s in range(3)])
+    records = list(encoder.records(starts, 7))
+    flat = rows.reshape(-1)
+    x = np.stack([flat[a:a + 7] for a in starts])
+    y = np.stack([flat[a + 1:a + 8] for a in starts])
+    buf, offsets = serialize_int64_examples({"inputs": x, "labels": y})
+    assert records == [buf[offsets[i]:offsets[i + 1]].tobytes() for i in range(len(starts))]

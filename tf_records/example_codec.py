@@ -122,3 +122,90 @@ def serialize_int64_examples(features: dict):
     np.cumsum(rec_len, out=offsets[1:])
     buf = rows.bytes[rows.mask]
     return buf, offsets
+
+
+def encode_varint_stream(values: np.ndarray):
+    """Varint-encodes a flat integer array: ``(data, offsets)`` with ``data`` bytes and
+    ``offsets`` int64 ``[n+1]``; value ``i`` is ``data[offsets[i]:offsets[i+1]]``."""
+    vals = _as_unsigned(np.ascontiguousarray(values).reshape(-1))
+    nb = varint_lengths(vals)
+    width = int(nb.max(initial=1))
+    offsets = np.zeros(vals.size + 1, np.int64)
+    np.cumsum(nb, out=offsets[1:])
+    if width == 1:
+        return vals.astype(np.uint8).tobytes(), offsets
+    dtype = vals.dtype.type
+    out = np.empty(int(offsets[-1]), np.uint8)
+    starts = offsets[:-1]
+    for k in range(width):  # byte k of every value that has more than k bytes
+        sel = None if k == 0 else np.flatnonzero(nb > k)
+        v = vals if sel is None else vals[sel]
+        byte = (v >> dtype(7 * k)) & dtype(0x7F)
+        if k + 1 < width:
+            more = nb > k + 1 if sel is None else nb[sel] > k + 1
+            byte |= more.astype(vals.dtype) << dtype(7)
+        out[starts + k if sel is None else starts[sel] + k] = byte
+    return out.tobytes(), offsets
+
+
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+class WindowRecordEncoder:
+    """Serializes ``{"inputs": row[a:a+T], "labels": row[a+1:a+T+1]}`` Examples from a varint-
+    encoded stream: each token is encoded once, and a record is two headers plus two byte slices
+    of the encoded stream (inputs and labels overlap in all but one token). Headers are memoized
+    by payload length. The bytes equal :func:`serialize_int64_examples` (a test checks it).
+
+    Args:
+      data, offsets: :func:`encode_varint_stream` of the flattened stream rows.
+    """
+
+    def __init__(self, data: bytes, offsets: np.ndarray):
+        self.data = data
+        self.offsets = offsets
+        self._feature_headers = {}
+        self._example_headers = {}
+
+    def _feature(self, key: bytes, packed: int):
+        cached = self._feature_headers.get((key, packed))
+        if cached is None:
+            llist = 1 + len(_varint_bytes(packed)) + packed
+            lfeat = 1 + len(_varint_bytes(llist)) + llist
+            lentry = 3 + len(key) + len(_varint_bytes(lfeat)) + lfeat
+            header = (b"\x0a" + _varint_bytes(lentry) + b"\x0a" + bytes([len(key)]) + key + b"\x12"
+                      + _varint_bytes(lfeat) + b"\x1a" + _varint_bytes(llist) + b"\x0a"
+                      + _varint_bytes(packed))
+            cached = (header, 1 + len(_varint_bytes(lentry)) + lentry)
+            self._feature_headers[(key, packed)] = cached
+        return cached
+
+    def _example(self, p_in: int, p_lab: int):
+        cached = self._example_headers.get((p_in, p_lab))
+        if cached is None:
+            h_in, t_in = self._feature(b"inputs", p_in)
+            h_lab, t_lab = self._feature(b"labels", p_lab)
+            cached = (b"\x0a" + _varint_bytes(t_in + t_lab) + h_in, h_lab)
+            self._example_headers[(p_in, p_lab)] = cached
+        return cached
+
+    def records(self, starts, tgt_len: int):
+        """Yields serialized Examples for windows starting at flat token indices ``starts``."""
+        offsets = self.offsets
+        a = offsets[starts].tolist()
+        b = offsets[np.asarray(starts) + 1].tolist()
+        c = offsets[np.asarray(starts) + tgt_len].tolist()
+        d = offsets[np.asarray(starts) + tgt_len + 1].tolist()
+        data, example = self.data, self._example
+        for a0, b0, c0, d0 in zip(a, b, c, d):
+            head, mid = example(c0 - a0, d0 - b0)
+            yield b"".join((head, data[a0:c0], mid, data[b0:d0]))

@@ -87,4 +87,4 @@ def host_streams(layout, host: int) -> np.ndarray:
 
 def tokens_sha256(tokens: np.ndarray) -> str:
     """sha256 hex of the tokens as little-endian int32."""
-    return hashlib.sha256(np.ascontiguousarray(tokens, "<i4").tobytes()).hexdigest()
+    return hashlib.sha256(memoryview(np.ascontiguousarray(tokens, "<i4")).cast("B")).hexdigest()

@@ -19,7 +19,8 @@ import time
 import numpy as np
 
 from tf_records import atomic, metadata, streams
-from tf_records.example_codec import serialize_int64_examples
+from tf_records.example_codec import (WindowRecordEncoder, encode_varint_stream,
+                                      serialize_int64_examples)
 from tf_records.layout import RecordLayout
 
 CHUNK_TOKENS = 1 << 21  # tokens (per feature) serialized at once
@@ -65,22 +66,33 @@ def write_records(data_dir, split, tokens: np.ndarray, layout: RecordLayout, *, 
             host_streams = streams.host_streams(layout, host)
 
             def serialize(begin, end):
-                inputs, labels = streams.step_windows(matrix, layout.tgt_len, begin, end, host_streams)
-                return serialize_int64_examples({
-                    "inputs": inputs.reshape(-1, layout.tgt_len),
-                    "labels": labels.reshape(-1, layout.tgt_len)})
+                """Records of steps [begin, end) of this host's streams, in (step, stream) order."""
+                t = layout.tgt_len
+                if layout.last_segment == "drop":  # fast path: each token varint-encoded once
+                    block = matrix[host_streams, begin * t: end * t + 1]
+                    encoder = WindowRecordEncoder(*encode_varint_stream(block))
+                    steps = np.arange(end - begin)[:, None] * t
+                    starts = (np.arange(len(host_streams))[None, :] * block.shape[1] + steps).reshape(-1)
+                    # Records are assembled lazily in the writing thread: this worker only runs
+                    # numpy code (which releases the GIL), so the two threads overlap.
+                    return encoder.records(starts, t), len(starts)
+                inputs, labels = streams.step_windows(matrix, t, begin, end, host_streams)
+                buf, offs = serialize_int64_examples({"inputs": inputs.reshape(-1, t),
+                                                      "labels": labels.reshape(-1, t)})
+                data = buf.tobytes()
+                return (data[offs[j]:offs[j + 1]] for j in range(len(offs) - 1)), len(offs) - 1
 
             bounds = [(b, min(b + steps_per_chunk, num_steps)) for b in range(0, num_steps, steps_per_chunk)]
             with tf.io.TFRecordWriter(tmp) as w:
                 future = pool.submit(serialize, *bounds[0])
                 for i in range(len(bounds)):
-                    buf, offs = future.result()
-                    if i + 1 < len(bounds):  # serialize the next chunk while this one is written
+                    records, count = future.result()
+                    if i + 1 < len(bounds):  # encode the next chunk while this one is written
                         future = pool.submit(serialize, *bounds[i + 1])
-                    data = buf.tobytes()
-                    for j in range(len(offs) - 1):
-                        w.write(data[offs[j]:offs[j + 1]])
-                    done += len(offs) - 1
+                    write = w.write
+                    for record in records:
+                        write(record)
+                    done += count
                     if progress:
                         progress(done, total_records)
         for tmp, name in zip(temps, names):
