@@ -148,3 +148,15 @@ def test_command_line_import_writes_a_complete_model_dir(tmp_path):
         capture_output=True, text=True, cwd=REPO, timeout=300)
     assert result.returncode != 0 and "4 symbols" in result.stderr
     assert not os.path.exists(tmp_path / "model2" / "checkpoint")
+
+
+def test_huggingface_style_vocab_dict(tmp_path):
+    """A Hugging Face `vocab.pkl` (the tokenizer's attribute dict) with a compiled regex: the
+    regex becomes an inert stand-in, the symbols come out."""
+    import re
+
+    state = {"idx2sym": ["<eos>", "the", ","], "sym2idx": {"<eos>": 0}, "lower_case": False,
+             "punction_without_space_before_pattern": re.compile(r"[^\s][\.,]")}
+    path = tmp_path / "vocab.pkl"
+    path.write_bytes(pickle.dumps(state, protocol=2))
+    assert load_vocab_pickle(str(path))[0] == ["<eos>", "the", ","]

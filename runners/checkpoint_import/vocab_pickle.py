@@ -7,7 +7,8 @@ which is how a pickle runs arbitrary code. `RestrictedUnpickler.find_class` is t
 through which a pickle reaches code, and here it admits:
   * `collections.OrderedDict`, `collections.Counter` (plain containers);
   * the reference's own classes (`vocabulary.Vocab`, `data_utils.Corpus`, their PyTorch-side and
-    Hugging Face counterparts) mapped to `InertObject`, a local class whose construction and
+    Hugging Face counterparts, the Moses helpers and `re._compile` found in a Hugging Face
+    `vocab.pkl`) mapped to `InertObject`, a local class whose construction and
     `__setstate__` only store the given state and never call anything;
   * NumPy's array / dtype / scalar reconstructors and `copyreg._reconstructor`, mapped to inert
     stand-ins that drop the data (the splits are not needed; they are rebuilt as TFRecords);
@@ -75,6 +76,10 @@ _INERT_CLASSES = {
     ("vocabulary", "Vocab"), ("data_utils", "Corpus"), ("data_utils", "LMOrderedIterator"),
     ("utils.vocabulary", "Vocab"), ("__main__", "Vocab"), ("__main__", "Corpus"),
     ("transformers.models.transfo_xl.tokenization_transfo_xl", "TransfoXLCorpus"),
+    # A Hugging Face `vocab.pkl` is the tokenizer's attribute dict: Moses helpers and compiled
+    # regular expressions beside `idx2sym`; they become inert stand-ins, never real objects.
+    ("sacremoses.normalize", "MosesPunctNormalizer"), ("sacremoses.tokenize", "MosesTokenizer"),
+    ("sacremoses.tokenize", "MosesDetokenizer"), ("re", "_compile"),
 }
 _NUMPY_RECONSTRUCTORS = {
     ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
