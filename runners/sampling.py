@@ -1,0 +1,55 @@
+"""Choosing the next token from log-probabilities: temperature, top-k, top-p, seeded.
+
+All functions are graph-safe (settings may be tensors), so the same code runs in the CLI's
+decode step and inside the exported SavedModel. Randomness is stateless: token t of a call
+with seed s uses the seed pair (s, t), so a generation is a pure function of its inputs.
+"""
+import tensorflow as tf
+
+
+def filter_logits(log_probs, temperature, top_k, top_p):
+    """Scaled and truncated logits.
+
+    Args:
+      log_probs: float [B, V].
+      temperature: scalar > 0 (values <= 0 are treated as 1 here; `choose` makes them greedy).
+      top_k: scalar int; keep the k most likely tokens (0 or >= V: all).
+      top_p: scalar float in (0, 1]; keep the smallest set of most likely tokens whose
+        probability reaches top_p (1.0: all). Ties at a threshold are all kept.
+
+    Returns:
+      float32 [B, V] logits with the removed tokens at -inf.
+    """
+    logits = tf.cast(log_probs, tf.float32)
+    temperature = tf.cast(temperature, tf.float32)
+    logits = logits / tf.where(temperature > 0, temperature, 1.0)
+    vocab = tf.shape(logits)[-1]
+    neg_inf = tf.fill(tf.shape(logits), float("-inf"))
+
+    top_k = tf.cast(top_k, tf.int32)
+    k = tf.where((top_k > 0) & (top_k < vocab), top_k, vocab)
+    kth = tf.math.top_k(logits, k=k).values[:, -1:]
+    logits = tf.where(logits < kth, neg_inf, logits)
+
+    top_p = tf.cast(top_p, tf.float32)
+    sorted_logits = tf.sort(logits, axis=-1, direction="DESCENDING")
+    probs = tf.nn.softmax(sorted_logits, axis=-1)
+    before = tf.cumsum(probs, axis=-1, exclusive=True)  # mass of the strictly more likely
+    keep = before < top_p
+    keep = tf.concat([tf.ones_like(keep[:, :1]), keep[:, 1:]], axis=-1)
+    threshold = tf.reduce_min(tf.where(keep, sorted_logits, float("inf")), axis=-1,
+                              keepdims=True)
+    return tf.where((top_p < 1.0) & (logits < threshold), neg_inf, logits)
+
+
+def choose(log_probs, step, temperature, top_k, top_p, seed):
+    """The next token of every row: int32 [B].
+
+    temperature <= 0 is greedy (argmax, first on ties); otherwise a sample from the filtered
+    distribution with the stateless seed (seed, step).
+    """
+    greedy = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+    logits = filter_logits(log_probs, temperature, top_k, top_p)
+    seeds = tf.stack([tf.cast(seed, tf.int64), tf.cast(step, tf.int64)])
+    sampled = tf.cast(tf.random.stateless_categorical(logits, 1, seed=seeds)[:, 0], tf.int32)
+    return tf.where(tf.cast(temperature, tf.float32) > 0, sampled, greedy)
