@@ -47,13 +47,19 @@ def make_segments(rng, n_token, qlen, batch, count):
             for i in range(count)]
 
 
-def compare(txl_out, ref_out, mem_slice=slice(None)):
-    """(max relative NLL error, max relative memory error) over all segments."""
-    nll_err = mem_err = 0.0
+def compare(txl_out, ref_out, mem_slice=slice(None), name=None):
+    """(max relative NLL error, max relative memory error) over all segments; relative means
+    max |difference| / max |reference|. With `name`, prints these and the absolute maxima."""
+    nll_err = mem_err = nll_abs = mem_abs = 0.0
     for (nll, mems), (ref_nll, ref_mems) in zip(txl_out, ref_out):
         nll_err = max(nll_err, ref.relative_error(nll, ref_nll))
+        nll_abs = max(nll_abs, float(np.max(np.abs(nll - ref_nll))))
         for m, rm in zip(mems, ref_mems):
             rm = rm[mem_slice]
             assert m.shape == rm.shape, (m.shape, rm.shape)
             mem_err = max(mem_err, ref.relative_error(m, rm))
+            mem_abs = max(mem_abs, float(np.max(np.abs(m - rm))))
+    if name:
+        print(f"{name}: NLL max abs {nll_abs:.2e} rel {nll_err:.2e}; "
+              f"memory max abs {mem_abs:.2e} rel {mem_err:.2e}")
     return nll_err, mem_err

@@ -199,8 +199,8 @@ def test_huggingface_parity(tmp_path, name):
                          cluster_order=import_options.get("cluster_order", "tf"),
                          layer_norm_epsilon=1e-5)
     # With the HF same_length equivalence txl-tf keeps the newest mem_len - 1 states.
-    nll_err, mem_err = compare(got, want, slice(1, None) if hf_semantics else slice(None))
-    print(f"{name}: max relative NLL error {nll_err:.2e}, memory {mem_err:.2e}")
+    nll_err, mem_err = compare(got, want, slice(1, None) if hf_semantics else slice(None),
+                               name=name)
     assert nll_err < TOL and mem_err < TOL
 
 

@@ -69,8 +69,7 @@ def test_tf1_parity(tmp_path, name):
     got = run_txl(model, segments)
     want = run_reference(params, cfg, segments, run["mem_len"], clamp_len=run["clamp_len"],
                          same_length=run["same_length"])
-    nll_err, mem_err = compare(got, want)
-    print(f"{name}: max relative NLL error {nll_err:.2e}, memory {mem_err:.2e}")
+    nll_err, mem_err = compare(got, want, name=name)
     assert nll_err < TOL and mem_err < TOL
 
 
