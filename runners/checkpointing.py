@@ -144,7 +144,9 @@ class TrainCheckpoints:
         if path is None:
             return None, None
         try:
-            self.checkpoint.read(path).assert_consumed()
+            status = self.checkpoint.read(path)
+            status.assert_existing_objects_matched()
+            status.expect_partial()  # e.g. the manager's save_counter
         except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as error:
             raise CheckpointError(
                 f"the checkpoint {path} does not fit this run ({error}). It was written with "

@@ -155,8 +155,8 @@ def run_training(options: TrainOptions,
       options: run options.
       config_fn: (vocab_size, corpus_cutoffs) -> TransformerXLConfig (e.g. from the model flags).
       strategy: an existing strategy (tests); default: created from `options.strategy`.
-      stop_after_steps: stop (after saving) once this global step is reached, as if killed
-        (tests of resumption); None: train to `train_steps`.
+      stop_after_steps: stop once this global step is reached, without a final save, as if the
+        process were killed there (tests of resumption); None: train to `train_steps`.
     """
     o = options
     start_time = time.time()
@@ -255,7 +255,6 @@ def run_training(options: TrainOptions,
             {"model": config.to_dict(), "run": dataclasses.asdict(o), "replicas": replicas,
              "global_batch": global_batch, "per_replica_batch": per_replica,
              "unigram_entropy_nats": baseline}, indent=2, default=str) + "\n```")
-    tokens_per_step = global_batch * config.tgt_len
     print(f"txl-tf training: {config.n_layer} layers, d_model {config.d_model}, "
           f"{model.count_params():,} parameters, {o.dataset} ({level}, vocab {vocab_size}), "
           f"{replicas} replica(s) x batch {per_replica} x tgt_len {config.tgt_len}, "
@@ -305,7 +304,7 @@ def run_training(options: TrainOptions,
             raise FloatingPointError(
                 f"the training loss became {stats.nll_sum} at step {step}; lower "
                 "--learning_rate, raise --warmup_steps, or use --precision=float32.")
-        if boundary(step, o.log_steps) or step == end_step:
+        if boundary(step, o.log_steps) or step == o.train_steps:
             loss = window["nll"] / max(window["tokens"], 1.0)
             tokens_per_sec = window["tokens"] / max(window["seconds"], 1e-9)
             recent_seconds_per_step = window["seconds"] / window["steps"]
@@ -328,7 +327,7 @@ def run_training(options: TrainOptions,
                 print(f"valid at step {step}: loss {valid_loss:.4f} | {metric} "
                       f"{metric_value(valid_loss, level):.4f} ({int(vstats.tokens):,} tokens)",
                       flush=True)
-        if boundary(step, o.save_steps) or step == end_step:
+        if boundary(step, o.save_steps) or step == o.train_steps:
             path = ckpts.save(step, trainer.memory_to_host(mems))
             if evaluated:
                 ckpts.maybe_save_best(step, valid_loss, {metric: metric_value(valid_loss, level)})
