@@ -25,6 +25,7 @@ class Progress:
         self.enabled = enabled
         self.start = self.last = time.time()
         self.done = 0
+        self.drawn = -1
 
     def update(self, done, total=None):
         self.done = done
@@ -36,6 +37,7 @@ class Progress:
             self._draw(now)
 
     def _draw(self, now):
+        self.drawn = self.done
         rate = self.done / self.scale / max(now - self.start, 1e-9)
         if self.total:
             frac = min(self.done / self.total, 1.0)
@@ -49,7 +51,8 @@ class Progress:
 
     def close(self):
         if self.enabled:
-            self._draw(time.time())
+            if self.drawn != self.done:
+                self._draw(time.time())
             self.stream.write("\n")
             self.stream.flush()
 
