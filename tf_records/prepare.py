@@ -21,7 +21,6 @@ from tf_records import atomic, metadata, stream_cache
 from tf_records.corpora import get_corpus
 from tf_records.errors import DataError
 from tf_records.layout import RecordLayout
-from tf_records.tokenize import TextRules
 from tf_records.vocabulary import Vocabulary
 
 
@@ -155,7 +154,3 @@ class _Bar:
 
     def close(self):
         self.bar.close()
-
-
-def corpus_rules(corpus_info) -> TextRules:
-    return TextRules.from_dict(corpus_info["text_rules"])

@@ -16,16 +16,15 @@ Options:
     only the bytes that occur, by count.
   vocab_path: use this existing vocabulary file instead of building one.
 """
+import os
+
 import numpy as np
 
-from tf_records.corpora.base import Corpus, contiguous_split, text_file_lines
+from tf_records.corpora.base import Corpus, check_nonempty, contiguous_split, text_file_lines
 from tf_records.corpora.common import byte_corpus, char_corpus, word_corpus
 from tf_records.errors import CorpusError, DataError
 from tf_records.tokenize import TextRules
 from tf_records.vocabulary import Vocabulary
-from tf_records.corpora.base import check_nonempty
-
-import os
 
 
 class TextFiles(Corpus):
@@ -72,10 +71,9 @@ class TextFiles(Corpus):
         o = self.options
         split_given = paths["valid"] is not None
         count = ["train"] if o["vocab_from"] == "train" else ["train", "valid", "test"]
-        vocab = Vocabulary.load(o["vocab_path"], self.level,
-                                unk_symbol=None if o["unk_policy"] == "error" else
-                                ("<unk>" if self.level == "word" else "\ufffd"),
-                                unk_policy=o["unk_policy"]) if o["vocab_path"] else None
+        unk = None if o["unk_policy"] == "error" else ("<unk>" if self.level == "word" else "\ufffd")
+        vocab = (Vocabulary.load(o["vocab_path"], self.level, unk_symbol=unk, unk_policy=o["unk_policy"])
+                 if o["vocab_path"] else None)
         info = {"files": {k: os.path.abspath(v) for k, v in paths.items() if v}}
         if self.level == "byte":
             raw = {}
@@ -85,7 +83,6 @@ class TextFiles(Corpus):
             if not split_given:
                 raw = self._split(raw["train"], paths["train"])
             return byte_corpus(raw, full_bytes=o["full_bytes"], vocab=vocab, info=info)
-        unk = None if o["unk_policy"] == "error" else ("<unk>" if self.level == "word" else "\ufffd")
         if self.level == "char":
             texts = {s: "".join(text_file_lines(p)) for s, p in paths.items() if p}
             if not split_given:
