@@ -6,12 +6,19 @@ import tensorflow as tf
 import reference_numpy as ref
 
 
-def write_tf1_checkpoint(prefix, arrays):
-    """Write `arrays` ({TF1 name: array}) as a TF1 V2 checkpoint (the format `tf.train.Saver`
-    writes and `tf.train.load_checkpoint` reads), under exactly these names."""
-    names = sorted(arrays)
-    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
-                      tensors=[tf.constant(arrays[n]) for n in names])
+def write_tf1_checkpoint(prefix, arrays, global_step=None):
+    """Write `arrays` ({TF1 name: array}) as the reference code did: graph-mode
+    `tf.compat.v1` variables of exactly these names saved by `tf.compat.v1.train.Saver`
+    (plus `global_step` when given)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        variables = [tf.compat.v1.Variable(arrays[name], name=name) for name in sorted(arrays)]
+        if global_step is not None:
+            variables.append(tf.compat.v1.Variable(np.int64(global_step), name="global_step"))
+        saver = tf.compat.v1.train.Saver(variables)
+        with tf.compat.v1.Session(graph=graph) as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            saver.save(session, prefix, write_meta_graph=False)
     return prefix
 
 

@@ -43,8 +43,8 @@ CASES = {
 }
 
 
-def _import(tmp_path, params, run, **kwargs):
-    prefix = write_tf1_checkpoint(str(tmp_path / "model.ckpt-0"), params)
+def _import(tmp_path, params, run, global_step=None, **kwargs):
+    prefix = write_tf1_checkpoint(str(tmp_path / "model.ckpt-0"), params, global_step)
     model, report = importer.import_tf1(prefix, dict(run, tgt_len=4), **kwargs)
     model_dir = str(tmp_path / "imported")
     importer.write_model_dir(model, model_dir, report)
@@ -96,12 +96,11 @@ def test_optimizer_slots_ignored_and_unknown_variables_rejected(tmp_path):
     cfg, options, run = CASES["enwik8_no_cutoffs_shared_uv"]
     params = ref.random_tf1_params(cfg, np.random.default_rng(0), **options)
     with_slots = dict(params)
-    with_slots["global_step"] = np.array(7, np.int64)
     with_slots["beta1_power"] = np.array(0.9, np.float32)
     name = "transformer/layer_0/ff/layer_1/kernel"
     with_slots[name + "/Adam"] = np.zeros_like(params[name])
     with_slots[name + "/Adam_1"] = np.zeros_like(params[name])
-    _, report = _import(tmp_path / "a", with_slots, run)
+    _, report = _import(tmp_path / "a", with_slots, run, global_step=7)
     assert set(report["ignored"]) == {"global_step", "beta1_power", name + "/Adam",
                                       name + "/Adam_1"}
 
