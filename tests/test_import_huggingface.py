@@ -41,7 +41,8 @@ def hf_state(params, cfg, untie_r, tie_projs):
     else:
         emb_projs = []
         for i in range(n_bins):
-            st[f"transformer.word_emb.emb_layers.{i}.weight"] = params[e + f"cutoff_{i}/lookup_table"]
+            table = params[e + f"cutoff_{i}/lookup_table"]
+            st[f"transformer.word_emb.emb_layers.{i}.weight"] = table
             st[f"transformer.word_emb.emb_projs.{i}"] = params[e + f"cutoff_{i}/proj_W"].T
             emb_projs.append(params[e + f"cutoff_{i}/proj_W"])
     for layer in range(cfg["n_layer"]):

@@ -8,7 +8,8 @@ PyTorch is installed).
 Semantics of transformers v4.30 that matter for the conversion (see the README import section):
   * PyTorch `nn.Linear` weights are [out, in]: transposed to the txl-tf [in, out] kernels;
     `emb_projs`/`out_projs` are [d_model, d_i]: transposed to txl-tf `proj_W`/`proj` [d_i, d_model].
-  * cluster logits are in the TF order (cluster row i-1 belongs to tail bin i, `cutoffs[0] + i - 1`),
+  * cluster logits are in the TF order (cluster row i-1 belongs to tail bin i:
+    `cutoffs[0] + i - 1`),
     as in txl-tf. The *original* kimiyoung PyTorch code used the reverse order; a state dict from
     that code converted to these names needs `cluster_order="reversed"`, which flips the rows.
   * output tables are tied to the input tables (`tie_word_embeddings`); output projections are
