@@ -1,5 +1,6 @@
 """Records: per-replica contiguity under MirroredStrategy, multi-host layout, resume, options."""
 import json
+import math
 import os
 
 import numpy as np
@@ -148,6 +149,7 @@ def test_metadata_contents_and_fast_noop(tmp_path):
         assert key in meta
     assert meta["vocab_checksum"] == info["vocab_checksum"] == tf_records.load_vocab(tmp_path).checksum()
     assert meta["num_tokens"] == info["num_tokens"]["train"] == 5000
+    assert meta["best_loss_nats"] == pytest.approx(math.log(50) / 4)  # ln K / (repeats + 1)
     assert meta["files"] == [["train.bsz-2.tlen-12.core-1.hosts-1.passes-1.host-000.tfrecords"]]
     mtime = os.path.getmtime(tmp_path / meta["files"][0][0])
     summary = tf_records.prepare("synthetic", tmp_path, layouts={"train": layout}, progress=False,

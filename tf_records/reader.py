@@ -1,7 +1,7 @@
 """Reading pre-batched records (or in-memory token streams) as per-replica batches.
 
-Every dataset made here yields dicts ``{"inputs": int32 [per_replica_batch, tgt_len], "labels":
-int32 [per_replica_batch, tgt_len]}`` (batch-major, static shapes) in the order step 0 / replica 0,
+Every dataset made here yields dicts ``{"inputs": int32 [B, Q], "labels": int32 [B, Q]}`` with
+B = per_replica_batch and Q = tgt_len (batch-major, static shapes) in the order step 0 / replica 0,
 step 0 / replica 1, ..., step 1 / replica 0, ... for the host's local replicas. With
 ``tf.distribute.Strategy.distribute_datasets_from_function``, a host's input pipeline hands its
 consecutive elements to its local replicas in order, so replica ``r`` receives its own streams at

@@ -132,6 +132,8 @@ def write_records(data_dir, split, tokens: np.ndarray, layout: RecordLayout, *, 
         "file_sha256": {n: metadata.file_sha256(p) for n, p in zip(names, paths)},
         "records_per_host": int(num_steps * layout.per_host_batch),
         "write_seconds": round(time.time() - start, 3),
+        # corpus facts worth having beside the records (builtin: which Python made the corpus)
+        **{k: corpus_info[k] for k in ("python_version", "best_loss_nats") if k in corpus_info},
     }
     atomic.write_json(info_path, meta)
     return meta

@@ -93,6 +93,13 @@ class Corpus:
         return download_lib.fetch(url, dest, progress=progress, **checks)
 
 
+def log(progress, message):
+    """Prints a stage message on stderr when ``progress`` is on."""
+    if progress:
+        import sys
+        print(message, file=sys.stderr, flush=True)
+
+
 def check_nonempty(path):
     if os.path.getsize(path) == 0:
         raise CorpusError(f"{path} is empty (0 bytes); delete it and download it again, or pass "

@@ -3,7 +3,7 @@ import collections
 
 import numpy as np
 
-from tf_records.corpora.base import BuiltCorpus, counts_of_ids
+from tf_records.corpora.base import BuiltCorpus, counts_of_ids, log
 from tf_records.errors import CorpusError, VocabularyError
 from tf_records.tokenize import TextRules, encode_word_lines, word_symbols
 from tf_records.vocabulary import Vocabulary
@@ -57,11 +57,13 @@ def word_corpus(line_sources: dict, rules: TextRules, count_splits, specials=(),
     """Word level. ``line_sources``: split -> zero-argument callable yielding the split's lines.
 
     The vocabulary counts the splits in ``count_splits`` with the reference rule (specials first,
-    then by count); ``backend`` picks the encoder (ids are identical either way).
+    then by count); ``backend`` picks the encoder (ids are identical either way). ``progress``
+    prints stage messages on stderr.
     """
     if vocab is None:
         counter = collections.Counter()
         for s in count_splits:
+            log(progress, f"counting words of {s} ...")
             for line in line_sources[s]():
                 counter.update(word_symbols(line, rules))
         for sym in specials:
@@ -70,8 +72,7 @@ def word_corpus(line_sources: dict, rules: TextRules, count_splits, specials=(),
                                  max_size=max_size, unk_symbol=unk_symbol, unk_policy=unk_policy)
     streams = {}
     for s, lines in line_sources.items():
-        if progress:
-            progress(f"encoding {s}")
+        log(progress, f"encoding {s} ({backend}) ...")
         try:
             ids = encode_word_lines(lines(), vocab, rules, backend=backend)
         except VocabularyError as e:

@@ -18,7 +18,7 @@ import zlib
 
 import numpy as np
 
-from tf_records.corpora.base import BuiltCorpus, Corpus, check_nonempty, decoded_lines
+from tf_records.corpora.base import BuiltCorpus, Corpus, check_nonempty, decoded_lines, log
 from tf_records import download as download_lib
 from tf_records.errors import CorpusError, VocabularyError
 from tf_records.tokenize import TextRules, encode_word_lines
@@ -89,6 +89,7 @@ class OneBillionWord(Corpus):
 
         pieces = []
         for i, (name, data) in enumerate(sorted(shards)):
+            log(progress, f"shard {i + 1}/{len(shards)}: {name}")
             sentences = lines(name, data)
             for k in range(int(self.options["num_shuffles"])):
                 rng = np.random.default_rng([int(self.options["seed"]), i, k])

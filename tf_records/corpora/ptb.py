@@ -54,4 +54,4 @@ class PennTreebank(Corpus):
         sources = {s: (lambda m=m: lines(m)) for s, m in MEMBERS.items()}
         return word_corpus(sources, TextRules("word", lower_case=True, eos="<eos>"),
                            count_splits=["train", "valid", "test"], specials=["<eos>"],
-                           backend=self.options["backend"], info={"source": URL})
+                           backend=self.options["backend"], info={"source": URL}, progress=progress)

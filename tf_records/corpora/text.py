@@ -100,4 +100,5 @@ class TextFiles(Corpus):
         specials = ["<eos>"] if o["add_eos"] else []
         return word_corpus(sources, rules, count_splits=count, specials=specials, vocab=vocab,
                            min_freq=o["min_freq"], max_size=o["max_size"], unk_symbol=unk,
-                           unk_policy=o["unk_policy"], backend=o["backend"], info=info)
+                           unk_policy=o["unk_policy"], backend=o["backend"], info=info,
+                           progress=progress)

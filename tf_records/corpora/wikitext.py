@@ -25,7 +25,7 @@ class _WikiText(Corpus):
         sources = {s: (lambda m=m: zip_member_lines(path, m)) for s, m in MEMBERS.items()}
         return word_corpus(sources, TextRules("word", eos="<eos>"), count_splits=["train"],
                            specials=["<eos>"], backend=self.options["backend"],
-                           info={"source": self.options.get("url")})
+                           info={"source": self.options.get("url")}, progress=progress)
 
 
 class WikiText103(_WikiText):
