@@ -19,42 +19,61 @@ SHAPE_FIELDS = ("n_token", "n_layer", "d_model", "n_head", "d_head", "d_inner", 
 RUN_FIELDS = ("tgt_len", "mem_len", "clamp_len", "same_length", "dropout", "dropatt")
 
 
-def define_model_flags(small_defaults: Optional[dict] = None) -> None:
-    """Define the model flags. `small_defaults` overrides the defaults (e.g. the no-flags run)."""
+def define_model_flags(small_defaults: Optional[dict] = None,
+                       flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """Define the model flags in `flag_values`. `small_defaults` overrides the defaults (e.g.
+    the no-flags training run)."""
     d = dict(n_layer=6, d_model=500, n_head=10, d_head=50, d_inner=1000, d_embed=-1, div_val=1,
              cutoffs="", untie_r=False, proj_share_all_but_first=False, proj_same_dim=True,
              dropout=0.1, dropatt=0.1, tgt_len=70, mem_len=70, clamp_len=-1, same_length=False,
              attn_type=0, pre_lnorm=False, init="normal", init_std=0.02, proj_init_std=0.01,
              init_range=0.1)
     d.update(small_defaults or {})
-    flags.DEFINE_integer("n_layer", d["n_layer"], "Number of layers L.")
-    flags.DEFINE_integer("d_model", d["d_model"], "Model width D.")
-    flags.DEFINE_integer("n_head", d["n_head"], "Attention heads N.")
-    flags.DEFINE_integer("d_head", d["d_head"], "Size H of each head.")
-    flags.DEFINE_integer("d_inner", d["d_inner"], "Feed-forward inner width.")
-    flags.DEFINE_integer("d_embed", d["d_embed"], "Embedding width (-1: d_model).")
-    flags.DEFINE_integer("div_val", d["div_val"], "Adaptive embedding divisor.")
-    flags.DEFINE_string("cutoffs", d["cutoffs"],
+    fv = dict(flag_values=flag_values)
+
+    def define_integer(*args):
+        flags.DEFINE_integer(*args, **fv)
+
+    def define_string(*args):
+        flags.DEFINE_string(*args, **fv)
+
+    def define_bool(*args):
+        flags.DEFINE_bool(*args, **fv)
+
+    def define_float(*args):
+        flags.DEFINE_float(*args, **fv)
+
+    def define_enum(*args):
+        flags.DEFINE_enum(*args, **fv)
+
+    define_integer("n_layer", d["n_layer"], "Number of layers L.")
+    define_integer("d_model", d["d_model"], "Model width D.")
+    define_integer("n_head", d["n_head"], "Attention heads N.")
+    define_integer("d_head", d["d_head"], "Size H of each head.")
+    define_integer("d_inner", d["d_inner"], "Feed-forward inner width.")
+    define_integer("d_embed", d["d_embed"], "Embedding width (-1: d_model).")
+    define_integer("div_val", d["div_val"], "Adaptive embedding divisor.")
+    define_string("cutoffs", d["cutoffs"],
                         "Comma-separated adaptive softmax cutoffs; 'auto' (default when empty "
                         "and the corpus defines them): the corpus' cutoffs from corpus-info.json; "
                         "'none': plain softmax.")
-    flags.DEFINE_bool("untie_r", d["untie_r"], "One u/v bias pair per layer.")
-    flags.DEFINE_bool("proj_share_all_but_first", d["proj_share_all_but_first"],
+    define_bool("untie_r", d["untie_r"], "One u/v bias pair per layer.")
+    define_bool("proj_share_all_but_first", d["proj_share_all_but_first"],
                       "Softmax tail bins reuse the embedding projections.")
-    flags.DEFINE_bool("proj_same_dim", d["proj_same_dim"],
+    define_bool("proj_same_dim", d["proj_same_dim"],
                       "Project a bin even when its width equals d_model.")
-    flags.DEFINE_float("dropout", d["dropout"], "Dropout rate.")
-    flags.DEFINE_float("dropatt", d["dropatt"], "Attention dropout rate.")
-    flags.DEFINE_integer("tgt_len", d["tgt_len"], "Segment length Q.")
-    flags.DEFINE_integer("mem_len", d["mem_len"], "Memory length M.")
-    flags.DEFINE_integer("clamp_len", d["clamp_len"], "Clamp relative distances (-1: none).")
-    flags.DEFINE_bool("same_length", d["same_length"], "Same attention length for every query.")
-    flags.DEFINE_integer("attn_type", d["attn_type"], "0 Transformer-XL, 2 vanilla.")
-    flags.DEFINE_bool("pre_lnorm", d["pre_lnorm"], "Pre-LayerNorm (the reference TF is post-LN).")
-    flags.DEFINE_enum("init", d["init"], ["normal", "uniform"], "Initialiser.")
-    flags.DEFINE_float("init_std", d["init_std"], "Std of the normal initialiser.")
-    flags.DEFINE_float("proj_init_std", d["proj_init_std"], "Std of projection initialisers.")
-    flags.DEFINE_float("init_range", d["init_range"], "Range of the uniform initialiser.")
+    define_float("dropout", d["dropout"], "Dropout rate.")
+    define_float("dropatt", d["dropatt"], "Attention dropout rate.")
+    define_integer("tgt_len", d["tgt_len"], "Segment length Q.")
+    define_integer("mem_len", d["mem_len"], "Memory length M.")
+    define_integer("clamp_len", d["clamp_len"], "Clamp relative distances (-1: none).")
+    define_bool("same_length", d["same_length"], "Same attention length for every query.")
+    define_integer("attn_type", d["attn_type"], "0 Transformer-XL, 2 vanilla.")
+    define_bool("pre_lnorm", d["pre_lnorm"], "Pre-LayerNorm (the reference TF is post-LN).")
+    define_enum("init", d["init"], ["normal", "uniform"], "Initialiser.")
+    define_float("init_std", d["init_std"], "Std of the normal initialiser.")
+    define_float("proj_init_std", d["proj_init_std"], "Std of projection initialisers.")
+    define_float("init_range", d["init_range"], "Range of the uniform initialiser.")
 
 
 def parse_cutoffs(text: str, corpus_cutoffs: Sequence[int] = ()) -> tuple:

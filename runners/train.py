@@ -24,45 +24,72 @@ from runners.training import PRECISIONS  # noqa: E402
 # The no-flags default: a small model that learns the built-in corpus in a few CPU minutes.
 SMALL_MODEL = dict(n_layer=4, d_model=128, n_head=4, d_head=32, d_inner=512, tgt_len=64,
                    mem_len=64, dropout=0.0, dropatt=0.0)
-flags_model.define_model_flags(SMALL_MODEL)
 
-# Data.
-flags.DEFINE_string("data_dir", "data/builtin", "Prepared data directory (runners/prepare_data.py).")
-flags.DEFINE_string("dataset", "builtin", "Corpus name (builtin, synthetic, enwik8, text8, wt103, "
-                    "lm1b, ...); must match the data_dir's corpus-info.json.")
-flags.DEFINE_multi_string("corpus_option", [], "key=value corpus option used when this runner "
-                          "prepares the data itself (e.g. max_bytes=1000000 for builtin).")
-flags.DEFINE_string("raw_path", None, "Raw corpus archive/file: make missing records from it.")
-flags.DEFINE_integer("per_host_train_bsz", 16, "Training streams per host (worker).")
-flags.DEFINE_integer("train_batch_size", 0, "Global training batch (0: per_host_train_bsz x hosts).")
-flags.DEFINE_integer("per_host_valid_bsz", 0, "Validation streams per host (0: as training).")
-# Optimisation.
-flags.DEFINE_float("learning_rate", 2e-3, "Peak learning rate.")
-flags.DEFINE_integer("warmup_steps", 50, "Linear warmup steps.")
-flags.DEFINE_integer("train_steps", 600, "Total training steps.")
-flags.DEFINE_float("min_lr_ratio", 0.004, "Final LR / peak LR of the cosine decay.")
-flags.DEFINE_float("clip", 0.25, "Global-norm clip of the all-reduced gradient (<= 0: none).")
-flags.DEFINE_integer("grad_accum_steps", 1, "Accumulate the gradients of this many chunks of "
-                     "each replica's streams before one update (same result, less memory).")
-flags.DEFINE_enum("precision", "float32", list(PRECISIONS), "Keras dtype policy; "
-                  "mixed_float16 adds dynamic loss scaling.")
-flags.DEFINE_integer("seed", 0, "Seed of the initialisation and dropout.")
-# Run.
-flags.DEFINE_string("model_dir", "runs/default", "Checkpoints, config, TensorBoard logs.")
-flags.DEFINE_integer("steps_per_loop", 50, "Training steps per compiled loop (host round trip).")
-flags.DEFINE_integer("log_steps", 50, "Console line and training scalars every this many steps.")
-flags.DEFINE_integer("save_steps", 200, "Checkpoint every this many steps (and at the end).")
-flags.DEFINE_integer("eval_steps", 200, "Validate every this many steps (0: only at the end).")
-flags.DEFINE_integer("max_eval_batches", 100, "Validation steps per evaluation (-1: whole split).")
-flags.DEFINE_integer("keep_checkpoints", 5, "Training checkpoints kept (the best on validation "
-                     "is kept apart in model_dir/best).")
-flags.DEFINE_string("init_checkpoint", None, "Warm start: model weights from this model "
-                    "directory or checkpoint (ignored when model_dir already has a checkpoint).")
-flags.DEFINE_enum("strategy", "default", list(STRATEGIES), "Distribution strategy.")
-flags.DEFINE_string("tpu", None, "TPU address for --strategy=tpu ('' or 'local' on a TPU VM).")
-flags.DEFINE_list("devices", [], "Devices for one_device/mirrored, e.g. /CPU:0,/CPU:1.")
-flags.DEFINE_integer("logical_cpus", 0, "Split the CPU into this many logical devices (e.g. 2 "
-                     "to try --strategy=mirrored --devices=/CPU:0,/CPU:1 without GPUs).")
+
+def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """Define every flag of train.py in `flag_values` (tests parse flagfiles into their own)."""
+    fv = flag_values
+    flags_model.define_model_flags(SMALL_MODEL, flag_values=fv)
+    # Data.
+    flags.DEFINE_string("data_dir", "data/builtin",
+                        "Prepared data directory (runners/prepare_data.py).", flag_values=fv)
+    flags.DEFINE_string("dataset", "builtin", "Corpus name (builtin, synthetic, enwik8, text8, "
+                        "wt103, lm1b, ...); must match data_dir/corpus-info.json.", flag_values=fv)
+    flags.DEFINE_multi_string("corpus_option", [], "key=value corpus option used when this "
+                              "runner prepares the data itself (e.g. max_bytes=1000000 for "
+                              "builtin).", flag_values=fv)
+    flags.DEFINE_string("raw_path", None, "Raw corpus archive/file: make missing records from "
+                        "it.", flag_values=fv)
+    flags.DEFINE_integer("per_host_train_bsz", 16, "Training streams per host (worker).",
+                         flag_values=fv)
+    flags.DEFINE_integer("train_batch_size", 0, "Global training batch (0: per_host_train_bsz "
+                         "x hosts).", flag_values=fv)
+    flags.DEFINE_integer("per_host_valid_bsz", 0, "Validation streams per host (0: as "
+                         "training).", flag_values=fv)
+    flags.DEFINE_integer("num_passes", 1, "Training records hold this many rotated copies of "
+                         "the stream (the reference TPU recipes use 10).", flag_values=fv)
+    # Optimisation.
+    flags.DEFINE_float("learning_rate", 2e-3, "Peak learning rate.", flag_values=fv)
+    flags.DEFINE_integer("warmup_steps", 50, "Linear warmup steps.", flag_values=fv)
+    flags.DEFINE_integer("train_steps", 600, "Total training steps.", flag_values=fv)
+    flags.DEFINE_float("min_lr_ratio", 0.004, "Final LR / peak LR of the cosine decay.",
+                       flag_values=fv)
+    flags.DEFINE_float("clip", 0.25, "Global-norm clip of the all-reduced gradient (<= 0: none).",
+                       flag_values=fv)
+    flags.DEFINE_integer("grad_accum_steps", 1, "Accumulate the gradients of this many chunks of "
+                         "each replica's streams before one update (same result, less memory).",
+                         flag_values=fv)
+    flags.DEFINE_enum("precision", "float32", list(PRECISIONS), "Keras dtype policy; "
+                      "mixed_float16 adds dynamic loss scaling.", flag_values=fv)
+    flags.DEFINE_integer("seed", 0, "Seed of the initialisation and dropout.", flag_values=fv)
+    # Run.
+    flags.DEFINE_string("model_dir", "runs/default", "Checkpoints, config, TensorBoard logs.",
+                        flag_values=fv)
+    flags.DEFINE_integer("steps_per_loop", 50, "Training steps per compiled loop.",
+                         flag_values=fv)
+    flags.DEFINE_integer("log_steps", 50, "Console line and training scalars every this many "
+                         "steps.", flag_values=fv)
+    flags.DEFINE_integer("save_steps", 200, "Checkpoint every this many steps (and at the end).",
+                         flag_values=fv)
+    flags.DEFINE_integer("eval_steps", 200, "Validate every this many steps (0: only at the "
+                         "end).", flag_values=fv)
+    flags.DEFINE_integer("max_eval_batches", 100, "Validation steps per evaluation (-1: whole "
+                         "split).", flag_values=fv)
+    flags.DEFINE_integer("keep_checkpoints", 5, "Training checkpoints kept (the best on "
+                         "validation is kept apart in model_dir/best).", flag_values=fv)
+    flags.DEFINE_string("init_checkpoint", None, "Warm start: model weights from this model "
+                        "directory or checkpoint (ignored when model_dir already has a "
+                        "checkpoint).", flag_values=fv)
+    flags.DEFINE_enum("strategy", "default", list(STRATEGIES), "Distribution strategy.",
+                      flag_values=fv)
+    flags.DEFINE_string("tpu", None, "TPU address for --strategy=tpu ('' or 'local' on a TPU "
+                        "VM).", flag_values=fv)
+    flags.DEFINE_list("devices", [], "Devices for one_device/mirrored, e.g. /CPU:0,/CPU:1.",
+                      flag_values=fv)
+    flags.DEFINE_integer("logical_cpus", 0, "Split the CPU into this many logical devices (e.g. "
+                         "2 to try --strategy=mirrored --devices=/CPU:0,/CPU:1 without GPUs).",
+                         flag_values=fv)
+
 
 FLAGS = flags.FLAGS
 
@@ -86,7 +113,8 @@ def options_from_flags(f):
         model_dir=f.model_dir, data_dir=f.data_dir, dataset=f.dataset,
         corpus_options=corpus_options, raw_path=f.raw_path,
         per_host_train_bsz=f.per_host_train_bsz, train_batch_size=f.train_batch_size,
-        per_host_valid_bsz=f.per_host_valid_bsz, learning_rate=f.learning_rate,
+        per_host_valid_bsz=f.per_host_valid_bsz, num_passes=f.num_passes,
+        learning_rate=f.learning_rate,
         warmup_steps=f.warmup_steps, train_steps=f.train_steps, min_lr_ratio=f.min_lr_ratio,
         clip=f.clip, grad_accum_steps=f.grad_accum_steps, precision=f.precision,
         steps_per_loop=f.steps_per_loop, log_steps=f.log_steps, save_steps=f.save_steps,
@@ -120,4 +148,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -36,7 +36,6 @@ from runners.summaries import RunSummaries, format_duration, metric_name, metric
 from runners.trainer import Trainer
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
-SELF_PREPARED = ("builtin", "synthetic")  # corpora that need no raw data
 
 
 class TrainError(ValueError):
@@ -54,6 +53,7 @@ class TrainOptions:
     per_host_train_bsz: int = 16
     train_batch_size: int = 0          # global; 0 = per_host_train_bsz * hosts
     per_host_valid_bsz: int = 0        # 0 = per_host_train_bsz
+    num_passes: int = 1                # training records: rotated copies of the stream (TPU)
     learning_rate: float = 2.5e-4
     warmup_steps: int = 0
     train_steps: int = 1000
@@ -95,10 +95,13 @@ def unigram_entropy(data_dir: str, split: str = "train") -> Optional[float]:
     return float(-(p * np.log(p)).sum())
 
 
-def ensure_records(options: TrainOptions, layouts: dict, vocab_size=None) -> dict:
-    """Metadata per split; makes the records when the raw data is at hand."""
-    metas = {}
-    missing = {}
+def ensure_records(options: TrainOptions, layouts: dict, vocab_size=None,
+                   may_prepare: bool = True) -> dict:
+    """Metadata per split. Missing records are made here when the raw data is at hand (the
+    built-in and synthetic corpora, --raw_path, or a data_dir already prepared for another
+    layout or holding the downloaded archive; never downloads); otherwise the error names the
+    exact runners/prepare_data.py command."""
+    metas, missing = {}, {}
     for split, layout in layouts.items():
         try:
             metas[split] = tf_records.find_records(options.data_dir, split, layout,
@@ -107,18 +110,31 @@ def ensure_records(options: TrainOptions, layouts: dict, vocab_size=None) -> dic
             missing[split] = error
     if not missing:
         return metas
-    if options.dataset in SELF_PREPARED or options.raw_path:
-        logging.info("making the %s records in %s", sorted(missing), options.data_dir)
+    split, first_error = sorted(missing.items())[0]
+    if not may_prepare:
+        raise first_error
+    logging.info("making the %s records in %s", sorted(missing), options.data_dir)
+    try:
         tf_records.prepare(options.dataset, options.data_dir,
                            layouts={s: layouts[s] for s in missing}, raw_path=options.raw_path,
                            download=False, progress=False, **options.corpus_options)
-        for split in missing:
-            metas[split] = tf_records.find_records(options.data_dir, split, layouts[split],
-                                                   vocab_size=vocab_size)
-        return metas
-    split, error = sorted(missing.items())[0]
-    raise type(error)(f"{error}\n(runners/train.py makes records itself only for the "
-                      f"{'/'.join(SELF_PREPARED)} corpora or when --raw_path is given.)")
+    except (tf_records.CorpusError, tf_records.DownloadError) as error:
+        info = tf_records.read_corpus_info(options.data_dir) or {
+            "dataset": options.dataset, "option_flags": []}
+        splits = sorted(missing)
+        same = all(layouts[s] == layouts[splits[0]] for s in splits)
+        commands = ([tf_records.prepare_command(options.data_dir, ",".join(splits),
+                                                layouts[splits[0]], corpus_info=info)] if same
+                    else [tf_records.prepare_command(options.data_dir, s, layouts[s],
+                                                     corpus_info=info) for s in splits])
+        raise type(first_error)(
+            f"no {'/'.join(splits)} records for this run's layout in {options.data_dir} (or "
+            f"they differ from it).\nMake them with:\n  " + "\n  ".join(commands)
+            + f"\n(runners/train.py could not make them itself: {error})") from None
+    for split in missing:
+        metas[split] = tf_records.find_records(options.data_dir, split, layouts[split],
+                                               vocab_size=vocab_size)
+    return metas
 
 
 def copy_data_files(data_dir: str, model_dir: str) -> None:
@@ -193,10 +209,15 @@ def run_training(options: TrainOptions,
 
     # Data: the layout follows the strategy; records are found (or made) for it.
     probe = config_fn(1 << 30, ())  # tgt_len only; the real config needs the vocabulary
-    layouts = {"train": tf_records.RecordLayout(probe.tgt_len, per_replica, local, num_workers),
+    layouts = {"train": tf_records.RecordLayout(probe.tgt_len, per_replica, local, num_workers,
+                                                num_passes=o.num_passes),
                "valid": tf_records.RecordLayout(probe.tgt_len, valid_per_replica, local,
                                                 num_workers)}
-    metas = ensure_records(o, layouts)
+    info = tf_records.read_corpus_info(o.data_dir) or {}
+    if info and info.get("dataset") != o.dataset:
+        raise TrainError(f"--data_dir={o.data_dir} holds {info.get('dataset')!r}, not "
+                         f"--dataset={o.dataset!r}; fix one of the two.")
+    metas = ensure_records(o, layouts, may_prepare=is_chief)
     info = tf_records.read_corpus_info(o.data_dir) or {}
     level = info.get("level", metas["train"].get("level", "word"))
     vocab_size = int(info.get("vocab_size", metas["train"]["vocab_size"]))
