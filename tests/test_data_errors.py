@@ -175,3 +175,12 @@ def test_runner_rejects_unknown_flags_and_writes_json_summary(tmp_path):
     summary = json.loads(ok.stdout.strip().splitlines()[-1])
     assert summary["dataset"] == "synthetic" and set(summary["records"]) == {"train", "valid"}
     assert summary["records"]["train"]["num_steps"] == (4000 // 4 - 1) // 16
+
+
+def test_text_corpus_from_another_file_is_not_mixed_with_the_cache(tmp_path):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("alpha beta\n" * 100)
+    b.write_text("gamma delta\n" * 100)
+    tf_records.prepare("text", tmp_path / "d", raw_path=a, level="word", progress=False)
+    with pytest.raises(tf_records.DataError, match="already holds text"):
+        tf_records.prepare("text", tmp_path / "d", raw_path=b, level="word", progress=False)

@@ -72,6 +72,9 @@ def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progr
     """
     start = time.time()
     data_dir = os.fspath(data_dir)
+    if raw_path and dataset == "text" and not corpus_options.get("train_path"):
+        # For the text corpus the file is the data: make it part of the options (fingerprint).
+        corpus_options["train_path"], raw_path = os.path.abspath(raw_path), None
     corpus = get_corpus(dataset, **corpus_options)
     layouts = dict(layouts or {})
     for split, layout in layouts.items():
