@@ -66,6 +66,14 @@ def _check_pytorch_bin_reader(safetensors_dir, bin_dir, name):
 
 
 def _hf_side(args):
+    if args.work_dir is None:
+        with tempfile.TemporaryDirectory(prefix="hfparity-") as work_dir:
+            args.work_dir = work_dir
+            return _compare_all(args)
+    return _compare_all(args)
+
+
+def _compare_all(args):
     import torch
     from transformers import TransfoXLConfig, TransfoXLLMHeadModel
 
@@ -167,7 +175,8 @@ def main():
                         help="Python of the txl-tf environment (TensorFlow, this repository).")
     parser.add_argument("--segments", type=int, default=4)
     parser.add_argument("--tolerance", type=float, default=1e-5)
-    parser.add_argument("--work_dir", default=None)
+    parser.add_argument("--work_dir", default=None,
+                        help="Keep the directories here (default: a temporary one, removed).")
     parser.add_argument("--report", default=None, help="Write the differences as JSON here.")
     parser.add_argument("--model_dir")
     parser.add_argument("--data")
