@@ -20,29 +20,34 @@ import sys
 from absl import app, flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("model_dir", None, "Model directory (config.json + checkpoints).")
-flags.DEFINE_string("checkpoint", None, "A checkpoint path prefix to evaluate instead of the "
-                    "newest one in --model_dir (e.g. MODEL_DIR/ckpt-20).")
-flags.DEFINE_enum("split", "test", ["train", "valid", "test"], "Split of --data_dir.")
-flags.DEFINE_string("data_dir", None, "Prepared data directory (records for the evaluation "
-                    "layout: --tgt_len, --batch_size, --last_segment).")
-flags.DEFINE_string("text_file", None, "Evaluate this text file (UTF-8, or raw bytes for "
-                    "byte-level models) with the model's vocabulary instead of --data_dir.")
-flags.DEFINE_string("vocab_file", None, "Vocabulary for --text_file (default MODEL_DIR/vocab.txt; "
-                    "corpus-info.json must sit beside it).")
-flags.DEFINE_integer("tgt_len", None, "Evaluation segment length (default: the model's).")
-flags.DEFINE_integer("mem_len", None, "Evaluation memory length (default: the model's).")
-flags.DEFINE_integer("clamp_len", None, "Clamp relative distances (default: the model's).")
-flags.DEFINE_boolean("same_length", None, "Same attention length for every query "
-                     "(default: the model's).")
-flags.DEFINE_integer("batch_size", 10, "Number of parallel contiguous streams.")
-flags.DEFINE_enum("last_segment", "drop", ["drop", "pad"],
-                  "drop: score whole segments only (reference); pad: also score each stream's "
-                  "last partial segment, so every token with a predecessor is scored.")
-flags.DEFINE_integer("max_steps", None, "Stop after this many segments (for a quick look).")
-flags.DEFINE_string("tb_dir", None, "TensorBoard directory (default MODEL_DIR/eval-SPLIT, or "
-                    "MODEL_DIR/eval-text for --text_file); '' to disable.")
-flags.DEFINE_boolean("progress", True, "Show a progress bar on stderr.")
+
+
+def define_flags():
+    """Defines the flags of this runner (only when it runs as a program, so that its
+    functions can be imported beside other runners)."""
+    flags.DEFINE_string("model_dir", None, "Model directory (config.json + checkpoints).")
+    flags.DEFINE_string("checkpoint", None, "A checkpoint path prefix to evaluate instead of the "
+                        "newest one in --model_dir (e.g. MODEL_DIR/ckpt-20).")
+    flags.DEFINE_enum("split", "test", ["train", "valid", "test"], "Split of --data_dir.")
+    flags.DEFINE_string("data_dir", None, "Prepared data directory (records for the evaluation "
+                        "layout: --tgt_len, --batch_size, --last_segment).")
+    flags.DEFINE_string("text_file", None, "Evaluate this text file (UTF-8, or raw bytes for "
+                        "byte-level models) with the model's vocabulary instead of --data_dir.")
+    flags.DEFINE_string("vocab_file", None, "Vocabulary for --text_file (default "
+                        "MODEL_DIR/vocab.txt; corpus-info.json must sit beside it).")
+    flags.DEFINE_integer("tgt_len", None, "Evaluation segment length (default: the model's).")
+    flags.DEFINE_integer("mem_len", None, "Evaluation memory length (default: the model's).")
+    flags.DEFINE_integer("clamp_len", None, "Clamp relative distances (default: the model's).")
+    flags.DEFINE_boolean("same_length", None, "Same attention length for every query "
+                         "(default: the model's).")
+    flags.DEFINE_integer("batch_size", 10, "Number of parallel contiguous streams.")
+    flags.DEFINE_enum("last_segment", "drop", ["drop", "pad"],
+                      "drop: score whole segments only (reference); pad: also score each stream's "
+                      "last partial segment, so every token with a predecessor is scored.")
+    flags.DEFINE_integer("max_steps", None, "Stop after this many segments (for a quick look).")
+    flags.DEFINE_string("tb_dir", None, "TensorBoard directory (default MODEL_DIR/eval-SPLIT, or "
+                        "MODEL_DIR/eval-text for --text_file); '' to disable.")
+    flags.DEFINE_boolean("progress", True, "Show a progress bar on stderr.")
 
 
 class EvalInputError(ValueError):
@@ -159,4 +164,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

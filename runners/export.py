@@ -24,24 +24,29 @@ import time
 from absl import app, flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("model_dir", None, "Model directory (config.json, checkpoints, vocab.txt, "
-                    "corpus-info.json).")
-flags.DEFINE_string("export_dir", None, "Base directory; the SavedModel goes to "
-                    "EXPORT_DIR/VERSION.")
-flags.DEFINE_integer("version", None, "Version number (default: highest existing + 1, or 1).")
-flags.DEFINE_boolean("overwrite", False, "Replace an existing EXPORT_DIR/VERSION.")
-flags.DEFINE_integer("tgt_len", None, "Segment length of score_text (default: the model's).")
-flags.DEFINE_integer("mem_len", None, "Memory kept by score / nll / score_text "
-                     "(default: the model's).")
-flags.DEFINE_integer("clamp_len", None, "Clamp relative distances (default: the model's).")
-flags.DEFINE_boolean("same_length", None, "same_length of score / nll / score_text "
-                     "(default: the model's).")
-flags.DEFINE_integer("gen_mem_len", None, "Memory of the generate signatures (default: "
-                     "--mem_len's value).")
-flags.DEFINE_integer("gen_seg_len", None, "Prompt segment length of the generate signatures "
-                     "(default: tgt_len).")
-flags.DEFINE_boolean("text_signatures", True, "Add generate_text and score_text (need "
-                     "tensorflow_text ops where the SavedModel is loaded).")
+
+
+def define_flags():
+    """Defines the flags of this runner (only when it runs as a program, so that its
+    functions can be imported beside other runners)."""
+    flags.DEFINE_string("model_dir", None, "Model directory (config.json, checkpoints, vocab.txt, "
+                        "corpus-info.json).")
+    flags.DEFINE_string("export_dir", None, "Base directory; the SavedModel goes to "
+                        "EXPORT_DIR/VERSION.")
+    flags.DEFINE_integer("version", None, "Version number (default: highest existing + 1, or 1).")
+    flags.DEFINE_boolean("overwrite", False, "Replace an existing EXPORT_DIR/VERSION.")
+    flags.DEFINE_integer("tgt_len", None, "Segment length of score_text (default: the model's).")
+    flags.DEFINE_integer("mem_len", None, "Memory kept by score / nll / score_text "
+                         "(default: the model's).")
+    flags.DEFINE_integer("clamp_len", None, "Clamp relative distances (default: the model's).")
+    flags.DEFINE_boolean("same_length", None, "same_length of score / nll / score_text "
+                         "(default: the model's).")
+    flags.DEFINE_integer("gen_mem_len", None, "Memory of the generate signatures (default: "
+                         "--mem_len's value).")
+    flags.DEFINE_integer("gen_seg_len", None, "Prompt segment length of the generate signatures "
+                         "(default: tgt_len).")
+    flags.DEFINE_boolean("text_signatures", True, "Add generate_text and score_text (need "
+                         "tensorflow_text ops where the SavedModel is loaded).")
 
 
 class ExportInputError(ValueError):
@@ -138,4 +143,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

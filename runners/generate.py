@@ -19,23 +19,28 @@ import time
 from absl import app, flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("model_dir", None, "Model directory (config.json, checkpoints, vocab.txt, "
-                    "corpus-info.json).")
-flags.DEFINE_string("prompt", None, "Prompt text.")
-flags.DEFINE_string("prompt_file", None, "Read the prompt from this file instead.")
-flags.DEFINE_string("vocab_file", None, "Vocabulary (default MODEL_DIR/vocab.txt).")
-flags.DEFINE_integer("num_tokens", 100, "Number of tokens to generate.")
-flags.DEFINE_float("temperature", 1.0, "Sampling temperature; 0 = greedy (argmax).")
-flags.DEFINE_integer("top_k", 0, "Keep only the k most likely tokens (0 = all).")
-flags.DEFINE_float("top_p", 1.0, "Nucleus sampling: smallest set with this much probability "
-                   "(1.0 = all).")
-flags.DEFINE_integer("seed", 0, "Random seed (token t uses the stateless seed (seed, t)).")
-flags.DEFINE_integer("seg_len", None, "Prompt segment length (default: the model's tgt_len).")
-flags.DEFINE_integer("mem_len", None, "Memory length (default: the model's mem_len). Context "
-                     "beyond it is seen only through the memory's recurrence.")
-flags.DEFINE_integer("clamp_len", None, "Clamp relative distances (default: the model's).")
-flags.DEFINE_boolean("same_length", False, "Same attention length for every query.")
-flags.DEFINE_boolean("stream", True, "Print tokens as they are generated.")
+
+
+def define_flags():
+    """Defines the flags of this runner (only when it runs as a program, so that its
+    functions can be imported beside other runners)."""
+    flags.DEFINE_string("model_dir", None, "Model directory (config.json, checkpoints, vocab.txt, "
+                        "corpus-info.json).")
+    flags.DEFINE_string("prompt", None, "Prompt text.")
+    flags.DEFINE_string("prompt_file", None, "Read the prompt from this file instead.")
+    flags.DEFINE_string("vocab_file", None, "Vocabulary (default MODEL_DIR/vocab.txt).")
+    flags.DEFINE_integer("num_tokens", 100, "Number of tokens to generate.")
+    flags.DEFINE_float("temperature", 1.0, "Sampling temperature; 0 = greedy (argmax).")
+    flags.DEFINE_integer("top_k", 0, "Keep only the k most likely tokens (0 = all).")
+    flags.DEFINE_float("top_p", 1.0, "Nucleus sampling: smallest set with this much probability "
+                       "(1.0 = all).")
+    flags.DEFINE_integer("seed", 0, "Random seed (token t uses the stateless seed (seed, t)).")
+    flags.DEFINE_integer("seg_len", None, "Prompt segment length (default: the model's tgt_len).")
+    flags.DEFINE_integer("mem_len", None, "Memory length (default: the model's mem_len). Context "
+                         "beyond it is seen only through the memory's recurrence.")
+    flags.DEFINE_integer("clamp_len", None, "Clamp relative distances (default: the model's).")
+    flags.DEFINE_boolean("same_length", False, "Same attention length for every query.")
+    flags.DEFINE_boolean("stream", True, "Print tokens as they are generated.")
 
 
 class GenerateInputError(ValueError):
@@ -158,4 +163,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -172,10 +172,12 @@ class Generator:
         for every new token. int32 numpy [B, num_tokens]."""
         context = tf.convert_to_tensor(prompt, tf.int32)
         settings = self._settings(temperature, top_k, top_p, seed)
-        run = tf.function(lambda tokens: self.model(
-            tokens, mems=None, training=False, mem_len=self.mem_len, clamp_len=self.clamp_len,
-            same_length=self.same_length)["log_probs"][:, -1], reduce_retracing=True,
-            input_signature=[tf.TensorSpec([None, None], tf.int32)])
+        if getattr(self, "_rerun", None) is None:
+            self._rerun = tf.function(lambda tokens: self.model(
+                tokens, mems=None, training=False, mem_len=self.mem_len,
+                clamp_len=self.clamp_len, same_length=self.same_length)["log_probs"][:, -1],
+                input_signature=[tf.TensorSpec([None, None], tf.int32)])
+        run = self._rerun
         out = []
         for t in range(num_tokens):
             token = self.choose(run(context), tf.constant(t), *settings)

@@ -213,13 +213,15 @@ def test_full_export_runs_every_signature_with_tensorflow_text(exported):
 
 
 def test_saved_model_cli_lists_every_signature(exported):
-    proc = subprocess.run([os.path.join(BIN, "saved_model_cli"), "show", "--all", "--dir",
-                           exported["ids"]["export_path"]], capture_output=True, text=True,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    for name in ("serving_default", "score", "nll", "init_mems", "generate"):
-        assert f"signature_def['{name}']" in proc.stdout
-    assert "shape: (2, -1, -1, 16)" in proc.stdout  # mems: static n_layer and d_model
+    for which, names in [("ids", ()), ("full", ("generate_text", "score_text"))]:
+        proc = subprocess.run([os.path.join(BIN, "saved_model_cli"), "show", "--all", "--dir",
+                               exported[which]["export_path"]], capture_output=True, text=True,
+                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        for name in ("serving_default", "score", "nll", "init_mems", "generate") + names:
+            assert f"signature_def['{name}']" in proc.stdout
+        assert "shape: (2, -1, -1, 16)" in proc.stdout  # mems: static n_layer and d_model
+        assert ("generate_text" in proc.stdout) == bool(names)
 
 
 def test_export_bad_input(exported, tmp_path):
