@@ -164,8 +164,7 @@ class Trainer:
         if self.loss_scaling:
             finite = tf.math.is_finite(norm)
             self._update_loss_scale(finite)
-            applied = tf.cond(finite, lambda: self._apply(grads, variables),
-                              lambda: tf.constant(0, tf.int64))
+            applied = self._apply_if_finite(grads, variables, finite)
             skipped = tf.cast(1 - applied, tf.float32)
         else:
             self._apply(grads, variables)
@@ -175,6 +174,24 @@ class Trainer:
     def _apply(self, grads, variables):
         self.optimizer.apply(grads, variables)
         return tf.constant(1, tf.int64)
+
+    def _apply_if_finite(self, grads, variables, finite):
+        """Apply only when the (identical on every replica) reduced gradient is finite. A
+        strategy that synchronises through merge_call (MirroredStrategy) cannot have it inside
+        a cond in replica context, so the cond then runs in cross-replica context."""
+        skip = lambda: tf.constant(0, tf.int64)  # noqa: E731
+        if tf.__internal__.distribute.strategy_supports_no_merge_call():
+            return tf.cond(finite, lambda: self._apply(grads, variables), skip)
+
+        def cross_replica(distribution, grads, finite):
+            first = distribution.experimental_local_results(finite)[0]
+
+            def apply():
+                distribution.extended.call_for_each_replica(self._apply, args=(grads, variables))
+                return tf.constant(1, tf.int64)
+            return tf.cond(first, apply, skip)
+
+        return tf.distribute.get_replica_context().merge_call(cross_replica, args=(grads, finite))
 
     def _update_loss_scale(self, finite):
         grow = tf.logical_and(finite, self.good_steps + 1 >= self.growth_interval)

@@ -172,3 +172,43 @@ def test_first_update_is_clip_after_reduce_then_adam(two_cpu_devices):
         g = g * clip / norm
         np.testing.assert_allclose(m, (1 - b1) * g, rtol=1e-3, atol=1e-10)
         np.testing.assert_allclose(v, (1 - b2) * g * g, rtol=1e-3, atol=1e-14)
+
+
+@pytest.fixture
+def policy():
+    """Set a Keras dtype policy for one test and restore float32 afterwards."""
+    def set_policy(name):
+        keras.config.set_dtype_policy(name)
+    yield set_policy
+    keras.config.set_dtype_policy("float32")
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_mixed_float16_loss_scaling_skips_overflow_and_grows(policy, replicas, two_cpu_devices):
+    policy("mixed_float16")
+    strategy = (tf.distribute.MirroredStrategy(two_cpu_devices) if replicas == 2
+                else tf.distribute.get_strategy())
+    with strategy.scope():
+        model = txl_tf.TransformerXL(CONFIG)
+        optimizer = make_optimizer(1e-2)
+    # 2**60 overflows float16 gradients: the steps must be skipped and the scale halved.
+    trainer = Trainer(model, optimizer, strategy, loss_scaling=True, initial_loss_scale=2.0 ** 60,
+                      growth_interval=2)
+    before = [v.numpy() for v in model.trainable_variables]
+    iterator = distributed_iterator(strategy, stream_data(), replicas)
+    mems, stats = trainer.train(iterator, trainer.init_memory(GLOBAL_BATCH // replicas), 2)
+    assert stats.skipped_steps == 2 and int(optimizer.iterations.numpy()) == 0
+    assert float(trainer.loss_scale.numpy()) == 2.0 ** 58
+    assert_same_weights([v.numpy() for v in model.trainable_variables], before, atol=0)
+    # A sane scale: every step applied, and the scale doubles every growth_interval steps.
+    trainer.loss_scale.assign(2.0 ** 8)
+    mems, stats = trainer.train(iterator, mems, 4)
+    assert stats.skipped_steps == 0 and int(optimizer.iterations.numpy()) == 4
+    assert float(trainer.loss_scale.numpy()) == 2.0 ** 10
+    assert np.isfinite(stats.loss)
+
+
+def test_mixed_bfloat16_follows_float32(policy, one_replica_run):
+    policy("mixed_bfloat16")
+    run = train(tf.distribute.get_strategy(), 1, [STEPS])
+    assert run["losses"][0] == pytest.approx(np.mean(one_replica_run["losses"]), abs=5e-2)
