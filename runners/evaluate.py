@@ -22,32 +22,44 @@ from absl import app, flags
 FLAGS = flags.FLAGS
 
 
-def define_flags():
-    """Defines the flags of this runner (only when it runs as a program, so that its
-    functions can be imported beside other runners)."""
-    flags.DEFINE_string("model_dir", None, "Model directory (config.json + checkpoints).")
-    flags.DEFINE_string("checkpoint", None, "A checkpoint path prefix to evaluate instead of the "
-                        "newest one in --model_dir (e.g. MODEL_DIR/ckpt-20).")
-    flags.DEFINE_enum("split", "test", ["train", "valid", "test"], "Split of --data_dir.")
-    flags.DEFINE_string("data_dir", None, "Prepared data directory (records for the evaluation "
-                        "layout: --tgt_len, --batch_size, --last_segment).")
-    flags.DEFINE_string("text_file", None, "Evaluate this text file (UTF-8, or raw bytes for "
-                        "byte-level models) with the model's vocabulary instead of --data_dir.")
-    flags.DEFINE_string("vocab_file", None, "Vocabulary for --text_file (default "
-                        "MODEL_DIR/vocab.txt; corpus-info.json must sit beside it).")
-    flags.DEFINE_integer("tgt_len", None, "Evaluation segment length (default: the model's).")
-    flags.DEFINE_integer("mem_len", None, "Evaluation memory length (default: the model's).")
-    flags.DEFINE_integer("clamp_len", None, "Clamp relative distances (default: the model's).")
-    flags.DEFINE_boolean("same_length", None, "Same attention length for every query "
-                         "(default: the model's).")
-    flags.DEFINE_integer("batch_size", 10, "Number of parallel contiguous streams.")
+def define_flags(fv=flags.FLAGS):
+    """Defines the flags of this runner into `fv` (called only when it runs as a program, so
+    that its functions can be imported beside other runners)."""
+    def string(name, default, help_text):
+        flags.DEFINE_string(name, default, help_text, flag_values=fv)
+
+    def integer(name, default, help_text):
+        flags.DEFINE_integer(name, default, help_text, flag_values=fv)
+
+    def boolean(name, default, help_text):
+        flags.DEFINE_boolean(name, default, help_text, flag_values=fv)
+
+    string("model_dir", None, "Model directory (config.json + checkpoints).")
+    string("checkpoint", None, "A checkpoint path prefix to evaluate instead of the newest one "
+           "in --model_dir (e.g. MODEL_DIR/ckpt-20).")
+    flags.DEFINE_enum("split", "test", ["train", "valid", "test"], "Split of --data_dir.",
+                      flag_values=fv)
+    string("data_dir", None, "Prepared data directory. Records for the evaluation layout "
+           "(--tgt_len, --batch_size, --last_segment) are made from its cached token streams "
+           "when missing.")
+    string("text_file", None, "Evaluate this text file (UTF-8, or raw bytes for byte-level "
+           "models) with the model's vocabulary instead of --data_dir.")
+    string("vocab_file", None, "Vocabulary for --text_file (default MODEL_DIR/vocab.txt; "
+           "corpus-info.json must sit beside it).")
+    integer("tgt_len", None, "Evaluation segment length (default: the model's).")
+    integer("mem_len", None, "Evaluation memory length (default: the model's).")
+    integer("clamp_len", None, "Clamp relative distances (default: the model's).")
+    boolean("same_length", None, "Same attention length for every query (default: the "
+            "model's).")
+    integer("batch_size", 10, "Number of parallel contiguous streams.")
     flags.DEFINE_enum("last_segment", "drop", ["drop", "pad"],
-                      "drop: score whole segments only (reference); pad: also score each stream's "
-                      "last partial segment, so every token with a predecessor is scored.")
-    flags.DEFINE_integer("max_steps", None, "Stop after this many segments (for a quick look).")
-    flags.DEFINE_string("tb_dir", None, "TensorBoard directory (default MODEL_DIR/eval-SPLIT, or "
-                        "MODEL_DIR/eval-text for --text_file); '' to disable.")
-    flags.DEFINE_boolean("progress", True, "Show a progress bar on stderr.")
+                      "drop: score whole segments only (reference); pad: also score each "
+                      "stream's last partial segment, so every token with a predecessor is "
+                      "scored.", flag_values=fv)
+    integer("max_steps", None, "Stop after this many segments (for a quick look).")
+    string("tb_dir", None, "TensorBoard directory (default MODEL_DIR/eval-SPLIT, or "
+           "MODEL_DIR/eval-text for --text_file); '' to disable.")
+    boolean("progress", True, "Show a progress bar on stderr.")
 
 
 class EvalInputError(ValueError):
@@ -59,6 +71,29 @@ def _checkpoint_step(path):
     return int(match.group(1)) if match else 0
 
 
+def _input_fn(data_dir, split, layout, vocab_size, progress):
+    """make_input_fn for the evaluation layout; records that are missing are written from the
+    token streams `prepare_data.py` cached in data_dir (never downloads), else the error holds
+    the exact prepare_data.py command."""
+    import tf_records
+    from tf_records.reader import make_input_fn
+
+    try:
+        return make_input_fn(data_dir, split, layout, repeat=False, vocab_size=vocab_size,
+                             verify="size")
+    except (tf_records.RecordsNotFoundError, tf_records.RecordsMismatchError) as error:
+        info = tf_records.read_corpus_info(data_dir)
+        if not info or "dataset" not in info:
+            raise
+        try:
+            tf_records.prepare(info["dataset"], data_dir, layouts={split: layout},
+                               download=False, progress=progress, **info.get("options", {}))
+        except tf_records.DataError:
+            raise error from None
+    return make_input_fn(data_dir, split, layout, repeat=False, vocab_size=vocab_size,
+                         verify="size")
+
+
 def run(argv_flags):
     """Runs the evaluation described by the flag values; returns the JSON-able result dict."""
     import itertools
@@ -68,7 +103,6 @@ def run(argv_flags):
     import txl_tf
     from runners import evaluation, model_vocab
     from tf_records.layout import RecordLayout
-    from tf_records.reader import make_input_fn
     from tf_records.tokenize import encode_text
 
     f = argv_flags
@@ -109,8 +143,7 @@ def run(argv_flags):
         split = f.split
         layout = RecordLayout(tgt_len=c.tgt_len, per_replica_batch=f.batch_size,
                               last_segment=f.last_segment)
-        input_fn = make_input_fn(f.data_dir, split, layout, repeat=False, vocab_size=c.n_token,
-                                 verify="size")
+        input_fn = _input_fn(f.data_dir, split, layout, c.n_token, f.progress)
         meta = input_fn.metadata
         vocab_path = os.path.join(f.model_dir, model_vocab.VOCAB_FILE)
         if os.path.isfile(vocab_path):

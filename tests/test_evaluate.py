@@ -263,3 +263,26 @@ def test_cli_prints_json_line_and_writes_tensorboard(tmp_path):
     assert bad.returncode == 1 and "not a txl-tf model directory" in bad.stderr
     unknown_flag = run_cli("evaluate.py", "--model_dir=x", "--no_such_flag=1")
     assert unknown_flag.returncode != 0 and "no_such_flag" in unknown_flag.stderr
+
+
+@pytest.mark.parametrize("name,settings", [
+    ("enwik8", (128, 3800, 1000, True, 16)), ("text8", (128, 3800, 1000, True, 16)),
+    ("wt103", (128, 1600, 1000, True, 16)), ("lm1b", (32, 128, -1, True, 16))])
+def test_eval_flagfiles_carry_the_paper_settings(name, settings):
+    from absl import flags
+    fv = flags.FlagValues()
+    evaluate.define_flags(fv)
+    fv(["evaluate.py", f"--flagfile={os.path.join(REPO, 'runners', f'eval_{name}.flags')}"])
+    assert (fv.tgt_len, fv.mem_len, fv.clamp_len, fv.same_length, fv.batch_size) == settings
+    assert fv.split == "test" and fv.data_dir == f"data/{name}"
+
+
+def test_missing_eval_records_are_made_from_cached_tokens(synthetic_run):
+    run = synthetic_run
+    out = evaluate.run(flags_for(model_dir=run.model_dir, data_dir=run.data_dir, split="valid",
+                                 batch_size=3, tgt_len=16, mem_len=16, last_segment="pad"))
+    assert out["tokens"] == len(run.valid) - 3
+    batches, steps = evaluation.stream_batches(run.valid, 3, 16, "pad")
+    direct = evaluation.Evaluator(run.model, mem_len=16).evaluate(batches, 3, steps,
+                                                                  progress=False)
+    np.testing.assert_allclose(out["loss"], direct.loss, rtol=1e-6)
