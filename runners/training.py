@@ -183,6 +183,11 @@ def run_training(options: TrainOptions,
     for name in ("save_steps", "eval_steps"):
         if getattr(o, name) < 0:
             raise TrainError(f"--{name} must be >= 0, got {getattr(o, name)}.")
+    try:
+        schedule = WarmupCosineSchedule(o.learning_rate, o.warmup_steps, o.train_steps,
+                                        o.min_lr_ratio)
+    except ValueError as error:
+        raise TrainError(f"learning-rate schedule flags: {error}") from None
     set_precision(o.precision)
     keras.utils.set_random_seed(o.seed)
     if strategy is None:
@@ -237,8 +242,6 @@ def run_training(options: TrainOptions,
             os.replace(os.path.join(o.model_dir, ".tmp-flags.txt"),
                        os.path.join(o.model_dir, "flags.txt"))
 
-    schedule = WarmupCosineSchedule(o.learning_rate, o.warmup_steps, o.train_steps,
-                                    o.min_lr_ratio)
     with strategy.scope():
         model = txl_tf.TransformerXL(config)
         optimizer = make_optimizer(schedule)
@@ -298,6 +301,7 @@ def run_training(options: TrainOptions,
     train_seconds = 0.0
     trained_tokens = 0.0
     recent_seconds_per_step = None
+    loops_done = 0
 
     def boundary(current, every):
         return every and current % every == 0
@@ -311,8 +315,10 @@ def run_training(options: TrainOptions,
         mems, stats = trainer.train(iterator, mems, n)
         seconds = time.time() - t0
         step += n
-        train_seconds += seconds
-        trained_tokens += stats.tokens
+        if loops_done:  # the first loop of a process includes tracing: not in the average
+            train_seconds += seconds
+            trained_tokens += stats.tokens
+        loops_done += 1
         window["nll"] += stats.nll_sum
         window["tokens"] += stats.tokens
         window["norm"] += stats.grad_norm_sum

@@ -86,6 +86,13 @@ def test_two_replicas_equal_one_replica(one_replica_run, two_cpu_devices):
     # rounding, hence the tolerance of a small fraction of one update (lr 3e-2).
     assert_same_weights(two["weights"], one_replica_run["weights"], atol=2e-4)
     assert_same_weights(two["memory"], one_replica_run["memory"], atol=2e-3)
+    # Host round trip of the memory (checkpoints): replica r gets rows [r*B, (r+1)*B) back.
+    trainer = two["trainer"]
+    mems = trainer.memory_from_host(two["memory"])
+    for layer, host in zip(mems, two["memory"]):
+        parts = [t.numpy() for t in trainer.strategy.experimental_local_results(layer)]
+        np.testing.assert_array_equal(parts[0], host[:GLOBAL_BATCH // 2])
+        np.testing.assert_array_equal(parts[1], host[GLOBAL_BATCH // 2:])
     # The run really changed the weights (so equality is not trivial) and clipping was active.
     initial = build(tf.distribute.get_strategy()).model.trainable_variables
     assert max(np.abs(w - v.numpy()).max()
