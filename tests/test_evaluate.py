@@ -286,3 +286,20 @@ def test_missing_eval_records_are_made_from_cached_tokens(synthetic_run):
     direct = evaluation.Evaluator(run.model, mem_len=16).evaluate(batches, 3, steps,
                                                                   progress=False)
     np.testing.assert_allclose(out["loss"], direct.loss, rtol=1e-6)
+
+
+def test_vocabulary_mismatch_with_the_records_is_an_error(synthetic_run, tmp_path):
+    run = synthetic_run
+    # same size, other symbols: the checksums differ
+    model_dir = tmp_path / "other"
+    word_model_dir(model_dir, tiny_config(n_token=16))
+    with pytest.raises(ModelVocabError, match="vocabulary mismatch.*records"):
+        evaluate.run(flags_for(model_dir=str(model_dir), data_dir=run.data_dir, split="valid",
+                               batch_size=8, tgt_len=8))
+    # another size: the records refuse the model
+    import tf_records
+    small = tmp_path / "small"
+    word_model_dir(small, tiny_config(n_token=12))
+    with pytest.raises(tf_records.DataError, match="vocab_size"):
+        evaluate.run(flags_for(model_dir=str(small), data_dir=run.data_dir, split="valid",
+                               batch_size=8, tgt_len=8))
