@@ -24,14 +24,20 @@ def filter_logits(log_probs, temperature, top_k, top_p):
     temperature = tf.cast(temperature, tf.float32)
     logits = logits / tf.where(temperature > 0, temperature, 1.0)
     vocab = tf.shape(logits)[-1]
-    neg_inf = tf.fill(tf.shape(logits), float("-inf"))
 
     top_k = tf.cast(top_k, tf.int32)
-    k = tf.where((top_k > 0) & (top_k < vocab), top_k, vocab)
-    kth = tf.math.top_k(logits, k=k).values[:, -1:]
-    logits = tf.where(logits < kth, neg_inf, logits)
-
+    logits = tf.cond((top_k > 0) & (top_k < vocab),
+                     lambda: _keep_top_k(logits, top_k), lambda: logits)
     top_p = tf.cast(top_p, tf.float32)
+    return tf.cond(top_p < 1.0, lambda: _keep_top_p(logits, top_p), lambda: logits)
+
+
+def _keep_top_k(logits, k):
+    kth = tf.math.top_k(logits, k=k).values[:, -1:]
+    return tf.where(logits < kth, float("-inf"), logits)
+
+
+def _keep_top_p(logits, top_p):
     sorted_logits = tf.sort(logits, axis=-1, direction="DESCENDING")
     probs = tf.nn.softmax(sorted_logits, axis=-1)
     before = tf.cumsum(probs, axis=-1, exclusive=True)  # mass of the strictly more likely
@@ -39,7 +45,7 @@ def filter_logits(log_probs, temperature, top_k, top_p):
     keep = tf.concat([tf.ones_like(keep[:, :1]), keep[:, 1:]], axis=-1)
     threshold = tf.reduce_min(tf.where(keep, sorted_logits, float("inf")), axis=-1,
                               keepdims=True)
-    return tf.where((top_p < 1.0) & (logits < threshold), neg_inf, logits)
+    return tf.where(logits < threshold, float("-inf"), logits)
 
 
 def choose(log_probs, step, temperature, top_k, top_p, seed):
@@ -48,8 +54,12 @@ def choose(log_probs, step, temperature, top_k, top_p, seed):
     temperature <= 0 is greedy (argmax, first on ties); otherwise a sample from the filtered
     distribution with the stateless seed (seed, step).
     """
-    greedy = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
-    logits = filter_logits(log_probs, temperature, top_k, top_p)
-    seeds = tf.stack([tf.cast(seed, tf.int64), tf.cast(step, tf.int64)])
-    sampled = tf.cast(tf.random.stateless_categorical(logits, 1, seed=seeds)[:, 0], tf.int32)
-    return tf.where(tf.cast(temperature, tf.float32) > 0, sampled, greedy)
+    temperature = tf.cast(temperature, tf.float32)
+
+    def sample():
+        logits = filter_logits(log_probs, temperature, top_k, top_p)
+        seeds = tf.stack([tf.cast(seed, tf.int64), tf.cast(step, tf.int64)])
+        return tf.cast(tf.random.stateless_categorical(logits, 1, seed=seeds)[:, 0], tf.int32)
+
+    return tf.cond(temperature > 0, sample,
+                   lambda: tf.argmax(log_probs, axis=-1, output_type=tf.int32))
