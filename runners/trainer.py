@@ -202,6 +202,13 @@ class Trainer:
         self.loss_scale.assign(new_scale)
         self.good_steps.assign(new_good)
 
+    def _as_run_output(self, mems):
+        """`mems` in the structure that `strategy.run` returns, as a loop variable must keep
+        its structure: with one local replica, MultiWorkerMirroredStrategy returns plain tensors
+        where `experimental_distribute_values_from_function` gives one-component PerReplica
+        values."""
+        return self.strategy.run(lambda m: [tf.identity(x) for x in m], args=(mems,))
+
     def _train_loop(self, iterator, mems, num_steps):
         strategy = self.strategy
         nll = tf.constant(0.0, tf.float32)
@@ -209,6 +216,7 @@ class Trainer:
         norm_sum = tf.constant(0.0, tf.float32)
         last_norm = tf.constant(0.0, tf.float32)
         skipped = tf.constant(0, tf.int64)
+        mems = self._as_run_output(mems)
         for _ in tf.range(num_steps):
             mems, step_nll, step_tokens, norm, step_skipped = strategy.run(
                 self._replica_train_step, args=(next(iterator), mems))
@@ -248,6 +256,7 @@ class Trainer:
         nll = tf.constant(0.0, tf.float32)
         tokens = tf.constant(0.0, tf.float32)
         steps = tf.constant(0, tf.int32)
+        mems = self._as_run_output(mems)
         for _ in tf.range(num_steps):
             optional = iterator.get_next_as_optional()
             if not optional.has_value():
