@@ -12,13 +12,16 @@ Layout of `model_dir` (written by `TrainCheckpoints`):
   best/                           config.json, checkpoint, ckpt-<step>.* (model and step only) and
                                   best.json: the best checkpoint on validation so far.
 
-Atomicity and pairing: every worker first writes its memory into a temporary directory that is
-renamed to `step-<step>` (a rename is atomic on a local or POSIX file system); the chief then
-writes ckpt-<step>, whose `checkpoint` state file is switched last by the manager. A run killed at
-any moment thus leaves either the previous pair or the new one: on restart `restore()` reads the
-newest training checkpoint and the memory of the same step (memory written for a step whose
-checkpoint never landed is ignored and later overwritten).
-Only the chief writes ckpt-*, best/ and summaries; other workers write only memory/worker-<w>/.
+Atomicity and pairing: the chief gathers the memory of every replica of every worker (one
+collective per layer, `gather_worker_memory`), writes each worker's part into a temporary
+directory that is renamed to `step-<step>` (a rename is atomic on a local or POSIX file system),
+then writes ckpt-<step>, whose `checkpoint` state file is switched last by the manager. A run
+killed at any moment thus leaves either the previous pair or the new one: on restart `restore()`
+reads the newest training checkpoint and the memory of the same step (memory written for a step
+whose checkpoint never landed is ignored and later overwritten).
+Only the chief writes into model_dir (ckpt-*, memory/, best/, summaries); the other workers join
+the checkpoint's collectives but save into a temporary directory outside it, as tf.distribute
+recommends, and only read model_dir (config.json, the checkpoint and their memory on restore).
 The stream position needs no file: every stream advances one segment per step, so the position
 is the step itself (`tf_records.make_input_fn(..., start_step=step)`).
 """
@@ -80,6 +83,22 @@ def write_memory(model_dir: str, worker: int, step: int, arrays: Sequence[np.nda
     return final
 
 
+def gather_worker_memory(strategy: tf.distribute.Strategy, mems, num_workers: int,
+                         local_memory: Sequence[np.ndarray]) -> List[List[np.ndarray]]:
+    """Every worker's memory, index = worker: L numpy arrays [per_host_batch, M, D] each.
+
+    One worker: `[local_memory]` (the arrays of `Trainer.memory_to_host`). Several workers:
+    `strategy.gather` (a collective every worker must call) concatenates the replicas' memory in
+    global replica order, and worker w owns the w-th block of rows (its local replicas are the
+    global replicas w * local ... (w + 1) * local - 1).
+    """
+    if num_workers == 1:
+        return [list(local_memory)]
+    full = [strategy.gather(m, axis=0).numpy() for m in mems]
+    rows = full[0].shape[0] // num_workers if full else 0
+    return [[a[w * rows:(w + 1) * rows] for a in full] for w in range(num_workers)]
+
+
 def memory_steps(model_dir: str, worker: int) -> List[int]:
     directory = _memory_dir(model_dir, worker)
     if not os.path.isdir(directory):
@@ -129,9 +148,13 @@ class TrainCheckpoints:
     def latest(self) -> Optional[str]:
         return tf.train.latest_checkpoint(self.model_dir)
 
-    def save(self, step: int, memory: Sequence[np.ndarray]) -> Optional[str]:
-        """Write this worker's memory, then (chief) the training checkpoint of `step`."""
-        write_memory(self.model_dir, self.worker, step, memory, keep=self.max_to_keep)
+    def save(self, step: int, memories: Sequence[Sequence[np.ndarray]]) -> Optional[str]:
+        """Chief: write every worker's memory (`memories[w]`: worker w's L arrays, from
+        `gather_worker_memory`), then the training checkpoint of `step`. Other workers take part
+        in the checkpoint's collectives but write only into a temporary directory."""
+        if self.is_chief:
+            for worker, memory in enumerate(memories):
+                write_memory(self.model_dir, worker, step, memory, keep=self.max_to_keep)
         path = self.manager.save(checkpoint_number=step)
         return path if self.is_chief else None
 

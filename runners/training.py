@@ -82,9 +82,14 @@ def set_precision(precision: str) -> None:
     keras.config.set_dtype_policy(precision)
 
 
-def unigram_entropy(data_dir: str, split: str = "train") -> Optional[float]:
+def unigram_entropy(data_dir: str, split: str = "train",
+                    max_tokens: int = 50_000_000) -> Optional[float]:
     """Entropy (nats/token) of the unigram distribution of `split`: the loss of the best model
-    that ignores context, the baseline a language model must beat. None when unavailable."""
+    that ignores context, the baseline a language model must beat. None when unavailable or
+    when the split has more than `max_tokens` tokens (not worth the start-up time)."""
+    info = tf_records.read_corpus_info(data_dir) or {}
+    if info.get("num_tokens", {}).get(split, 0) > max_tokens:
+        return None
     try:
         from tf_records import stream_cache
         tokens = stream_cache.load(data_dir, split, verify=False)
@@ -255,6 +260,14 @@ def run_training(options: TrainOptions,
 
     step, memory = ckpts.restore()
     resumed = step is not None
+    summary_path = os.path.join(o.model_dir, "train_summary.json")
+    if resumed and step >= o.train_steps:
+        print(f"{o.model_dir} is already trained to step {step} (--train_steps={o.train_steps}); "
+              "nothing to do. Raise --train_steps to train on.", flush=True)
+        if os.path.exists(summary_path):
+            with open(summary_path) as f:
+                return json.load(f)
+        return {"model_dir": os.path.abspath(o.model_dir), "step": step, "resumed": True}
     if resumed:
         logging.info("resumed from %s at step %d (memory %s)", ckpts.latest, step,
                      "restored" if memory is not None else "reset to zeros")
@@ -355,7 +368,8 @@ def run_training(options: TrainOptions,
                       f"{metric_value(valid_loss, level):.4f} ({int(vstats.tokens):,} tokens)",
                       flush=True)
         if boundary(step, o.save_steps) or step == o.train_steps:
-            path = ckpts.save(step, trainer.memory_to_host(mems))
+            path = ckpts.save(step, checkpointing.gather_worker_memory(
+                strategy, mems, num_workers, trainer.memory_to_host(mems)))
             if evaluated:
                 ckpts.maybe_save_best(step, valid_loss, {metric: metric_value(valid_loss, level)})
             logging.info("saved %s", path)
@@ -377,8 +391,7 @@ def run_training(options: TrainOptions,
         "resumed": resumed,
     }
     if is_chief:
-        txl_tf.model_dir.write_json_atomic(os.path.join(o.model_dir, "train_summary.json"),
-                                           summary)
+        txl_tf.model_dir.write_json_atomic(summary_path, summary)
         print("train_summary " + json.dumps(summary, sort_keys=True), flush=True)
         print(f"wall time {format_duration(summary['wall_seconds'])}; model in {o.model_dir}; "
               f"TensorBoard: tensorboard --logdir {o.model_dir}", flush=True)
