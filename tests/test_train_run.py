@@ -133,6 +133,10 @@ def test_interrupted_run_resumes_exactly(tmp_path):
     second = run_training(interrupted, make)
     assert second["resumed"] and second["step"] == 12
     assert_same_state(str(tmp_path / "straight"), interrupted.model_dir, 12)
+    # Started again once finished: nothing is trained or overwritten.
+    again = run_training(interrupted, make)
+    assert again == json.load(open(os.path.join(interrupted.model_dir, "train_summary.json")))
+    assert again["train_loss"] == second["train_loss"] and again["step"] == 12
 
 
 def test_kill_9_then_restart_matches_uninterrupted(tmp_path):
