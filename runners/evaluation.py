@@ -46,17 +46,19 @@ class EvalResult:
 
 
 class Progress:
-    """A one-line text progress bar on stderr (`total` may be None)."""
+    """A text progress bar on stderr (`total` may be None): redrawn in place twice a second on
+    a terminal, one line every 10 seconds when stderr is a file or a pipe."""
 
     def __init__(self, total: Optional[int], label: str = "eval", stream=None, width: int = 30):
         self.total, self.label, self.width = total, label, width
         self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.start = time.time()
         self.last = 0.0
 
     def update(self, done: int, extra: str = "", force: bool = False):
         now = time.time()
-        if not force and now - self.last < 0.5:
+        if not force and now - self.last < (0.5 if self.tty else 10.0):
             return
         self.last = now
         if self.total:
@@ -64,13 +66,15 @@ class Progress:
             bar = f"[{'=' * filled}{'.' * (self.width - filled)}] {done}/{self.total}"
         else:
             bar = f"{done}"
-        self.stream.write(f"\r{self.label} {bar} {now - self.start:6.1f}s {extra}")
+        line = f"{self.label} {bar} {now - self.start:6.1f}s {extra}"
+        self.stream.write(f"\r{line}" if self.tty else f"{line}\n")
         self.stream.flush()
 
     def close(self, done: int, extra: str = ""):
         self.update(done, extra, force=True)
-        self.stream.write("\n")
-        self.stream.flush()
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
 
 
 class Evaluator:
