@@ -193,3 +193,21 @@ def test_unknown_flag_is_an_error(tmp_path):
                             env=dict(os.environ, PYTHONPATH=REPO), timeout=120)
     assert result.returncode != 0
     assert "n_layers" in result.stderr
+
+
+def test_init_checkpoint_warm_starts_the_weights(short_run, tmp_path):
+    options, _ = short_run
+    warm = TrainOptions(model_dir=str(tmp_path / "warm"), data_dir=options.data_dir,
+                        dataset="builtin", corpus_options=options.corpus_options,
+                        per_host_train_bsz=8, learning_rate=1e-9, warmup_steps=0, train_steps=1,
+                        steps_per_loop=1, log_steps=1, save_steps=1, eval_steps=0,
+                        max_eval_batches=1, init_checkpoint=options.model_dir)
+    run_training(warm, config_fn())
+    source, started = final_weights(options.model_dir), final_weights(warm.model_dir)
+    model_names = [n for n in source if n.startswith("model/")]
+    assert model_names
+    for name in model_names:  # lr 1e-9: one step moves a weight by ~1e-9 at most
+        np.testing.assert_allclose(started[name], source[name], atol=1e-6, err_msg=name)
+    with pytest.raises(txl_tf.ConfigError, match="d_model"):
+        run_training(TrainOptions(**{**warm.__dict__, "model_dir": str(tmp_path / "w2")}),
+                     config_fn(d_model=48))
