@@ -102,6 +102,12 @@ SCRIPT = textwrap.dedent("""
         sig["score"](tokens=tf.constant(inp["tokens"]), mems=tf.zeros([3, 2, 4, 16]))
     except tf.errors.InvalidArgumentError as e:
         errors["mems"] = e.message
+    try:
+        sig["generate"](prompt=tf.constant([[1, 99]]), num_tokens=tf.constant(2),
+                        temperature=tf.constant(0.0), top_k=tf.constant(0),
+                        top_p=tf.constant(1.0), seed=tf.constant(0, tf.int64))
+    except tf.errors.InvalidArgumentError as e:
+        errors["prompt"] = e.message
     if text_mode:
         t = sig["generate_text"](text=tf.constant(["w1 w2\\nw3", "w4 w5 w6 w7 w8 w9 w1"]),
                                  num_tokens=tf.constant(7), temperature=tf.constant(0.0),
@@ -185,6 +191,7 @@ def test_id_signatures_load_with_tensorflow_alone(exported):
     assert out["init_mems_shape"] == [2, 2, 6, 16] and out["default_equals_score"]
     check_id_signatures(exported, inputs, arrays)
     assert "mems must be float32 [n_layer=2" in out["errors"]["mems"]
+    assert "prompt ids must be < n_token=12" in out["errors"]["prompt"]
 
 
 def test_full_export_runs_every_signature_with_tensorflow_text(exported):
