@@ -292,15 +292,16 @@ def run_training(options: TrainOptions,
             {"model": config.to_dict(), "run": dataclasses.asdict(o), "replicas": replicas,
              "global_batch": global_batch, "per_replica_batch": per_replica,
              "unigram_entropy_nats": baseline}, indent=2, default=str) + "\n```")
-    print(f"txl-tf training: {config.n_layer} layers, d_model {config.d_model}, "
-          f"{model.count_params():,} parameters, {o.dataset} ({level}, vocab {vocab_size}), "
-          f"{replicas} replica(s) x batch {per_replica} x tgt_len {config.tgt_len}, "
-          f"{o.train_steps} steps" + (f", resuming at step {step}" if resumed else ""),
-          flush=True)
-    if baseline is not None:
-        print(f"unigram baseline of the training split: {baseline:.4f} nats = "
-              f"{metric} {metric_value(baseline, level):.4f}", flush=True)
-    print(f"TensorBoard: tensorboard --logdir {o.model_dir}", flush=True)
+    if is_chief:
+        print(f"txl-tf training: {config.n_layer} layers, d_model {config.d_model}, "
+              f"{model.count_params():,} parameters, {o.dataset} ({level}, vocab {vocab_size}), "
+              f"{replicas} replica(s) x batch {per_replica} x tgt_len {config.tgt_len}, "
+              f"{o.train_steps} steps" + (f", resuming at step {step}" if resumed else ""),
+              flush=True)
+        if baseline is not None:
+            print(f"unigram baseline of the training split: {baseline:.4f} nats = "
+                  f"{metric} {metric_value(baseline, level):.4f}", flush=True)
+        print(f"TensorBoard: tensorboard --logdir {o.model_dir}", flush=True)
 
     def evaluate():
         it = iter(strategy.distribute_datasets_from_function(valid_fn))
@@ -390,6 +391,11 @@ def run_training(options: TrainOptions,
         "wall_seconds": time.time() - start_time,
         "resumed": resumed,
     }
+    if num_workers > 1:
+        # Barrier: no worker leaves (and takes the coordination service down) before all
+        # workers have finished their last step and checkpoint.
+        strategy.reduce(tf.distribute.ReduceOp.SUM,
+                        strategy.run(lambda: tf.constant(1.0)), axis=None)
     if is_chief:
         txl_tf.model_dir.write_json_atomic(summary_path, summary)
         print("train_summary " + json.dumps(summary, sort_keys=True), flush=True)
