@@ -75,6 +75,10 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
                          "end).", flag_values=fv)
     flags.DEFINE_integer("max_eval_batches", 100, "Validation steps per evaluation (-1: whole "
                          "split).", flag_values=fv)
+    flags.DEFINE_bool("checkpoint_memory", True, "Save each worker's memory with the "
+                      "checkpoints so that a resumed run continues exactly; off: a resumed run "
+                      "restarts the memory from zeros (saves disk for big models).",
+                      flag_values=fv)
     flags.DEFINE_integer("keep_checkpoints", 5, "Training checkpoints kept (the best on "
                          "validation is kept apart in model_dir/best).", flag_values=fv)
     flags.DEFINE_string("init_checkpoint", None, "Warm start: model weights from this model "
@@ -119,7 +123,8 @@ def options_from_flags(f):
         clip=f.clip, grad_accum_steps=f.grad_accum_steps, precision=f.precision,
         steps_per_loop=f.steps_per_loop, log_steps=f.log_steps, save_steps=f.save_steps,
         eval_steps=f.eval_steps, max_eval_batches=f.max_eval_batches,
-        keep_checkpoints=f.keep_checkpoints, init_checkpoint=f.init_checkpoint,
+        keep_checkpoints=f.keep_checkpoints, checkpoint_memory=f.checkpoint_memory,
+        init_checkpoint=f.init_checkpoint,
         strategy=f.strategy, tpu=f.tpu, devices=tuple(f.devices), seed=f.seed,
         flags_text=f.flags_into_string())
 

@@ -72,6 +72,7 @@ class TrainOptions:
     tpu: Optional[str] = None
     devices: tuple = ()
     seed: int = 0
+    checkpoint_memory: bool = True     # save the memory with checkpoints (exact resume)
     flags_text: str = ""               # the run's flags, stored as text
 
 
@@ -303,6 +304,11 @@ def run_training(options: TrainOptions,
                   f"{metric} {metric_value(baseline, level):.4f}", flush=True)
         print(f"TensorBoard: tensorboard --logdir {o.model_dir}", flush=True)
 
+    def barrier():
+        """Every worker waits here for all the others (one tiny all-reduce)."""
+        strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(1.0)),
+                        axis=None)
+
     def evaluate():
         it = iter(strategy.distribute_datasets_from_function(valid_fn))
         stats = trainer.evaluate(it, valid_per_replica, o.max_eval_batches)
@@ -369,8 +375,10 @@ def run_training(options: TrainOptions,
                       f"{metric_value(valid_loss, level):.4f} ({int(vstats.tokens):,} tokens)",
                       flush=True)
         if boundary(step, o.save_steps) or step == o.train_steps:
-            path = ckpts.save(step, checkpointing.gather_worker_memory(
-                strategy, mems, num_workers, trainer.memory_to_host(mems)))
+            memories = (checkpointing.gather_worker_memory(
+                strategy, mems, num_workers, trainer.memory_to_host(mems))
+                if o.checkpoint_memory else [])  # [] -> a resumed run restarts from zeros
+            path = ckpts.save(step, memories)
             if evaluated:
                 ckpts.maybe_save_best(step, valid_loss, {metric: metric_value(valid_loss, level)})
             logging.info("saved %s", path)
@@ -392,10 +400,9 @@ def run_training(options: TrainOptions,
         "resumed": resumed,
     }
     if num_workers > 1:
-        # Barrier: no worker leaves (and takes the coordination service down) before all
-        # workers have finished their last step and checkpoint.
-        strategy.reduce(tf.distribute.ReduceOp.SUM,
-                        strategy.run(lambda: tf.constant(1.0)), axis=None)
+        # No worker leaves (and takes the coordination service down) before all workers have
+        # finished their last step and checkpoint.
+        barrier()
     if is_chief:
         txl_tf.model_dir.write_json_atomic(summary_path, summary)
         print("train_summary " + json.dumps(summary, sort_keys=True), flush=True)
