@@ -5,6 +5,7 @@ the test file, so pytest applies the same set-up and options as `python -m pytes
 The project's own packages are imported only from the runfiles (the targets' declared deps),
 never from an editable install of the repository into the virtualenv.
 """
+import os
 import sys
 
 
@@ -18,12 +19,21 @@ def _drop_editable_install():
     sys.path_importer_cache.clear()
 
 
+def bazel_options(environ):
+    """pytest options for Bazel's test protocol: its XML report and `--test_filter`."""
+    options = ["-p", "no:cacheprovider"]  # no .pytest_cache in the runfiles tree
+    if environ.get("XML_OUTPUT_FILE"):  # per-test-case results in bazel-testlogs/.../test.xml
+        options.append(f"--junitxml={environ['XML_OUTPUT_FILE']}")
+    if environ.get("TESTBRIDGE_TEST_ONLY"):  # bazel test --test_filter=EXPR: pytest -k EXPR
+        options += ["-k", environ["TESTBRIDGE_TEST_ONLY"]]
+    return options
+
+
 def main(argv):
     _drop_editable_install()
     import pytest
 
-    # No cache: the runfiles tree is read-only in Bazel's sandbox.
-    return pytest.main(["-p", "no:cacheprovider", *argv])
+    return pytest.main([*bazel_options(os.environ), *argv])
 
 
 if __name__ == "__main__":
