@@ -211,3 +211,12 @@ def test_init_checkpoint_warm_starts_the_weights(short_run, tmp_path):
     with pytest.raises(txl_tf.ConfigError, match="d_model"):
         run_training(TrainOptions(**{**warm.__dict__, "model_dir": str(tmp_path / "w2")}),
                      config_fn(d_model=48))
+
+
+def test_without_checkpoint_memory_resume_restarts_memory(tmp_path):
+    options = resume_options(tmp_path, "nomem", checkpoint_memory=False, train_steps=6,
+                             save_steps=2)
+    run_training(options, config_fn(), stop_after_steps=3)
+    assert not os.path.exists(os.path.join(options.model_dir, "memory"))
+    summary = run_training(options, config_fn())
+    assert summary["resumed"] and summary["step"] == 6
