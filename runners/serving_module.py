@@ -103,25 +103,30 @@ class ServingModule(tf.Module):
         c = self.config
         shape = tf.shape(mems)
         expected = tf.stack([c.n_layer, tf.shape(tokens)[0], shape[2], c.d_model])
-        tf.debugging.assert_equal(
+        check = tf.debugging.assert_equal(
             shape, expected,
             message=f"mems must be float32 [n_layer={c.n_layer}, batch (that of tokens), "
                     f"mem_len, d_model={c.d_model}]; start from init_mems(batch_size) or a "
                     f"[{c.n_layer}, batch, 0, {c.d_model}] tensor and pass back the mems of the "
                     "previous call. Got mems of shape", summarize=4)
+        with tf.control_dependencies([check]):  # the check runs before anything uses mems
+            return tf.identity(mems)
 
     def _score(self, tokens, mems):
-        self._check_mems(tokens, mems)
+        mems = self._check_mems(tokens, mems)
         log_probs, new_mems = generation.model_step(self.model, tokens, mems, *self.settings)
         return {"log_probs": log_probs, "mems": new_mems}
 
     def _nll(self, tokens, labels, mems):
-        self._check_mems(tokens, mems)
-        tf.debugging.assert_equal(tf.shape(labels), tf.shape(tokens),
-                                  message="labels must have the shape of tokens [batch, len]")
-        tf.debugging.assert_non_negative(labels, message="labels must be token ids >= 0")
-        tf.debugging.assert_less(labels, self.config.n_token,
-                                 message=f"labels must be < n_token={self.config.n_token}")
+        mems = self._check_mems(tokens, mems)
+        checks = [
+            tf.debugging.assert_equal(tf.shape(labels), tf.shape(tokens),
+                                      message="labels must have the shape of tokens [batch, len]"),
+            tf.debugging.assert_non_negative(labels, message="labels must be token ids >= 0"),
+            tf.debugging.assert_less(labels, self.config.n_token,
+                                     message=f"labels must be < n_token={self.config.n_token}")]
+        with tf.control_dependencies(checks):
+            labels = tf.identity(labels)
         out = self.model(tokens, mems=tf.unstack(mems, num=self.config.n_layer), labels=labels,
                          training=False, mem_len=self.settings[0], clamp_len=self.settings[1],
                          same_length=self.settings[2])
@@ -137,11 +142,14 @@ class ServingModule(tf.Module):
                                        top_p, seed, self.gen_seg_len, *self.gen_settings)
 
     def _generate(self, prompt, num_tokens, temperature, top_k, top_p, seed):
-        tf.debugging.assert_greater(tf.shape(prompt)[1], 0,
-                                    message="the prompt is empty: give at least one token")
-        tf.debugging.assert_non_negative(prompt, message="prompt ids must be >= 0")
-        tf.debugging.assert_less(prompt, self.config.n_token,
-                                 message=f"prompt ids must be < n_token={self.config.n_token}")
+        checks = [
+            tf.debugging.assert_greater(tf.shape(prompt)[1], 0,
+                                        message="the prompt is empty: give at least one token"),
+            tf.debugging.assert_non_negative(prompt, message="prompt ids must be >= 0"),
+            tf.debugging.assert_less(prompt, self.config.n_token,
+                                     message=f"prompt ids must be < n_token={self.config.n_token}")]
+        with tf.control_dependencies(checks):
+            prompt = tf.identity(prompt)
         return {"tokens": self._generate_ids(prompt, num_tokens, temperature, top_k, top_p,
                                              seed)}
 
