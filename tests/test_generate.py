@@ -178,3 +178,29 @@ def test_generate_bad_input_and_cli(tmp_path):
          f"--model_dir={tmp_path / 'm'}", "--prompt=w1 cat"],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
     assert proc.returncode == 1 and "unknown word symbol 'cat'" in proc.stderr
+
+
+def test_each_new_token_is_one_forward_pass_of_length_one():
+    from runners import generation
+    model = random_model()
+    prompt = tf.constant(np.random.RandomState(1).randint(0, 23, size=(2, 9)), tf.int32)
+    calls = []
+    original = model.call
+
+    def counting_call(tokens, *args, **kwargs):
+        calls.append(int(tokens.shape[1]))
+        return original(tokens, *args, **kwargs)
+
+    model.call = counting_call
+    try:
+        log_probs, mems = generation.consume_prompt(
+            model, prompt, generation.empty_mems(model.config, 2), 4, 100, -1, False)
+        assert mems.shape == (2, 2, 9, 16)
+        traced = len(calls)
+        tokens, mems = generation.decode(model, log_probs, mems, 6, 0.0, 0, 1.0, 0, 100, -1,
+                                         False)
+    finally:
+        del model.call
+    # eager while_loop: 3 prompt segments (4 + 4 + 1 tokens), then 5 passes of one token each
+    assert calls[:traced] == [4, 4, 1] and calls[traced:] == [1] * 5
+    assert tokens.shape == (2, 6) and mems.shape == (2, 2, 9 + 5, 16)
