@@ -71,7 +71,7 @@ class TextStreamer:
         self.ids = []
         self.utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.printed = ""
-        self.base = decode_ids(self.prompt, mv.rules, mv.vocab) if mv.level == "word" else ""
+        self.base = decode_ids(self.prompt, mv.rules, mv.vocab) if mv.level != "byte" else ""
 
     def push(self, token) -> str:
         self.ids.append(int(token))

@@ -204,3 +204,28 @@ def test_each_new_token_is_one_forward_pass_of_length_one():
     # eager while_loop: 3 prompt segments (4 + 4 + 1 tokens), then 5 passes of one token each
     assert calls[:traced] == [4, 4, 1] and calls[traced:] == [1] * 5
     assert tokens.shape == (2, 6) and mems.shape == (2, 2, 9 + 5, 16)
+
+
+@pytest.mark.parametrize("level", ["char", "byte"])
+def test_run_prints_only_the_continuation_for_char_and_byte_models(tmp_path, level):
+    from tf_records.tokenize import decode_ids
+    if level == "char":
+        vocab = Vocabulary(list("abcdefghij klmnopqrstuvwxyz\u00e9"), "char")
+    else:
+        vocab = Vocabulary.all_bytes()
+    rules = TextRules(level)
+    model = random_model(n_token=len(vocab), mem_len=6)
+    txl_tf.save_model(model, str(tmp_path / "m"))
+    write_model_vocab(str(tmp_path / "m"), vocab, rules)
+    out = io.StringIO()
+    result = generate.run(gen_flags(model_dir=str(tmp_path / "m"), prompt="caf\u00e9 ab",
+                                    num_tokens=9, temperature=1.0, seed=4), out=out)
+    prompt = vocab.encode(b"caf\xc3\xa9 ab" if level == "byte" else "caf\u00e9 ab")
+    assert result["prompt_tokens"] == len(prompt)
+    full = decode_ids(np.concatenate([prompt, result["ids"]]), rules, vocab)
+    if level == "char":
+        assert result["text"] == full[len("caf\u00e9 ab"):] == decode_ids(result["ids"], rules,
+                                                                         vocab)
+    else:  # bytes print as UTF-8 once complete; invalid sequences become U+FFFD
+        assert result["text"] == bytes(result["ids"]).decode("utf-8", errors="replace")
+    assert out.getvalue() == result["text"] + "\n"
