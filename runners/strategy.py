@@ -78,6 +78,27 @@ def worker_info(strategy: tf.distribute.Strategy):
     return index, max(num_workers, 1), is_chief
 
 
+def input_hosts(strategy: tf.distribute.Strategy):
+    """(num_hosts, replicas_per_host) of the strategy's input pipelines: the record layout it
+    reads (`distribute_datasets_from_function` calls the input function once per host).
+
+    TPUStrategy is one client that drives every host of a pod slice, yet each TPU host runs its
+    own input pipeline for its own cores: (`extended.num_hosts`, `extended.num_replicas_per_host`),
+    e.g. (4, 8) on a v3-32. MultiWorkerMirroredStrategy: (workers, local replicas). Every other
+    strategy: (1, local replicas).
+    """
+    extended = strategy.extended
+    if hasattr(extended, "num_hosts") and hasattr(extended, "num_replicas_per_host"):
+        hosts, per_host = int(extended.num_hosts), int(extended.num_replicas_per_host)
+        if hosts * per_host != strategy.num_replicas_in_sync:
+            raise StrategyError(
+                f"the TPU has {hosts} hosts x {per_host} replicas per host but "
+                f"{strategy.num_replicas_in_sync} replicas in sync (model parallelism or an "
+                "uneven device assignment), which the per-host records cannot describe.")
+        return hosts, per_host
+    return worker_info(strategy)[1], local_replicas(strategy)
+
+
 def local_replicas(strategy: tf.distribute.Strategy) -> int:
     """Replicas driven by this process (devices of this host)."""
     try:

@@ -200,9 +200,10 @@ def run_training(options: TrainOptions,
         strategy = strategy_lib.create_strategy(o.strategy, tpu=o.tpu, devices=o.devices)
     worker, num_workers, is_chief = strategy_lib.worker_info(strategy)
     replicas = strategy.num_replicas_in_sync
-    local = strategy_lib.local_replicas(strategy)
+    # Input hosts (a TPU pod slice: one client, several hosts) and replicas per host.
+    hosts, local = strategy_lib.input_hosts(strategy)
 
-    global_batch = o.train_batch_size or o.per_host_train_bsz * num_workers
+    global_batch = o.train_batch_size or o.per_host_train_bsz * hosts
     if global_batch % replicas:
         raise TrainError(
             f"the global batch ({global_batch}) is not divisible by the {replicas} replicas of "
@@ -212,7 +213,7 @@ def run_training(options: TrainOptions,
         raise TrainError(
             f"--grad_accum_steps={o.grad_accum_steps} must divide the per-replica batch "
             f"({per_replica} = {global_batch} / {replicas} replicas).")
-    valid_per_replica = (o.per_host_valid_bsz * num_workers // replicas
+    valid_per_replica = (o.per_host_valid_bsz * hosts // replicas
                          if o.per_host_valid_bsz else per_replica)
     if valid_per_replica < 1:
         raise TrainError(f"--per_host_valid_bsz={o.per_host_valid_bsz} leaves no stream per "
@@ -220,10 +221,9 @@ def run_training(options: TrainOptions,
 
     # Data: the layout follows the strategy; records are found (or made) for it.
     probe = config_fn(1 << 30, ())  # tgt_len only; the real config needs the vocabulary
-    layouts = {"train": tf_records.RecordLayout(probe.tgt_len, per_replica, local, num_workers,
+    layouts = {"train": tf_records.RecordLayout(probe.tgt_len, per_replica, local, hosts,
                                                 num_passes=o.num_passes),
-               "valid": tf_records.RecordLayout(probe.tgt_len, valid_per_replica, local,
-                                                num_workers)}
+               "valid": tf_records.RecordLayout(probe.tgt_len, valid_per_replica, local, hosts)}
     info = tf_records.read_corpus_info(o.data_dir) or {}
     if info and info.get("dataset") != o.dataset:
         raise TrainError(f"--data_dir={o.data_dir} holds {info.get('dataset')!r}, not "

@@ -161,3 +161,21 @@ def test_compiled_loop_has_static_shapes_no_host_ops_and_no_per_step_python(reco
                   if value.type == tf.string.as_datatype_enum
                   or tf.string.as_datatype_enum in list(value.list.type)]
     assert not string_ops, string_ops
+
+
+def test_records_layout_follows_the_input_hosts_of_the_strategy(two_cpu_devices):
+    """A TPU pod slice is one client whose input function runs once per TPU host: the records
+    must be laid out for (hosts, cores per host), not for one host holding every core."""
+    from types import SimpleNamespace
+
+    from runners import strategy as strategy_lib
+
+    assert strategy_lib.input_hosts(tf.distribute.get_strategy()) == (1, 1)
+    assert strategy_lib.input_hosts(tf.distribute.MirroredStrategy(two_cpu_devices)) == (1, 2)
+    pod = SimpleNamespace(num_replicas_in_sync=32,
+                          extended=SimpleNamespace(num_hosts=4, num_replicas_per_host=8))
+    assert strategy_lib.input_hosts(pod) == (4, 8)
+    uneven = SimpleNamespace(num_replicas_in_sync=16,
+                             extended=SimpleNamespace(num_hosts=4, num_replicas_per_host=8))
+    with pytest.raises(strategy_lib.StrategyError, match="4 hosts x 8 replicas"):
+        strategy_lib.input_hosts(uneven)
