@@ -24,7 +24,8 @@ def create_strategy(name: str, tpu: Optional[str] = None,
 
     Args:
       name: strategy name.
-      tpu: TPU address for `tpu` (grpc://..., a TPU name, or '' / 'local').
+      tpu: for `tpu`: 'local' (the chips of this TPU VM), a TPU or pod slice name,
+        grpc://address, or '' / None (resolved from the Cloud TPU environment).
       devices: explicit device names for `one_device` (one) and `mirrored` (any number), e.g.
         ['/CPU:0', '/CPU:1'] for two logical CPUs.
     """
@@ -52,9 +53,11 @@ def create_strategy(name: str, tpu: Optional[str] = None,
             raise StrategyError(f"TF_CONFIG is not valid JSON ({error}).") from None
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
-        address = "" if tpu in (None, "local") else tpu
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=address)
-        tf.config.experimental_connect_to_cluster(resolver)
+        if tpu == "local":  # the TPU chips of this TPU VM, no TPU service involved
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
+        else:  # a TPU (pod slice) by name or grpc:// address; '' = found from the environment
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+            tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
         return tf.distribute.TPUStrategy(resolver)
     raise StrategyError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}.")

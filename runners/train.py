@@ -86,8 +86,8 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
                         "checkpoint).", flag_values=fv)
     flags.DEFINE_enum("strategy", "default", list(STRATEGIES), "Distribution strategy.",
                       flag_values=fv)
-    flags.DEFINE_string("tpu", None, "TPU address for --strategy=tpu ('' or 'local' on a TPU "
-                        "VM).", flag_values=fv)
+    flags.DEFINE_string("tpu", None, "--strategy=tpu: 'local' (this TPU VM's own chips), a TPU "
+                        "or pod slice name, or grpc://address.", flag_values=fv)
     flags.DEFINE_list("devices", [], "Devices for one_device/mirrored, e.g. /CPU:0,/CPU:1.",
                       flag_values=fv)
     flags.DEFINE_integer("logical_cpus", 0, "Split the CPU into this many logical devices (e.g. "

@@ -179,3 +179,28 @@ def test_records_layout_follows_the_input_hosts_of_the_strategy(two_cpu_devices)
                              extended=SimpleNamespace(num_hosts=4, num_replicas_per_host=8))
     with pytest.raises(strategy_lib.StrategyError, match="4 hosts x 8 replicas"):
         strategy_lib.input_hosts(uneven)
+
+
+def test_tpu_strategy_local_vm_and_named_tpu(monkeypatch):
+    """--tpu=local uses this TPU VM's chips (TPUClusterResolver('local'), no cluster to connect
+    to); a TPU name or address is resolved and connected first. (No TPU here: TensorFlow's TPU
+    entry points are replaced by recorders.)"""
+    from runners import strategy as strategy_lib
+
+    calls = []
+
+    class Resolver:
+        def __init__(self, tpu=None):
+            calls.append(("resolver", tpu))
+
+    monkeypatch.setattr(tf.distribute.cluster_resolver, "TPUClusterResolver", Resolver)
+    monkeypatch.setattr(tf.config, "experimental_connect_to_cluster",
+                        lambda r: calls.append(("connect",)))
+    monkeypatch.setattr(tf.tpu.experimental, "initialize_tpu_system",
+                        lambda r: calls.append(("initialize",)))
+    monkeypatch.setattr(tf.distribute, "TPUStrategy", lambda r: calls.append(("strategy",)) or r)
+    strategy_lib.create_strategy("tpu", tpu="local")
+    assert calls == [("resolver", "local"), ("initialize",), ("strategy",)]
+    calls.clear()
+    strategy_lib.create_strategy("tpu", tpu="my-v3-32")
+    assert calls == [("resolver", "my-v3-32"), ("connect",), ("initialize",), ("strategy",)]
