@@ -38,10 +38,9 @@ from absl import logging
 import txl_tf
 
 MEMORY_DIR = "memory"
-MEMORY_KEEP = 2
-# Memory states kept per worker: the newest, and the one before in case the newest training
-# checkpoint never landed. (Memory can be larger than the weights: enwik8-large holds
-# 24 x 64 x 768 x 1024 floats = 4.8 GB.) Older checkpoints resume with zero memory.
+# Memory is kept for every kept training checkpoint, so each one resumes exactly. It can
+# outweigh the weights (enwik8-large: 24 x 64 x 768 x 1024 floats = 4.8 GB per checkpoint);
+# --nocheckpoint_memory (runners/train.py) saves none.
 BEST_DIR = "best"
 BEST_FILE = "best.json"
 
@@ -158,7 +157,7 @@ class TrainCheckpoints:
         in the checkpoint's collectives but write only into a temporary directory."""
         if self.is_chief:
             for worker, memory in enumerate(memories):
-                write_memory(self.model_dir, worker, step, memory, keep=MEMORY_KEEP)
+                write_memory(self.model_dir, worker, step, memory, keep=self.max_to_keep)
         path = self.manager.save(checkpoint_number=step)
         return path if self.is_chief else None
 
