@@ -102,11 +102,12 @@ def unigram_entropy(data_dir: str, split: str = "train",
 
 
 def ensure_records(options: TrainOptions, layouts: dict, vocab_size=None,
-                   may_prepare: bool = True) -> dict:
+                   may_prepare: bool = True, wait_seconds: float = 0.0) -> dict:
     """Metadata per split. Missing records are made here when the raw data is at hand (the
     built-in and synthetic corpora, --raw_path, or a data_dir already prepared for another
     layout or holding the downloaded archive; never downloads); otherwise the error names the
-    exact runners/prepare_data.py command."""
+    exact runners/prepare_data.py command. With `may_prepare=False` (a non-chief worker) the
+    chief makes them: wait up to `wait_seconds` for them to appear in the shared data_dir."""
     metas, missing = {}, {}
     for split, layout in layouts.items():
         try:
@@ -118,7 +119,22 @@ def ensure_records(options: TrainOptions, layouts: dict, vocab_size=None,
         return metas
     split, first_error = sorted(missing.items())[0]
     if not may_prepare:
-        raise first_error
+        deadline = time.time() + wait_seconds
+        if wait_seconds > 0:
+            logging.warning("waiting up to %.0f s for the chief to write the %s records in %s",
+                            wait_seconds, sorted(missing), options.data_dir)
+        while missing and time.time() < deadline:
+            time.sleep(1.0)
+            for name in list(missing):
+                try:
+                    metas[name] = tf_records.find_records(options.data_dir, name, layouts[name],
+                                                          vocab_size=vocab_size)
+                    del missing[name]
+                except tf_records.DataError:
+                    pass  # not (completely) written yet
+        if missing:
+            raise first_error
+        return metas
     logging.info("making the %s records in %s", sorted(missing), options.data_dir)
     try:
         tf_records.prepare(options.dataset, options.data_dir,
@@ -228,7 +244,8 @@ def run_training(options: TrainOptions,
     if info and info.get("dataset") != o.dataset:
         raise TrainError(f"--data_dir={o.data_dir} holds {info.get('dataset')!r}, not "
                          f"--dataset={o.dataset!r}; fix one of the two.")
-    metas = ensure_records(o, layouts, may_prepare=is_chief)
+    # Non-chief workers wait for the records the chief makes (30 minutes at most).
+    metas = ensure_records(o, layouts, may_prepare=is_chief, wait_seconds=0 if is_chief else 1800)
     info = tf_records.read_corpus_info(o.data_dir) or {}
     level = info.get("level", metas["train"].get("level", "word"))
     vocab_size = int(info.get("vocab_size", metas["train"]["vocab_size"]))

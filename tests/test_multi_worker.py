@@ -40,7 +40,7 @@ TRAIN = os.path.join(REPO, "runners", "train.py")
 TINY = dict(n_layer=2, d_model=32, n_head=2, d_head=16, d_inner=64, tgt_len=16, mem_len=16)
 SYNTHETIC = {"train_tokens": 12_000, "eval_tokens": 2_000, "num_symbols": 16, "period": 24}
 GLOBAL_BATCH, STEPS, SAVE_STEPS = 4, 24, 8
-RUN = dict(learning_rate=1e-2, warmup_steps=2, train_steps=STEPS, steps_per_loop=4, log_steps=1,
+RUN = dict(learning_rate=3e-3, warmup_steps=2, train_steps=STEPS, steps_per_loop=4, log_steps=1,
            save_steps=SAVE_STEPS, eval_steps=0, max_eval_batches=2)
 TIMEOUT = 240  # seconds per two-worker job (about 30 s on an idle 2-core machine)
 
@@ -270,8 +270,9 @@ def test_only_the_chief_writes_into_model_dir(two_workers):
     assert "step 24/24" in chief_log and "step 24/24" not in other_log
     model_dir = two_workers["model_dir"]
     # The chief wrote the memory of both workers (the non-chief has none of its own to write).
-    for w in range(2):
-        assert sorted(checkpointing.memory_steps(model_dir, w)) == [8, 16, 24]
+    steps = [sorted(checkpointing.memory_steps(model_dir, w)) for w in range(2)]
+    assert steps[0] == steps[1] and steps[0][-1] == STEPS, steps
+    assert set(steps[0]) <= set(range(SAVE_STEPS, STEPS + 1, SAVE_STEPS)), steps
     names = sorted(os.listdir(model_dir))
     assert not [n for n in names if n.startswith(".tmp")], names
     if not two_workers["read_only"]:
@@ -328,3 +329,28 @@ def test_killed_worker_resumes_to_the_undisturbed_weights(data, two_workers):
     assert [n for n in after if n > killed_at] == list(range(killed_at + 1, STEPS + 1))
     np.testing.assert_allclose([after[n] for n in range(killed_at + 1, STEPS + 1)],
                                [before[n] for n in range(killed_at + 1, STEPS + 1)], rtol=1e-6)
+
+
+def test_non_chief_waits_for_the_records_the_chief_makes(tmp_path):
+    """A fresh job: the chief prepares the records while the other workers wait for them (a
+    non-chief that gave up at once made every first multi-worker launch fail)."""
+    import threading
+
+    from runners.training import ensure_records
+
+    options = TrainOptions(data_dir=str(tmp_path / "data"), dataset="synthetic",
+                           corpus_options=SYNTHETIC)
+    layouts = {"train": layout(2, 1), "valid": layout(2, 1)}
+    with pytest.raises(tf_records.DataError):
+        ensure_records(options, layouts, may_prepare=False, wait_seconds=0)
+    found = {}
+    waiter = threading.Thread(target=lambda: found.update(
+        ensure_records(options, layouts, may_prepare=False, wait_seconds=120)))
+    waiter.start()
+    time.sleep(1.5)
+    assert waiter.is_alive() and not found  # still waiting: nothing written yet
+    chief = ensure_records(options, layouts, may_prepare=True)
+    waiter.join(timeout=120)
+    assert not waiter.is_alive()
+    assert sorted(found) == ["train", "valid"]
+    assert found["train"]["files"] == chief["train"]["files"]
