@@ -2,6 +2,8 @@
 import keras
 import tensorflow as tf
 
+from txl_tf.dropout import ReplicaDropout
+
 
 @keras.saving.register_keras_serializable(package="txl_tf")
 class PositionwiseFeedForward(keras.layers.Layer):
@@ -38,8 +40,8 @@ class PositionwiseFeedForward(keras.layers.Layer):
                                           dtype=self.dtype_policy, name="layer_1")
         self.layer_2 = keras.layers.Dense(d_model, kernel_initializer=self.kernel_initializer,
                                           dtype=self.dtype_policy, name="layer_2")
-        self.inner_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
-        self.out_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.inner_dropout = ReplicaDropout(dropout, dtype=self.dtype_policy)
+        self.out_dropout = ReplicaDropout(dropout, dtype=self.dtype_policy)
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype="float32", name="layer_norm")
 

@@ -17,6 +17,7 @@ import math
 import keras
 import tensorflow as tf
 
+from txl_tf.dropout import ReplicaDropout
 from txl_tf.attention_mask import attention_mask  # noqa: F401  (re-exported for callers)
 
 _MASKED_SCORE = -1e30  # Applied in float32 only, so float16 never sees it.
@@ -100,8 +101,8 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.relative = relative
         self.scale = 1.0 / math.sqrt(d_head)
-        self.attn_dropout = keras.layers.Dropout(dropatt, dtype=self.dtype_policy)
-        self.out_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.attn_dropout = ReplicaDropout(dropatt, dtype=self.dtype_policy)
+        self.out_dropout = ReplicaDropout(dropout, dtype=self.dtype_policy)
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype="float32", name="layer_norm")
 

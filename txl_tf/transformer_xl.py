@@ -14,6 +14,7 @@ from txl_tf.adaptive_embedding import AdaptiveEmbedding
 from txl_tf.adaptive_softmax import AdaptiveSoftmax
 from txl_tf.attention_mask import attention_mask
 from txl_tf.config import ATTN_TYPE_RELATIVE, TransformerXLConfig
+from txl_tf.dropout import ReplicaDropout
 from txl_tf.initializers import main_initializer, projection_initializer
 from txl_tf.memory import update_memory
 from txl_tf.positional_encoding import RelativePositionalEncoding, sinusoid
@@ -81,7 +82,7 @@ class TransformerXL(keras.Model):
             c.n_token, c.d_embed, c.d_model, cutoffs=c.cutoffs, div_val=c.div_val,
             proj_same_dim=c.proj_same_dim, tie_projs=c.tie_projs, embedding=self.embedding,
             projection_initializer=proj_init, name="adaptive_softmax")
-        self.dropout = keras.layers.Dropout(c.dropout, dtype=self.dtype_policy)
+        self.dropout = ReplicaDropout(c.dropout, dtype=self.dtype_policy)
         self._bias_initializer = init
         self.build()
 
