@@ -24,6 +24,7 @@ Example (the issue-7 configuration):
   python runners/benchmark.py --n_token=204 --n_layer=6 --d_model=256 --n_head=8 --d_head=32 \
       --d_inner=1024 --tgt_len=128 --mem_len=128 --batch_size=8 --dropout=0.1 \
       --compare_huggingface --compare_vanilla
+A training flagfile works as well: --flagfile=runners/enwik8_base.flags --batch_size=2.
 """
 import json
 import os
@@ -36,54 +37,39 @@ import time
 
 from absl import app, flags
 
-from runners import benchmark_flops
+from runners import benchmark_flops, flags_model
+from runners import train as train_runner
 
 FLAGS = flags.FLAGS
 
-# ---- model flags (the training runner's names and defaults) ------------------------------------
-MODEL_FLAGS = ("n_token", "n_layer", "d_model", "n_head", "d_head", "d_inner", "d_embed",
-               "div_val", "cutoffs", "proj_share_all_but_first", "proj_same_dim", "untie_r",
-               "dropout", "dropatt", "tgt_len", "mem_len", "clamp_len", "same_length",
-               "attn_type", "pre_lnorm")
-flags.DEFINE_integer("n_token", 204, "Vocabulary size.")
-flags.DEFINE_integer("n_layer", 6, "Number of layers.")
-flags.DEFINE_integer("d_model", 256, "Model width.")
-flags.DEFINE_integer("n_head", 8, "Attention heads.")
-flags.DEFINE_integer("d_head", 32, "Head size.")
-flags.DEFINE_integer("d_inner", 1024, "Feed-forward width.")
-flags.DEFINE_integer("d_embed", None, "Embedding width (default d_model).")
-flags.DEFINE_integer("div_val", 1, "Adaptive embedding divisor.")
-flags.DEFINE_list("cutoffs", [], "Adaptive softmax cutoffs.")
-flags.DEFINE_bool("proj_share_all_but_first", False, "Tie tail softmax projections.")
-flags.DEFINE_bool("proj_same_dim", True, "Project bins even when their width is d_model.")
-flags.DEFINE_bool("untie_r", False, "One u/v bias pair per layer.")
-flags.DEFINE_float("dropout", 0.1, "Dropout rate.")
-flags.DEFINE_float("dropatt", 0.0, "Attention dropout rate.")
-flags.DEFINE_integer("tgt_len", 128, "Training segment length Q.")
-flags.DEFINE_integer("mem_len", 128, "Training memory length M.")
-flags.DEFINE_integer("clamp_len", -1, "Clamp relative distances (-1: no).")
-flags.DEFINE_bool("same_length", False, "Same attention length for every query.")
-flags.DEFINE_integer("attn_type", 0, "0 Transformer-XL, 2 vanilla Transformer.")
-flags.DEFINE_bool("pre_lnorm", False, "Pre-LayerNorm.")
+# ---- the training runner's flags: model flags, precision, seed, learning_rate, clip, ... --------
+# Defined by train.py itself, so a training flagfile (--flagfile=runners/enwik8_base.flags) or
+# any training flag works here unchanged; the defaults are the issue-7 benchmark configuration.
+train_runner.define_flags(FLAGS)
+BENCHMARK_DEFAULTS = dict(n_layer=6, d_model=256, n_head=8, d_head=32, d_inner=1024,
+                          tgt_len=128, mem_len=128, dropout=0.1, dropatt=0.0, cutoffs="none",
+                          learning_rate=2.5e-4)
+for _name, _value in BENCHMARK_DEFAULTS.items():
+    FLAGS.set_default(_name, _value)
+MODEL_FLAGS = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "d_embed", "div_val",
+               "cutoffs", "proj_share_all_but_first", "proj_same_dim", "untie_r", "dropout",
+               "dropatt", "tgt_len", "mem_len", "clamp_len", "same_length", "attn_type",
+               "pre_lnorm", "init", "init_std", "proj_init_std", "init_range", "precision",
+               "seed", "learning_rate", "clip")
 
 # ---- benchmark flags ------------------------------------------------------------------------------
-BENCH_FLAGS = ("batch_size", "eval_tgt_len", "eval_mem_len", "steps", "warmup_steps", "rounds",
-               "jit_compile", "precision", "learning_rate", "clip", "threads", "matmul_size",
-               "seed")
+BENCH_FLAGS = ("n_token", "batch_size", "eval_tgt_len", "eval_mem_len", "steps", "bench_warmup",
+               "rounds", "jit_compile", "threads", "matmul_size")
+flags.DEFINE_integer("n_token", 204, "Vocabulary size (training takes it from the corpus).")
 flags.DEFINE_integer("batch_size", 8, "Batch size B (sequences per step).")
 flags.DEFINE_integer("eval_tgt_len", None, "Evaluation segment length (default tgt_len).")
 flags.DEFINE_integer("eval_mem_len", None, "Evaluation memory length (default mem_len).")
 flags.DEFINE_integer("steps", 4, "Timed steps of each kind per round.")
-flags.DEFINE_integer("warmup_steps", 3, "Untimed steps (compilation included) before timing.")
+flags.DEFINE_integer("bench_warmup", 3, "Untimed steps (compilation included) before timing.")
 flags.DEFINE_integer("rounds", 5, "Measurement rounds; comparisons are interleaved per round.")
 flags.DEFINE_bool("jit_compile", True, "Compile each step with XLA (tf.function(jit_compile)).")
-flags.DEFINE_enum("precision", "float32", ["float32", "mixed_bfloat16"],
-                  "Keras dtype policy of the model (variables stay float32).")
-flags.DEFINE_float("learning_rate", 2.5e-4, "Adam learning rate of the timed training step.")
-flags.DEFINE_float("clip", 0.25, "Global gradient-norm clip of the training step.")
 flags.DEFINE_integer("threads", 0, "Intra-op threads for TF (and torch); 0 = number of cores.")
 flags.DEFINE_integer("matmul_size", 2048, "Side of the square matmuls that measure the peak.")
-flags.DEFINE_integer("seed", 0, "Random seed.")
 flags.DEFINE_list("memory_mem_lens", [],
                   "Memory lengths for the peak-memory table (one child process each, at "
                   "tgt_len and batch_size); empty = just the configured mem_len.")
@@ -110,16 +96,18 @@ def _setup_tensorflow():
 
 
 def model_config(**changes):
-    import txl_tf
-    values = {name: getattr(FLAGS, name) for name in MODEL_FLAGS}
-    values["cutoffs"] = [int(c) for c in values["cutoffs"]]
-    values.update(changes)
-    return txl_tf.TransformerXLConfig(**values)
+    """The `TransformerXLConfig` of the training flags (as train.py builds it) and --n_token."""
+    return flags_model.config_from_flags(FLAGS, FLAGS.n_token).replace(**changes)
 
 
 def build_model(config):
+    import keras
     import txl_tf
-    return txl_tf.TransformerXL(config, dtype=FLAGS.precision)
+    if FLAGS.precision == "mixed_float16":
+        raise app.UsageError("--precision=mixed_float16 needs loss scaling and has no fast path "
+                             "on CPU; benchmark float32 or mixed_bfloat16.")
+    keras.config.set_dtype_policy(FLAGS.precision)  # as the trainer does
+    return txl_tf.TransformerXL(config)
 
 
 def _eval_lengths():
@@ -230,7 +218,7 @@ def run_memory_child():
     config = model_config()
     steps = Steps(config, FLAGS.batch_size, FLAGS.seed)
     after_build = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    steps.time_steps("train", max(FLAGS.warmup_steps, 1))
+    steps.time_steps("train", max(FLAGS.bench_warmup, 1))
     after_compile = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     reset = _reset_vm_hwm()
     steps.time_steps("train", 3)
@@ -247,9 +235,7 @@ def _flag_args(names):
 def measure_memory_child(mem_len):
     """Run a memory child for mem_len; its peak RSS comes from wait4 (this child only)."""
     args = [sys.executable, os.path.abspath(__file__)] + _flag_args(MODEL_FLAGS + BENCH_FLAGS)
-    args += [f"--mem_len={mem_len}", "--child=memory"]
-    if FLAGS.attn_type != 0:
-        args.append("--mem_len=0")
+    args += [f"--mem_len={0 if FLAGS.attn_type != 0 else mem_len}", "--child=memory"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -279,10 +265,10 @@ class HuggingFaceClient:
         q, m = _eval_lengths()
         args = [FLAGS.hf_python, script, "--serve", f"--threads={threads}",
                 f"--n_token={FLAGS.n_token}", f"--n_layer={FLAGS.n_layer}",
-                f"--d_model={FLAGS.d_model}", f"--d_embed={FLAGS.d_embed or FLAGS.d_model}",
+                f"--d_model={FLAGS.d_model}", f"--d_embed={model_config().d_embed}",
                 f"--n_head={FLAGS.n_head}", f"--d_head={FLAGS.d_head}",
                 f"--d_inner={FLAGS.d_inner}", f"--div_val={FLAGS.div_val}",
-                f"--cutoffs={','.join(FLAGS.cutoffs)}", f"--untie_r={int(FLAGS.untie_r)}",
+                f"--cutoffs={','.join(str(c) for c in model_config().cutoffs)}", f"--untie_r={int(FLAGS.untie_r)}",
                 f"--pre_lnorm={int(FLAGS.pre_lnorm)}", f"--same_length={int(FLAGS.same_length)}",
                 f"--clamp_len={FLAGS.clamp_len}", f"--dropout={FLAGS.dropout}",
                 f"--dropatt={FLAGS.dropatt}", f"--batch_size={FLAGS.batch_size}",
@@ -448,11 +434,11 @@ def run_benchmark():
     hf = HuggingFaceClient(threads) if FLAGS.compare_huggingface else None
 
     # Warm-up (includes XLA compilation) of everything that is timed.
-    steps.time_steps("train", FLAGS.warmup_steps)
-    steps.time_steps("eval", FLAGS.warmup_steps)
+    steps.time_steps("train", FLAGS.bench_warmup)
+    steps.time_steps("eval", FLAGS.bench_warmup)
     if hf:
-        hf.time_steps("train", FLAGS.warmup_steps)
-        hf.time_steps("eval", FLAGS.warmup_steps)
+        hf.time_steps("train", FLAGS.bench_warmup)
+        hf.time_steps("eval", FLAGS.bench_warmup)
 
     precision_dtype = tf.bfloat16 if FLAGS.precision == "mixed_bfloat16" else tf.float32
     peak32, peak_p = 0.0, 0.0

@@ -71,7 +71,7 @@ def test_benchmark_runs_on_a_tiny_config_and_reports_every_figure(tmp_path):
     args = [sys.executable, os.path.join(REPO, "runners", "benchmark.py"),
             "--n_token=30", "--n_layer=2", "--d_model=16", "--n_head=2", "--d_head=8",
             "--d_inner=32", "--tgt_len=8", "--mem_len=8", "--batch_size=2", "--steps=1",
-            "--rounds=1", "--warmup_steps=1", "--matmul_size=64", "--memory_mem_lens=0,8",
+            "--rounds=1", "--bench_warmup=1", "--matmul_size=64", "--memory_mem_lens=0,8",
             "--compare_vanilla", "--vanilla_lens=8", "--vanilla_predictions=1",
             f"--json_out={out}"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
