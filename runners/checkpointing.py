@@ -29,6 +29,7 @@ import json
 import os
 import shutil
 import tempfile
+import weakref
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -86,6 +87,9 @@ def write_memory(model_dir: str, worker: int, step: int, arrays: Sequence[np.nda
     return final
 
 
+_GATHER_FNS = weakref.WeakKeyDictionary()
+
+
 def gather_worker_memory(strategy: tf.distribute.Strategy, mems, num_workers: int,
                          local_memory: Sequence[np.ndarray]) -> List[List[np.ndarray]]:
     """Every worker's memory, index = worker: L numpy arrays [per_host_batch, M, D] each.
@@ -97,7 +101,11 @@ def gather_worker_memory(strategy: tf.distribute.Strategy, mems, num_workers: in
     """
     if num_workers == 1:
         return [list(local_memory)]
-    full = [strategy.gather(m, axis=0).numpy() for m in mems]
+    gather = _GATHER_FNS.get(strategy)
+    if gather is None:  # one compiled gather per strategy (eagerly, every call retraced)
+        gather = _GATHER_FNS[strategy] = tf.function(
+            lambda values: [strategy.gather(v, axis=0) for v in values])
+    full = [t.numpy() for t in gather(list(mems))]
     rows = full[0].shape[0] // num_workers if full else 0
     return [[a[w * rows:(w + 1) * rows] for a in full] for w in range(num_workers)]
 
