@@ -162,12 +162,17 @@ class TrainCheckpoints:
     def save(self, step: int, memories: Sequence[Sequence[np.ndarray]]) -> Optional[str]:
         """Chief: write every worker's memory (`memories[w]`: worker w's L arrays, from
         `gather_worker_memory`), then the training checkpoint of `step`. Other workers take part
-        in the checkpoint's collectives but write only into a temporary directory."""
+        in the checkpoint's collectives but write only into a temporary directory, deleted
+        right after (tf.distribute's recipe; a full copy of weights and Adam state per save
+        would otherwise pile up in their /tmp)."""
         if self.is_chief:
             for worker, memory in enumerate(memories):
                 write_memory(self.model_dir, worker, step, memory, keep=self.max_to_keep)
         path = self.manager.save(checkpoint_number=step)
-        return path if self.is_chief else None
+        if not self.is_chief:
+            shutil.rmtree(self.manager.directory, ignore_errors=True)
+            return None
+        return path
 
     def restore(self) -> Tuple[Optional[int], Optional[List[np.ndarray]]]:
         """Restore the newest training checkpoint of `model_dir`, if any.

@@ -112,11 +112,16 @@ def start_job(data, model_dir, log_name, read_only_nonchief=False):
         for w, config in enumerate(tf_configs(2)):
             log = os.path.join(str(data["root"]), f"{log_name}-worker{w}.log")
             command = worker_command(data, model_dir, w)
-            if w == 1 and wrapper:
-                command = wrapper + command
+            worker_env = dict(env, TF_CONFIG=config)
+            if w == 1:
+                # Its temporary files go to a directory of the test (checked afterwards).
+                worker_env["TMPDIR"] = os.path.join(model_dir + "-tmp-worker1")
+                os.makedirs(worker_env["TMPDIR"], exist_ok=True)
+                if wrapper:
+                    command = wrapper + command
             with open(log, "ab") as out:
                 processes.append(subprocess.Popen(command, cwd=str(data["root"]),
-                                                  env=dict(env, TF_CONFIG=config), stdout=out,
+                                                  env=worker_env, stdout=out,
                                                   stderr=subprocess.STDOUT))
             logs.append(log)
     except BaseException:
@@ -275,6 +280,10 @@ def test_only_the_chief_writes_into_model_dir(two_workers):
     assert set(steps[0]) <= set(range(SAVE_STEPS, STEPS + 1, SAVE_STEPS)), steps
     names = sorted(os.listdir(model_dir))
     assert not [n for n in names if n.startswith(".tmp")], names
+    # Worker 1 saved its share of each checkpoint into a temporary directory and deleted it.
+    leftovers = [os.path.join(root, f) for root, _, files in os.walk(model_dir + "-tmp-worker1")
+                 for f in files if "txl-nonchief-ckpt" in root]
+    assert not leftovers, leftovers
     if not two_workers["read_only"]:
         pytest.skip("no private read-only mount here (needs root and unshare): worker 1 could "
                     "not be run with a read-only model_dir")
