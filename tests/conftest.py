@@ -4,8 +4,13 @@ TensorFlow is configured once, before any test touches it:
   * two logical CPU devices, so that MirroredStrategy tests have two replicas on this
     2-core machine (``/CPU:0`` and ``/CPU:1``);
   * quiet C++ logging.
+  * a fresh collective-key range for every test: TensorFlow caches each all-reduce's
+    (group, instance) key with its shape for the whole process, and every new MirroredStrategy
+    starts from the same keys, so a strategy reducing tensors of other shapes in a later test
+    would fail with "Shape mismatch in the collective instance".
 Tests that need a multi-replica strategy use the ``two_cpu_devices`` fixture.
 """
+import itertools
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -29,3 +34,13 @@ def two_cpu_devices():
     devices = [d.name for d in tf.config.list_logical_devices("CPU")]
     assert len(devices) >= 2, f"expected two logical CPUs, got {devices}"
     return devices[:2]
+
+
+_COLLECTIVE_KEY_RANGES = itertools.count(1)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_collective_keys():
+    """Give the MirroredStrategies of each test their own collective instance keys."""
+    tf.distribute.MirroredStrategy._collective_key_base = 100_000 * next(_COLLECTIVE_KEY_RANGES)
+    yield
