@@ -56,6 +56,19 @@ def config_fn(n_token, cutoffs):
                                       **TINY)
 
 
+def mirrored_strategy(devices, key_base):
+    """MirroredStrategy with collective keys of its own. TensorFlow caches each collective
+    (group key, instance key) with its shape for the whole process, and every new strategy
+    starts from the same keys: a second strategy in the same pytest process (the whole suite)
+    whose model has other shapes then fails with "Shape mismatch in the collective instance"."""
+    saved = tf.distribute.MirroredStrategy._collective_key_base
+    tf.distribute.MirroredStrategy._collective_key_base = key_base
+    try:
+        return tf.distribute.MirroredStrategy(devices)
+    finally:
+        tf.distribute.MirroredStrategy._collective_key_base = saved
+
+
 # ------------------------------------------------------------------------------------ fixtures
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
@@ -200,7 +213,7 @@ def in_process_run(data, name, strategy, replicas):
 def two_replicas(data):
     devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
     assert len(devices) == 2
-    return in_process_run(data, "two_replicas", tf.distribute.MirroredStrategy(devices), 2)
+    return in_process_run(data, "two_replicas", mirrored_strategy(devices, 710_000), 2)
 
 
 @pytest.fixture(scope="module")
@@ -251,6 +264,15 @@ def test_two_workers_train_like_one_process_with_two_replicas(two_workers, two_r
                                [replicas[n] for n in sorted(workers)], rtol=1e-6)
     np.testing.assert_allclose([single[n] for n in sorted(workers)],
                                [replicas[n] for n in sorted(workers)], rtol=1e-4)
+
+    # The final validation (each worker evaluates its own host's valid streams) agrees too.
+    valid = {}
+    for name, model_dir in (("workers", two_workers["model_dir"]), ("replicas", two_replicas)):
+        with open(os.path.join(model_dir, "train_summary.json")) as f:
+            valid[name] = json.load(f)["valid_loss"]
+    print(f"validation loss at step {STEPS}: 2 replicas {valid['replicas']:.7f}, "
+          f"2 workers {valid['workers']:.7f}")
+    assert valid["workers"] == pytest.approx(valid["replicas"], rel=1e-6)
 
     w, r, s = state(two_workers["model_dir"]), state(two_replicas), state(one_replica)
     diff_wr = max(float(np.abs(w[k] - r[k]).max()) for k in w)
