@@ -10,6 +10,7 @@ Takes the same model and benchmark flags as `runners/benchmark.py`, e.g.
 import collections
 import glob
 import os
+import re
 import sys
 
 from absl import app, flags
@@ -23,7 +24,7 @@ flags.DEFINE_integer("top", 30, "How many of the most expensive ops to print.")
 
 
 _WAITING = {"train_step", "eval_step", "TFE_Py_ExecuteCancelable", "EagerExecute",
-            "EagerKernelExecute"}
+            "EagerKernelExecute", "BlockUntilReady"}
 
 
 def summarize(logdir, top):
@@ -51,7 +52,8 @@ def summarize(logdir, top):
                 end, name, child, duration = entry
                 self_ms = max(duration - child, 0) / 1e9
                 totals[name] += self_ms
-                by_type[name.rsplit(":", 1)[-1] if ":" in name else name] += self_ms
+                kind = name.rsplit(":", 1)[-1] if ":" in name else name  # TF op type
+                by_type[re.sub(r"(_\d+)?(\.\d+)?$", "", kind)] += self_ms  # XLA: fusion kind
                 counts[name] += 1
                 if stack:
                     stack[-1][2] += duration
@@ -66,7 +68,7 @@ def summarize(logdir, top):
                 close(stack.pop())
     grand = sum(totals.values()) or 1.0
     print(f"profile: {paths[-1]}")
-    print("self time by op type:")
+    print("self time by op type (TF) or instruction kind (XLA):")
     for name, ms in by_type.most_common(top):
         print(f"{ms:>10.1f} ms {100 * ms / grand:>6.1f}%  {name[:110]}")
     print("self time by op:")
