@@ -12,9 +12,12 @@ replicas) and with one replica (1 host x 1 replica), all on the same global batc
   the right size) in place of the other host's records;
 * only the chief writes into model_dir: when mount namespaces are available (root), worker 1
   runs with model_dir mounted read-only, so any write there would fail the run;
+* with dropout on, the two workers still equal the two replicas of one process (replica w draws
+  its own masks, in either setting);
 * a worker killed with SIGKILL in the middle of training (the job then killed and restarted, as a
-  scheduler does) resumes from the last checkpoint and ends with the weights, optimizer state and
-  memory of the undisturbed run.
+  scheduler does; dropout on) resumes from the last checkpoint and ends with the weights,
+  optimizer state and memory of the undisturbed run;
+* a non-chief worker waits for the records the chief makes.
 """
 import json
 import os
@@ -51,9 +54,12 @@ def layout(hosts, replicas, split="train"):
                                    replicas_per_host=replicas, num_hosts=hosts)
 
 
-def config_fn(n_token, cutoffs):
-    return txl_tf.TransformerXLConfig(n_token=n_token, cutoffs=cutoffs, dropout=0.0, dropatt=0.0,
-                                      **TINY)
+DROPOUT = 0.1  # the dropout runs: replicas draw their own masks, which must survive a restart
+
+
+def config_fn(n_token, cutoffs, dropout=0.0):
+    return txl_tf.TransformerXLConfig(n_token=n_token, cutoffs=cutoffs, dropout=dropout,
+                                      dropatt=dropout, **TINY)
 
 
 def mirrored_strategy(devices, key_base):
@@ -105,16 +111,16 @@ def read_only_wrapper(directory):
     return ["unshare", "-m", "sh", "-c", script, directory]
 
 
-def worker_command(data, model_dir, worker, extra=()):
+def worker_command(data, model_dir, worker, extra=(), dropout=0.0):
     flags = [f"--model_dir={model_dir}", f"--data_dir={data['per_worker'][worker]}",
              "--dataset=synthetic", f"--per_host_train_bsz={GLOBAL_BATCH // 2}",
-             "--strategy=multi_worker_mirrored", "--dropout=0", "--dropatt=0"]
+             "--strategy=multi_worker_mirrored", f"--dropout={dropout}", f"--dropatt={dropout}"]
     flags += [f"--{k}={v}" for k, v in {**TINY, **RUN}.items()]
     flags += [f"--corpus_option={k}={v}" for k, v in SYNTHETIC.items()]
     return [sys.executable, TRAIN] + flags + list(extra)
 
 
-def start_job(data, model_dir, log_name, read_only_nonchief=False):
+def start_job(data, model_dir, log_name, read_only_nonchief=False, dropout=0.0):
     """Start both workers; worker 1 optionally with model_dir read-only. Returns (processes,
     log paths)."""
     os.makedirs(model_dir, exist_ok=True)
@@ -124,7 +130,7 @@ def start_job(data, model_dir, log_name, read_only_nonchief=False):
     try:
         for w, config in enumerate(tf_configs(2)):
             log = os.path.join(str(data["root"]), f"{log_name}-worker{w}.log")
-            command = worker_command(data, model_dir, w)
+            command = worker_command(data, model_dir, w, dropout=dropout)
             worker_env = dict(env, TF_CONFIG=config)
             if w == 1:
                 # Its temporary files go to a directory of the test (checked afterwards).
@@ -200,11 +206,11 @@ def two_workers(data):
     return dict(model_dir=model_dir, logs=logs, read_only=read_only)
 
 
-def in_process_run(data, name, strategy, replicas):
+def in_process_run(data, name, strategy, replicas, dropout=0.0):
     options = TrainOptions(model_dir=str(data["root"] / name), data_dir=data["full"],
                            dataset="synthetic", corpus_options=SYNTHETIC,
                            per_host_train_bsz=GLOBAL_BATCH, **RUN)
-    summary = run_training(options, config_fn, strategy=strategy)
+    summary = run_training(options, lambda n, c: config_fn(n, c, dropout), strategy=strategy)
     assert summary["replicas"] == replicas and summary["step"] == STEPS
     return options.model_dir
 
@@ -214,6 +220,14 @@ def two_replicas(data):
     devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
     assert len(devices) == 2
     return in_process_run(data, "two_replicas", mirrored_strategy(devices, 710_000), 2)
+
+
+@pytest.fixture(scope="module")
+def two_workers_dropout(data):
+    model_dir = str(data["root"] / "two_workers_dropout")
+    processes, logs, _ = start_job(data, model_dir, "two_workers_dropout", dropout=DROPOUT)
+    wait_job(processes, logs)
+    return model_dir
 
 
 @pytest.fixture(scope="module")
@@ -312,9 +326,27 @@ def test_only_the_chief_writes_into_model_dir(two_workers):
     # Worker 1 ran with model_dir read-only and still finished: it wrote nothing there.
 
 
-def test_killed_worker_resumes_to_the_undisturbed_weights(data, two_workers):
+def test_two_workers_with_dropout_equal_two_replicas(data, two_workers_dropout, two_workers):
+    """Dropout on: each replica draws its own masks from the (mirrored) seed-generator state
+    and its replica id, so worker w must draw what replica w of one process draws."""
+    devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
+    replicas = in_process_run(data, "two_replicas_dropout", mirrored_strategy(devices, 740_000),
+                              2, dropout=DROPOUT)
+    workers, one_process = losses(two_workers_dropout), losses(replicas)
+    assert sorted(workers) == sorted(one_process) == list(range(1, STEPS + 1))
+    np.testing.assert_allclose([workers[n] for n in sorted(workers)],
+                               [one_process[n] for n in sorted(workers)], rtol=1e-6)
+    assert_same_state(state(two_workers_dropout), state(replicas), atol=1e-6)
+    # Dropout was on: the losses differ from the dropout-free run's.
+    plain = losses(two_workers["model_dir"])
+    assert max(abs(workers[n] - plain[n]) for n in range(2, STEPS + 1)) > 1e-3
+
+
+def test_killed_worker_resumes_to_the_undisturbed_weights(data, two_workers_dropout):
+    """Dropout on, so the dropout RNG state must be restored too."""
+    undisturbed_dir = two_workers_dropout
     model_dir = str(data["root"] / "killed")
-    processes, logs, _ = start_job(data, model_dir, "killed")
+    processes, logs, _ = start_job(data, model_dir, "killed", dropout=DROPOUT)
     state_file = os.path.join(model_dir, "checkpoint")
     try:
         deadline = time.time() + TIMEOUT
@@ -337,7 +369,7 @@ def test_killed_worker_resumes_to_the_undisturbed_weights(data, two_workers):
     killed_at = int(tf.train.latest_checkpoint(model_dir).rsplit("-", 1)[1])
     assert SAVE_STEPS <= killed_at < STEPS
 
-    processes, logs, _ = start_job(data, model_dir, "restarted")
+    processes, logs, _ = start_job(data, model_dir, "restarted", dropout=DROPOUT)
     wait_job(processes, logs)
     chief = tail(logs[0], 100_000)
     resumed_at = int(chief.split("resuming at step ")[1].split()[0])
@@ -346,17 +378,17 @@ def test_killed_worker_resumes_to_the_undisturbed_weights(data, two_workers):
         summary = json.load(f)
     assert summary["resumed"] and summary["step"] == STEPS
 
-    undisturbed, resumed = state(two_workers["model_dir"]), state(model_dir)
+    undisturbed, resumed = state(undisturbed_dir), state(model_dir)
     diff = max(float(np.abs(undisturbed[k] - resumed[k]).max()) for k in undisturbed)
     print(f"\nkilled worker 1 after checkpoint {killed_at}, job restarted: final weights + Adam "
           f"slots vs the undisturbed run, max abs difference {diff:.3g}")
     assert_same_state(resumed, undisturbed, atol=1e-6)
-    for x, y in zip(memory(model_dir, 2), memory(two_workers["model_dir"], 2)):
+    for x, y in zip(memory(model_dir, 2), memory(undisturbed_dir, 2)):
         np.testing.assert_allclose(x, y, atol=1e-6, rtol=1e-5)
     # The restarted job's losses continue the undisturbed sequence step for step (the data
     # position and memory were restored, not restarted).
     after = losses(model_dir)
-    before = losses(two_workers["model_dir"])
+    before = losses(undisturbed_dir)
     assert [n for n in after if n > killed_at] == list(range(killed_at + 1, STEPS + 1))
     np.testing.assert_allclose([after[n] for n in range(killed_at + 1, STEPS + 1)],
                                [before[n] for n in range(killed_at + 1, STEPS + 1)], rtol=1e-6)
