@@ -107,12 +107,13 @@ def ensure_records(options: TrainOptions, layouts: dict, vocab_size=None,
     built-in and synthetic corpora, --raw_path, or a data_dir already prepared for another
     layout or holding the downloaded archive; never downloads); otherwise the error names the
     exact runners/prepare_data.py command. With `may_prepare=False` (a non-chief worker) the
-    chief makes them: wait up to `wait_seconds` for them to appear in the shared data_dir."""
+    chief makes them: wait up to `wait_seconds` for them to appear in the shared data_dir.
+    Other hosts' record files need not be on this machine: each host's input_fn checks its own."""
     metas, missing = {}, {}
     for split, layout in layouts.items():
         try:
             metas[split] = tf_records.find_records(options.data_dir, split, layout,
-                                                   vocab_size=vocab_size)
+                                                   vocab_size=vocab_size, verify="none")
         except (tf_records.RecordsNotFoundError, tf_records.RecordsMismatchError) as error:
             missing[split] = error
     if not missing:
@@ -128,7 +129,7 @@ def ensure_records(options: TrainOptions, layouts: dict, vocab_size=None,
             for name in list(missing):
                 try:
                     metas[name] = tf_records.find_records(options.data_dir, name, layouts[name],
-                                                          vocab_size=vocab_size)
+                                                          vocab_size=vocab_size, verify="none")
                     del missing[name]
                 except tf_records.DataError:
                     pass  # not (completely) written yet
@@ -155,7 +156,7 @@ def ensure_records(options: TrainOptions, layouts: dict, vocab_size=None,
             + f"\n(runners/train.py could not make them itself: {error})") from None
     for split in missing:
         metas[split] = tf_records.find_records(options.data_dir, split, layouts[split],
-                                               vocab_size=vocab_size)
+                                               vocab_size=vocab_size, verify="none")
     return metas
 
 

@@ -90,6 +90,32 @@ def test_multi_host_files_are_disjoint_and_equal_single_host_layout(tmp_path):
         tf_records.make_input_fn(tmp_path / "two", "train", multi)(ctx)
 
 
+def test_a_host_needs_only_its_own_record_files(tmp_path):
+    """Each machine of a multi-host job holds only its own host's files: host 0 reads with host
+    1's files absent; host 1 gets a clear error naming its missing file."""
+    layout = tf_records.RecordLayout(tgt_len=8, per_replica_batch=2, replicas_per_host=1,
+                                     num_hosts=2)
+    prepare_synthetic(tmp_path, {"train": layout})
+    meta = tf_records.find_records(tmp_path, "train", layout)
+    expected = [e["inputs"].numpy() for e in tf_records.make_input_fn(tmp_path, "train", layout, repeat=False)(
+        tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=0,
+                                   num_replicas_in_sync=2))]
+    for path in meta["paths"][1]:
+        os.remove(path)
+    input_fn = tf_records.make_input_fn(tmp_path, "train", layout, repeat=False)
+
+    def context(host):
+        return tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=host,
+                                          num_replicas_in_sync=2)
+
+    got = [e["inputs"].numpy() for e in input_fn(context(0))]
+    assert len(got) == len(expected) > 0
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(tf_records.RecordsCorruptError, match="missing"):
+        input_fn(context(1))
+
+
 def test_start_step_resumes_exactly_and_wraps(tmp_path):
     layout = tf_records.RecordLayout(tgt_len=10, per_replica_batch=2, replicas_per_host=2)
     prepare_synthetic(tmp_path, {"train": layout})

@@ -75,7 +75,8 @@ def make_input_fn(data_dir, split, layout: RecordLayout, repeat=True, start_step
     ``input_context.input_pipeline_id``; ``input_context.num_input_pipelines`` must equal
     ``layout.num_hosts``. The metadata is available as ``input_fn.metadata``.
     """
-    meta = metadata.find_records(data_dir, split, layout, vocab_size=vocab_size, verify="size")
+    # Only this host's files need to be here: each host's input_fn verifies its own files below.
+    meta = metadata.find_records(data_dir, split, layout, vocab_size=vocab_size, verify="none")
     command = metadata.prepare_command(data_dir, split, layout)
 
     def input_fn(input_context=None):
