@@ -4,7 +4,7 @@ TensorFlow is configured once, before any test touches it:
   * two logical CPU devices, so that MirroredStrategy tests have two replicas on this
     2-core machine (``/CPU:0`` and ``/CPU:1``);
   * quiet C++ logging.
-  * a fresh collective-key range for every test: TensorFlow caches each all-reduce's
+  * a fresh collective-key range for every MirroredStrategy: TensorFlow caches each all-reduce's
     (group, instance) key with its shape for the whole process, and every new MirroredStrategy
     starts from the same keys, so a strategy reducing tensors of other shapes in a later test
     would fail with "Shape mismatch in the collective instance".
@@ -37,10 +37,14 @@ def two_cpu_devices():
 
 
 _COLLECTIVE_KEY_RANGES = itertools.count(1)
+_mirrored_strategy_init = tf.distribute.MirroredStrategy.__init__
 
 
-@pytest.fixture(autouse=True)
-def _fresh_collective_keys():
-    """Give the MirroredStrategies of each test their own collective instance keys."""
+def _init_with_own_collective_keys(self, *args, **kwargs):
+    """Every MirroredStrategy made in the test process (in a test or in a fixture of any scope)
+    gets collective instance keys no other strategy uses."""
     tf.distribute.MirroredStrategy._collective_key_base = 100_000 * next(_COLLECTIVE_KEY_RANGES)
-    yield
+    _mirrored_strategy_init(self, *args, **kwargs)
+
+
+tf.distribute.MirroredStrategy.__init__ = _init_with_own_collective_keys

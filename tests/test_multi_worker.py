@@ -62,19 +62,6 @@ def config_fn(n_token, cutoffs, dropout=0.0):
                                       dropatt=dropout, **TINY)
 
 
-def mirrored_strategy(devices, key_base):
-    """MirroredStrategy with collective keys of its own. TensorFlow caches each collective
-    (group key, instance key) with its shape for the whole process, and every new strategy
-    starts from the same keys: a second strategy in the same pytest process (the whole suite)
-    whose model has other shapes then fails with "Shape mismatch in the collective instance"."""
-    saved = tf.distribute.MirroredStrategy._collective_key_base
-    tf.distribute.MirroredStrategy._collective_key_base = key_base
-    try:
-        return tf.distribute.MirroredStrategy(devices)
-    finally:
-        tf.distribute.MirroredStrategy._collective_key_base = saved
-
-
 # ------------------------------------------------------------------------------------ fixtures
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
@@ -219,7 +206,7 @@ def in_process_run(data, name, strategy, replicas, dropout=0.0):
 def two_replicas(data):
     devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
     assert len(devices) == 2
-    return in_process_run(data, "two_replicas", mirrored_strategy(devices, 710_000), 2)
+    return in_process_run(data, "two_replicas", tf.distribute.MirroredStrategy(devices), 2)
 
 
 @pytest.fixture(scope="module")
@@ -330,7 +317,7 @@ def test_two_workers_with_dropout_equal_two_replicas(data, two_workers_dropout, 
     """Dropout on: each replica draws its own masks from the (mirrored) seed-generator state
     and its replica id, so worker w must draw what replica w of one process draws."""
     devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
-    replicas = in_process_run(data, "two_replicas_dropout", mirrored_strategy(devices, 740_000),
+    replicas = in_process_run(data, "two_replicas_dropout", tf.distribute.MirroredStrategy(devices),
                               2, dropout=DROPOUT)
     workers, one_process = losses(two_workers_dropout), losses(replicas)
     assert sorted(workers) == sorted(one_process) == list(range(1, STEPS + 1))

@@ -32,19 +32,6 @@ HOST_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc", "PrintV2", "Print", "Str
             "AsString", "StringJoin"}
 
 
-def mirrored_strategy(devices, key_base):
-    """MirroredStrategy with collective keys of its own. TensorFlow caches each collective
-    (group key, instance key) with its shape for the whole process, and every new strategy
-    starts from the same keys: a second strategy in the same pytest process (the whole suite)
-    whose model has other shapes then fails with "Shape mismatch in the collective instance"."""
-    saved = tf.distribute.MirroredStrategy._collective_key_base
-    tf.distribute.MirroredStrategy._collective_key_base = key_base
-    try:
-        return tf.distribute.MirroredStrategy(devices)
-    finally:
-        tf.distribute.MirroredStrategy._collective_key_base = saved
-
-
 def make_trainer(config, seed=3, lr=1e-2):
     keras.utils.set_random_seed(seed)
     strategy = tf.distribute.get_strategy()
@@ -134,7 +121,7 @@ def all_nodes(graph_def):
 def test_compiled_loop_has_static_shapes_no_host_ops_and_no_per_step_python(records,
                                                                              two_cpu_devices):
     data_dir, layout = records
-    strategy = mirrored_strategy(two_cpu_devices, 720_000)
+    strategy = tf.distribute.MirroredStrategy(two_cpu_devices)
     dataset = strategy.distribute_datasets_from_function(
         tf_records.make_input_fn(data_dir, "train", layout))
     for name in ("inputs", "labels"):
@@ -187,7 +174,7 @@ def test_records_layout_follows_the_input_hosts_of_the_strategy(two_cpu_devices)
     from runners import strategy as strategy_lib
 
     assert strategy_lib.input_hosts(tf.distribute.get_strategy()) == (1, 1)
-    assert strategy_lib.input_hosts(mirrored_strategy(two_cpu_devices, 730_000)) == (1, 2)
+    assert strategy_lib.input_hosts(tf.distribute.MirroredStrategy(two_cpu_devices)) == (1, 2)
     pod = SimpleNamespace(num_replicas_in_sync=32,
                           extended=SimpleNamespace(num_hosts=4, num_replicas_per_host=8))
     assert strategy_lib.input_hosts(pod) == (4, 8)
