@@ -92,8 +92,7 @@ def unigram_entropy(data_dir: str, split: str = "train",
     if info.get("num_tokens", {}).get(split, 0) > max_tokens:
         return None
     try:
-        from tf_records import stream_cache
-        tokens = stream_cache.load(data_dir, split, verify=False)
+        tokens = tf_records.load_token_stream(data_dir, split, verify=False)
     except Exception:  # noqa: BLE001 - a baseline is optional
         return None
     counts = np.bincount(np.asarray(tokens, np.int64))

@@ -14,6 +14,8 @@ Public API (see each module's docstring):
   ``[per_replica_batch, tgt_len]``.
 * ``dataset_from_tokens(tokens, per_replica_batch, tgt_len, ...)`` - the same from memory.
 * ``Vocabulary``, ``load_vocab(data_dir)``, ``tokenize_text``, ``detokenize``, ``TextRules``.
+* ``load_token_stream(data_dir, split, verify=True)`` - int32 ``[N]`` ids of a prepared split
+  (the token cache ``prepare`` wrote).
 * Errors: ``DataError`` and subclasses ``CorpusError``, ``DownloadError``, ``VocabularyError``,
   ``LayoutError``, ``RecordsNotFoundError``, ``RecordsMismatchError``, ``RecordsCorruptError``.
 
@@ -29,6 +31,7 @@ from tf_records.layout import RecordLayout
 from tf_records.metadata import find_records, prepare_command, read_corpus_info
 from tf_records.prepare import load_vocab, prepare
 from tf_records.reader import dataset_from_tokens, make_input_fn
+from tf_records.stream_cache import load as load_token_stream
 from tf_records.text_codec import detokenize, tokenize_text
 from tf_records.tokenize import TextRules
 from tf_records.vocabulary import Vocabulary
@@ -37,6 +40,6 @@ __all__ = [
     "CORPORA", "CorpusError", "DataError", "DownloadError", "LayoutError", "RecordLayout",
     "RecordsCorruptError", "RecordsMismatchError", "RecordsNotFoundError", "SyntheticCorpus",
     "TextRules", "Vocabulary", "VocabularyError", "dataset_from_tokens", "detokenize",
-    "find_records", "get_corpus", "load_vocab", "make_input_fn", "prepare", "prepare_command",
-    "read_corpus_info", "tokenize_text",
+    "find_records", "get_corpus", "load_token_stream", "load_vocab", "make_input_fn", "prepare",
+    "prepare_command", "read_corpus_info", "tokenize_text",
 ]
