@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from txl_tf import RelativeMultiHeadAttention, RelativePositionalEncoding, attention_mask
-from txl_tf.relative_attention import rel_shift
+from txl_tf.relative_attention import rel_shift, rel_shift_by_pad, rel_shift_by_slice
 
 
 def naive_sinusoid(distance, d_model, clamp_len):
@@ -15,8 +15,18 @@ def naive_sinusoid(distance, d_model, clamp_len):
     return np.array([np.sin(distance * f) for f in freqs] + [np.cos(distance * f) for f in freqs])
 
 
-@pytest.mark.parametrize("mlen,qlen,clamp_len", [(0, 5, -1), (4, 5, -1), (7, 3, 4), (3, 6, 2)])
-def test_rel_shift_matches_explicit_position_terms(mlen, qlen, clamp_len):
+_SHIFTS = {
+    "pad": rel_shift_by_pad,
+    "slice": rel_shift_by_slice,
+    "xla": tf.function(rel_shift, jit_compile=True),  # picks the pad form
+    "graph": tf.function(rel_shift),  # picks the slice form
+}
+
+
+@pytest.mark.parametrize("shift", sorted(_SHIFTS))
+@pytest.mark.parametrize("mlen,qlen,clamp_len",
+                         [(0, 5, -1), (4, 5, -1), (7, 3, 4), (3, 6, 2), (0, 1, -1)])
+def test_rel_shift_matches_explicit_position_terms(mlen, qlen, clamp_len, shift):
     """Terms (b) + (d) computed with one einsum and rel_shift equal the per-pair formula
     (q_i + v) . W_r R[m + i - j] for every key j a query may attend to."""
     rng = np.random.default_rng(0)
@@ -28,7 +38,7 @@ def test_rel_shift_matches_explicit_position_terms(mlen, qlen, clamp_len):
 
     pos = RelativePositionalEncoding(d)(tf.constant(klen), clamp_len=clamp_len).numpy()  # [K, D]
     r_head = np.einsum("kd,dnh->knh", pos, w_r)
-    fast = rel_shift(tf.einsum("bqnh,knh->bnqk", q + v_bias, r_head)).numpy()
+    fast = _SHIFTS[shift](tf.einsum("bqnh,knh->bnqk", q + v_bias, r_head)).numpy()
 
     for i in range(qlen):
         for j in range(mlen + i + 1):  # keys visible to query i

@@ -10,7 +10,9 @@ For query i (absolute key position M + i) and key j the score is
 
 where R[d] is the sinusoidal encoding of distance d. Terms (b) + (d) are computed for every
 query against all K encodings in descending-distance order and then aligned with `rel_shift`
-(one pad and two reshapes, no gather and no loop).
+(reshapes and one slice or pad, no gather and no loop). Inside the layer the heads lead:
+q, k, v are [N, B, T, H] and scores [N, B, Q, K], so every attention product is a plain
+batched matmul without transposes.
 """
 import math
 
@@ -20,6 +22,11 @@ import tensorflow as tf
 from txl_tf.dropout import ReplicaDropout
 from txl_tf.attention_mask import attention_mask  # noqa: F401  (re-exported for callers)
 
+try:  # Whether a graph is being compiled by XLA (tf.function(jit_compile=True), TPU).
+    from tensorflow.python.ops.control_flow_util import GraphOrParentsInXlaContext as _in_xla
+except ImportError:  # pragma: no cover - a TF without it uses the slice form everywhere
+    _in_xla = None
+
 _MASKED_SCORE = -1e30  # Applied in float32 only, so float16 never sees it.
 
 
@@ -27,18 +34,50 @@ def rel_shift(x: tf.Tensor) -> tf.Tensor:
     """Align position scores computed against distances K-1, ..., 0 with key positions.
 
     Args:
-      x: [B, N, Q, K] where x[..., i, p] is the score of query i against distance K-1-p.
+      x: [..., Q, K] (the attention layer passes [N, B, Q, K]) where x[..., i, p] is the score
+        of query i against distance K-1-p.
 
     Returns:
-      [B, N, Q, K] where out[..., i, j] = x[..., i, j + Q-1-i], the score for distance
+      [..., Q, K] where out[..., i, j] = x[..., i, j + Q-1-i], the score for distance
       (K-Q) + i - j, for every j <= (K-Q) + i. Entries with j > (K-Q) + i hold unrelated values
-      (the causal mask removes them), exactly as in the reference implementation.
+      (the causal mask removes them), as in the reference implementation.
+
+    Two equivalent forms, chosen by measurement on CPU: inside a whole-step XLA compilation
+    the reference's pad-and-reshape (its gradient fuses better: training step 325 ms against
+    366 ms with the slice form); otherwise the slice form (evaluation step 65 ms against 88 ms
+    when XLA auto-clusters the element-wise ops, and fewer copies without XLA).
     """
-    b, n, q, k = tf.unstack(tf.shape(x))
-    x = tf.pad(x, [[0, 0], [0, 0], [0, 0], [1, 0]])  # [B, N, Q, K+1]
-    x = tf.reshape(x, [b, n, k + 1, q])
-    x = x[:, :, 1:, :]  # [B, N, K, Q]
-    return tf.reshape(x, [b, n, q, k])
+    if _in_xla_compilation():
+        return rel_shift_by_pad(x)
+    return rel_shift_by_slice(x)
+
+
+def _in_xla_compilation() -> bool:
+    return _in_xla is not None and _in_xla(tf.compat.v1.get_default_graph())
+
+
+def rel_shift_by_pad(x: tf.Tensor) -> tf.Tensor:
+    """`rel_shift` as the reference computes it: prepend a zero column, view the [Q, K+1]
+    matrix as [K+1, Q], drop its first row and view the rest as [Q, K]."""
+    shape = tf.shape(x)
+    lead, q, k = shape[:-2], shape[-2], shape[-1]
+    rank = x.shape.rank
+    x = tf.pad(x, [[0, 0]] * (rank - 1) + [[1, 0]])  # [..., Q, K+1]
+    x = tf.reshape(x, tf.concat([lead, [k + 1, q]], 0))[..., 1:, :]  # [..., K, Q]
+    return tf.reshape(x, shape)
+
+
+def rel_shift_by_slice(x: tf.Tensor) -> tf.Tensor:
+    """`rel_shift` without the pad: row i's wanted entries start at flat offset
+    i*K + Q-1-i = (Q-1) + i*(K-1) of the row-major [Q, K] matrix, so rows of K-1 entries read at
+    stride K-1 from offset Q-1 are one contiguous slice of the flattened matrix. The last column
+    (distance 0 for the last query, masked for every other query) is x's own."""
+    shape = tf.shape(x)
+    lead, q, k = shape[:-2], shape[-2], shape[-1]
+    flat = tf.reshape(x, tf.concat([lead, [q * k]], 0))
+    body = flat[..., q - 1:q - 1 + q * (k - 1)]  # [..., Q * (K-1)]
+    body = tf.reshape(body, tf.concat([lead, [q, k - 1]], 0))
+    return tf.concat([body, x[..., k - 1:]], axis=-1)
 
 
 def masked_softmax(scores: tf.Tensor, allowed: tf.Tensor) -> tf.Tensor:
@@ -126,22 +165,25 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
                 mem = self._normalize(mem)
         cat = h if mem is None else tf.concat([tf.cast(mem, h.dtype), h], axis=1)  # [B, K, D]
         w_q, w_k, w_v = tf.unstack(self.qkv, axis=1)  # each [D, N, H]
-        q = tf.einsum("bqd,dnh->bqnh", h, w_q)
-        k = tf.einsum("bkd,dnh->bknh", cat, w_k)
-        v = tf.einsum("bkd,dnh->bknh", cat, w_v)
+        # Head-major internal layout [N, B, T, H]: every attention product below is then a
+        # plain batched matmul over N (or N*B) with no transposes, and the position term's
+        # weight gradient is one [N, K, B*Q] x [N, B*Q, H] product.
+        q = tf.einsum("bqd,dnh->nbqh", h, w_q)
+        k = tf.einsum("bkd,dnh->nbkh", cat, w_k)
+        v = tf.einsum("bkd,dnh->nbkh", cat, w_v)
         if self.relative:
-            r_head = tf.einsum("kd,dnh->knh", tf.cast(pos_emb, h.dtype), self.r)  # [K, N, H]
-            u = tf.cast(r_w_bias, q.dtype)
-            v_bias = tf.cast(r_r_bias, q.dtype)
-            content = tf.einsum("bqnh,bknh->bnqk", q + u, k)  # terms (a) + (c)
-            position = rel_shift(tf.einsum("bqnh,knh->bnqk", q + v_bias, r_head))  # (b) + (d)
+            r_head = tf.einsum("kd,dnh->nkh", tf.cast(pos_emb, h.dtype), self.r)  # [N, K, H]
+            u = tf.cast(r_w_bias, q.dtype)[:, None, None, :]
+            v_bias = tf.cast(r_r_bias, q.dtype)[:, None, None, :]
+            content = tf.einsum("nbqh,nbkh->nbqk", q + u, k)  # terms (a) + (c)
+            position = rel_shift(tf.einsum("nbqh,nkh->nbqk", q + v_bias, r_head))  # (b) + (d)
             scores = content + position
         else:
-            scores = tf.einsum("bqnh,bknh->bnqk", q, k)
-        probs = masked_softmax(scores * self.scale, allowed)
+            scores = tf.einsum("nbqh,nbkh->nbqk", q, k)
+        probs = masked_softmax(scores * self.scale, allowed)  # [N, B, Q, K]
         probs = self.attn_dropout(tf.cast(probs, v.dtype), training=training)
-        attended = tf.einsum("bnqk,bknh->bqnh", probs, v)
-        out = tf.einsum("bqnh,nhd->bqd", attended, self.o)
+        attended = tf.einsum("nbqk,nbkh->nbqh", probs, v)
+        out = tf.einsum("nbqh,nhd->bqd", attended, self.o)
         out = self.out_dropout(out, training=training)
         if self.pre_lnorm:
             return residual + out
