@@ -8,7 +8,7 @@ from txl_tf.dropout import ReplicaDropout
 
 
 def test_xla_dropout_statistics_scale_and_determinism():
-    """Under XLA the dropout mask comes from ThreeFry: still inverted dropout at `rate`."""
+    """Under XLA the dropout mask (the hashed counter) is still inverted dropout at `rate`."""
     rate = 0.3
     layer = ReplicaDropout(rate, seed=5)
     x = tf.ones([64, 512])
