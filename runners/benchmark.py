@@ -37,7 +37,7 @@ import time
 
 from absl import app, flags
 
-from runners import benchmark_flops, flags_model
+from runners import benchmark_flops, flags_model, xla_clustering
 from runners import train as train_runner
 
 FLAGS = flags.FLAGS
@@ -55,7 +55,7 @@ MODEL_FLAGS = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "d_embed", "
                "cutoffs", "proj_share_all_but_first", "proj_same_dim", "untie_r", "dropout",
                "dropatt", "tgt_len", "mem_len", "clamp_len", "same_length", "attn_type",
                "pre_lnorm", "init", "init_std", "proj_init_std", "init_range", "precision",
-               "seed", "learning_rate", "clip")
+               "seed", "learning_rate", "clip", "xla_fusion")
 
 # ---- benchmark flags ------------------------------------------------------------------------------
 BENCH_FLAGS = ("n_token", "batch_size", "eval_tgt_len", "eval_mem_len", "steps", "bench_warmup",
@@ -89,6 +89,12 @@ flags.DEFINE_enum("child", None, ["memory"], "Internal: run as a measurement chi
 
 # ------------------------------------------------------------------------------------------------
 def _setup_tensorflow():
+    if FLAGS.xla_fusion:
+        if FLAGS.jit_compile:
+            raise app.UsageError("--xla_fusion compiles only the element-wise ops and leaves the "
+                                 "matmuls to oneDNN; it replaces whole-step XLA, so pass "
+                                 "--nojit_compile with it.")
+        xla_clustering.enable_elementwise_clustering()
     import tensorflow as tf
     if FLAGS.threads > 0:
         tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
@@ -379,8 +385,8 @@ def print_table(r):
     print(f"model: {c['n_layer']} layers, d_model {c['d_model']}, {c['n_head']}x{c['d_head']} "
           f"heads, d_inner {c['d_inner']}, n_token {c['n_token']}; batch {r['batch_size']}, "
           f"tgt_len {c['tgt_len']}, mem_len {c['mem_len']}, eval tgt/mem {r['eval_tgt_len']}/"
-          f"{r['eval_mem_len']}; jit_compile={r['jit_compile']}, precision {r['precision']}, "
-          f"threads {r['threads']}")
+          f"{r['eval_mem_len']}; jit_compile={r['jit_compile']}, xla_fusion={r['xla_fusion']}, "
+          f"precision {r['precision']}, threads {r['threads']}")
     print(f"{'':26s}{'txl-tf':>14s}" + (f"{'HF torch':>14s}{'ratio':>9s}" if r.get("huggingface")
                                            else ""))
     hf = r.get("huggingface") or {}
@@ -464,6 +470,7 @@ def run_benchmark():
     record = {
         "machine": _versions(tf), "config": config.to_dict(), "batch_size": b,
         "eval_tgt_len": eval_q, "eval_mem_len": eval_m, "jit_compile": FLAGS.jit_compile,
+        "xla_fusion": FLAGS.xla_fusion,
         "precision": FLAGS.precision, "threads": threads, "rounds": FLAGS.rounds,
         "steps_per_round": FLAGS.steps, "n_params": int(sum(
             v.numpy().size for v in steps.model.trainable_variables)),

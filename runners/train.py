@@ -17,7 +17,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging  # noqa: E402
 
-from runners import flags_model  # noqa: E402
+from runners import flags_model, xla_clustering  # noqa: E402
 from runners.strategy import STRATEGIES  # noqa: E402
 from runners.training import PRECISIONS  # noqa: E402
 
@@ -90,6 +90,10 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
                         "or pod slice name, or grpc://address.", flag_values=fv)
     flags.DEFINE_list("devices", [], "Devices for one_device/mirrored, e.g. /CPU:0,/CPU:1.",
                       flag_values=fv)
+    flags.DEFINE_bool("xla_fusion", False, "CPU speed: XLA auto-clusters and fuses the "
+                      "element-wise ops while TensorFlow's oneDNN kernels run the matrix "
+                      "products (twice the float32 rate in mixed_bfloat16 on AVX512_BF16 CPUs); "
+                      "see runners/xla_clustering.py.", flag_values=fv)
     flags.DEFINE_integer("logical_cpus", 0, "Split the CPU into this many logical devices (e.g. "
                          "2 to try --strategy=mirrored --devices=/CPU:0,/CPU:1 without GPUs).",
                          flag_values=fv)
@@ -133,6 +137,8 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]} (flags are --name=value).")
     import tensorflow as tf
+    if FLAGS.xla_fusion:
+        xla_clustering.enable_elementwise_clustering()
     if FLAGS.logical_cpus > 1:
         cpus = tf.config.list_physical_devices("CPU")
         tf.config.set_logical_device_configuration(
