@@ -76,6 +76,10 @@ flags.DEFINE_list("memory_mem_lens", [],
 flags.DEFINE_bool("measure_memory", True, "Measure peak resident memory in child processes.")
 flags.DEFINE_bool("compare_huggingface", False,
                   "Also time Hugging Face TransfoXL (runners/benchmark_huggingface.py).")
+flags.DEFINE_enum("hf_precision", "float32", ["float32", "bfloat16"],
+                  "Hugging Face precision: float32 (the model as shipped) or bfloat16 "
+                  "(torch.autocast on CPU, float32 weights and Adam; its adaptive softmax in "
+                  "float32).")
 flags.DEFINE_string("hf_python", "/work/hfenv/bin/python",
                     "Python of the environment with torch and transformers==4.30.2.")
 flags.DEFINE_bool("compare_vanilla", False, "Reproduce the paper's Table 9 on this machine.")
@@ -281,7 +285,7 @@ class HuggingFaceClient:
                 f"--tgt_len={FLAGS.tgt_len}", f"--mem_len={FLAGS.mem_len}",
                 f"--eval_tgt_len={q}", f"--eval_mem_len={m}",
                 f"--learning_rate={FLAGS.learning_rate}", f"--clip={FLAGS.clip}",
-                f"--seed={FLAGS.seed}"]
+                f"--seed={FLAGS.seed}", f"--precision={FLAGS.hf_precision}"]
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True)
         self.info = self._read()
@@ -386,7 +390,8 @@ def print_table(r):
           f"heads, d_inner {c['d_inner']}, n_token {c['n_token']}; batch {r['batch_size']}, "
           f"tgt_len {c['tgt_len']}, mem_len {c['mem_len']}, eval tgt/mem {r['eval_tgt_len']}/"
           f"{r['eval_mem_len']}; jit_compile={r['jit_compile']}, xla_fusion={r['xla_fusion']}, "
-          f"precision {r['precision']}, threads {r['threads']}")
+          f"precision {r['precision']}, threads {r['threads']}"
+          + (f"; Hugging Face {r['huggingface']['precision']}" if r.get("huggingface") else ""))
     print(f"{'':26s}{'txl-tf':>14s}" + (f"{'HF torch':>14s}{'ratio':>9s}" if r.get("huggingface")
                                            else ""))
     hf = r.get("huggingface") or {}
@@ -493,7 +498,7 @@ def run_benchmark():
         hf_train_s = statistics.median(times["hf_train"])
         hf_eval_s = statistics.median(times["hf_eval"])
         record["huggingface"] = dict(
-            hf.info, train_step_s=hf_train_s, train_tokens_per_s=b * config.tgt_len / hf_train_s,
+            hf.info, precision=FLAGS.hf_precision, train_step_s=hf_train_s, train_tokens_per_s=b * config.tgt_len / hf_train_s,
             eval_step_s=hf_eval_s, eval_tokens_per_s=b * eval_q / hf_eval_s,
             train_step_s_all=times["hf_train"], eval_step_s_all=times["hf_eval"],
             train_tokens_per_s_best=b * config.tgt_len / min(times["hf_train"]),

@@ -57,6 +57,9 @@ def parse_args(argv=None):
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--precision", choices=["float32", "bfloat16"], default="float32",
+                   help="bfloat16: forward passes under torch.autocast('cpu', bfloat16), "
+                        "float32 weights and optimizer (PyTorch's mixed precision)")
     p.add_argument("--serve", action="store_true")
     return p.parse_args(argv)
 
@@ -83,6 +86,15 @@ class HFBench:
         self.model = TransfoXLLMHeadModel(self.config)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=args.learning_rate)
         self.args = args
+        if args.precision == "bfloat16":
+            # HF's adaptive softmax writes bf16 results into float32 buffers and fails under
+            # autocast: run it in float32 (as txl-tf runs its softmax).
+            crit_forward = self.model.crit.forward
+
+            def crit_float32(hidden, labels=None, keep_order=False):
+                with torch.autocast("cpu", enabled=False):
+                    return crit_forward(hidden.float(), labels, keep_order)
+            self.model.crit.forward = crit_float32
         b = args.batch_size
         self.eval_tgt_len = args.eval_tgt_len or args.tgt_len
         self.eval_mem_len = args.eval_mem_len if args.eval_mem_len is not None else args.mem_len
@@ -91,6 +103,10 @@ class HFBench:
         self.eval_tokens = torch.randint(0, args.n_token, (b, self.eval_tgt_len), generator=gen)
         self.train_mems = None
         self.eval_mems = None
+
+    def _autocast(self):
+        return self.torch.autocast("cpu", dtype=self.torch.bfloat16,
+                                   enabled=self.args.precision == "bfloat16")
 
     @property
     def n_params(self):
@@ -102,9 +118,10 @@ class HFBench:
         self.model.transformer.mem_len = self.args.mem_len
         if self.train_mems is None:
             self.train_mems = self.model.transformer.init_mems(self.args.batch_size)
-        out = self.model(input_ids=self.train_tokens, labels=self.train_tokens,
-                         mems=self.train_mems, return_dict=True)
-        loss = out.losses.mean()
+        with self._autocast():
+            out = self.model(input_ids=self.train_tokens, labels=self.train_tokens,
+                             mems=self.train_mems, return_dict=True)
+            loss = out.losses.float().mean()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.args.clip)
@@ -118,10 +135,10 @@ class HFBench:
         self.model.transformer.mem_len = self.eval_mem_len
         if self.eval_mems is None:
             self.eval_mems = self.model.transformer.init_mems(self.args.batch_size)
-        with torch.no_grad():
+        with torch.no_grad(), self._autocast():
             out = self.model(input_ids=self.eval_tokens, labels=self.eval_tokens,
                              mems=self.eval_mems, return_dict=True)
-            loss = out.losses.mean()
+            loss = out.losses.float().mean()
         self.eval_mems = out.mems
         return float(loss.detach())
 
@@ -179,7 +196,7 @@ def main(argv=None):
     evaluation = bench.time_steps("eval", args.steps)
     b = args.batch_size
     result = {
-        "library": "transformers", "torch": torch.__version__,
+        "library": "transformers", "torch": torch.__version__, "precision": args.precision,
         "transformers": transformers.__version__, "threads": torch.get_num_threads(),
         "n_params": bench.n_params,
         "train_step_s": statistics.median(train),
