@@ -18,8 +18,9 @@ def naive_sinusoid(distance, d_model, clamp_len):
 _SHIFTS = {
     "pad": rel_shift_by_pad,
     "slice": rel_shift_by_slice,
-    "xla": tf.function(rel_shift, jit_compile=True),  # picks the pad form
-    "graph": tf.function(rel_shift),  # picks the slice form
+    "xla": tf.function(lambda x: rel_shift(x, for_backprop=False), jit_compile=True),  # pad
+    "forward": tf.function(lambda x: rel_shift(x, for_backprop=False)),  # slice
+    "backprop": tf.function(rel_shift),  # pad
 }
 
 

@@ -30,24 +30,26 @@ except ImportError:  # pragma: no cover - a TF without it uses the slice form ev
 _MASKED_SCORE = -1e30  # Applied in float32 only, so float16 never sees it.
 
 
-def rel_shift(x: tf.Tensor) -> tf.Tensor:
+def rel_shift(x: tf.Tensor, for_backprop: bool = True) -> tf.Tensor:
     """Align position scores computed against distances K-1, ..., 0 with key positions.
 
     Args:
       x: [..., Q, K] (the attention layer passes [N, B, Q, K]) where x[..., i, p] is the score
         of query i against distance K-1-p.
+      for_backprop: whether a gradient will be taken through it (the layer passes `training`);
+        only chooses between two forms with identical results.
 
     Returns:
       [..., Q, K] where out[..., i, j] = x[..., i, j + Q-1-i], the score for distance
       (K-Q) + i - j, for every j <= (K-Q) + i. Entries with j > (K-Q) + i hold unrelated values
       (the causal mask removes them), as in the reference implementation.
 
-    Two equivalent forms, chosen by measurement on CPU: inside a whole-step XLA compilation
-    the reference's pad-and-reshape (its gradient fuses better: training step 325 ms against
-    366 ms with the slice form); otherwise the slice form (evaluation step 65 ms against 88 ms
-    when XLA auto-clusters the element-wise ops, and fewer copies without XLA).
+    The two forms, chosen by measurement on CPU: the reference's pad-and-reshape has the cheaper
+    gradient (training step 325 against 366 ms under whole-step XLA, 219 against 234 ms with
+    `--xla_fusion`); the slice form is the cheaper forward pass outside whole-step XLA
+    (evaluation step 65 against 88 ms with `--xla_fusion`; equal under XLA).
     """
-    if _in_xla_compilation():
+    if for_backprop or _in_xla_compilation():
         return rel_shift_by_pad(x)
     return rel_shift_by_slice(x)
 
@@ -176,7 +178,8 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             u = tf.cast(r_w_bias, q.dtype)[:, None, None, :]
             v_bias = tf.cast(r_r_bias, q.dtype)[:, None, None, :]
             content = tf.einsum("nbqh,nbkh->nbqk", q + u, k)  # terms (a) + (c)
-            position = rel_shift(tf.einsum("nbqh,nkh->nbqk", q + v_bias, r_head))  # (b) + (d)
+            position = rel_shift(tf.einsum("nbqh,nkh->nbqk", q + v_bias, r_head),
+                                 for_backprop=not (training is None or training is False))
             scores = content + position
         else:
             scores = tf.einsum("nbqh,nbkh->nbqk", q, k)
