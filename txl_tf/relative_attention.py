@@ -24,7 +24,7 @@ from txl_tf.attention_mask import attention_mask  # noqa: F401  (re-exported for
 
 try:  # Whether a graph is being compiled by XLA (tf.function(jit_compile=True), TPU).
     from tensorflow.python.ops.control_flow_util import GraphOrParentsInXlaContext as _in_xla
-except ImportError:  # pragma: no cover - a TF without it uses the slice form everywhere
+except ImportError:  # pragma: no cover - a TF without it: for_backprop alone decides
     _in_xla = None
 
 _MASKED_SCORE = -1e30  # Applied in float32 only, so float16 never sees it.
@@ -86,10 +86,10 @@ def masked_softmax(scores: tf.Tensor, allowed: tf.Tensor) -> tf.Tensor:
     """Softmax over keys in float32 with disallowed keys removed.
 
     Args:
-      scores: [B, N, Q, K] attention logits (any float dtype).
+      scores: [..., Q, K] attention logits, any float dtype (the layer passes [N, B, Q, K]).
       allowed: bool [Q, K] (or broadcastable to scores).
     Returns:
-      float32 [B, N, Q, K] probabilities.
+      float32 probabilities shaped like scores.
     """
     scores = tf.cast(scores, tf.float32)
     scores = tf.where(allowed, scores, tf.constant(_MASKED_SCORE, tf.float32))
