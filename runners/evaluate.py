@@ -17,7 +17,13 @@ import os
 import re
 import sys
 
-from absl import app, flags
+# Runnable as `python runners/evaluate.py` from the repository root without installing.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from runners import cli  # noqa: E402
+
+cli.quiet_start()
+
+from absl import app, flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -182,20 +188,11 @@ def run(argv_flags):
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    from tf_records.errors import DataError
-
-    import txl_tf
-    from runners.model_vocab import ModelVocabError
-    try:
-        out = run(FLAGS)
-    except (EvalInputError, ModelVocabError, DataError, txl_tf.ModelDirError,
-            txl_tf.ConfigError) as error:
-        print(f"evaluate.py: error: {error}", file=sys.stderr)
-        return 1
+    out = run(FLAGS)
     print(json.dumps(out), flush=True)
     return 0
 
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run(main)

@@ -21,7 +21,13 @@ import shutil
 import sys
 import time
 
-from absl import app, flags
+# Runnable as `python runners/export.py` from the repository root without installing.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from runners import cli  # noqa: E402
+
+cli.quiet_start()
+
+from absl import app, flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -128,20 +134,13 @@ def export(model_dir, export_dir, version=None, overwrite=False, tgt_len=None, m
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    import txl_tf
-    from runners.model_vocab import ModelVocabError
     f = FLAGS
-    try:
-        out = export(f.model_dir, f.export_dir, f.version, f.overwrite, f.tgt_len, f.mem_len,
-                     f.clamp_len, f.same_length, f.gen_mem_len, f.gen_seg_len,
-                     f.text_signatures)
-    except (ExportInputError, ModelVocabError, txl_tf.ModelDirError, txl_tf.ConfigError) as e:
-        print(f"export.py: error: {e}", file=sys.stderr)
-        return 1
+    out = export(f.model_dir, f.export_dir, f.version, f.overwrite, f.tgt_len, f.mem_len,
+                 f.clamp_len, f.same_length, f.gen_mem_len, f.gen_seg_len, f.text_signatures)
     print(json.dumps(out), flush=True)
     return 0
 
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run(main)

@@ -13,10 +13,17 @@ followed by one JSON line: {"prompt_tokens", "tokens", "ids", "text", "seconds",
 """
 import codecs
 import json
+import os
 import sys
 import time
 
-from absl import app, flags
+# Runnable as `python runners/generate.py` from the repository root without installing.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from runners import cli  # noqa: E402
+
+cli.quiet_start()
+
+from absl import app, flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -149,19 +156,11 @@ def run(f, out=sys.stdout):
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    import txl_tf
-    from runners.model_vocab import ModelVocabError
-    from tf_records.errors import DataError
-    try:
-        result = run(FLAGS)
-    except (GenerateInputError, ModelVocabError, DataError, txl_tf.ModelDirError,
-            txl_tf.ConfigError, OSError) as error:
-        print(f"generate.py: error: {error}", file=sys.stderr)
-        return 1
+    result = run(FLAGS)
     print(json.dumps(result), flush=True)
     return 0
 
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run(main)

@@ -23,9 +23,12 @@ import json
 import os
 import sys
 
-from absl import app, flags
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from runners import cli  # noqa: E402
+
+cli.quiet_start()
+
+from absl import app, flags  # noqa: E402
 
 from runners.checkpoint_import import huggingface, importer  # noqa: E402
 from runners.checkpoint_import.errors import WeightImportError  # noqa: E402
@@ -80,37 +83,50 @@ def _vocabulary(corpus):
     return None, dataset
 
 
+def _read_corpus_info(path):
+    """The --corpus_info JSON object, or a WeightImportError naming the file."""
+    if not os.path.isfile(path):
+        raise WeightImportError(f"--corpus_info={path} does not exist; give the "
+                                "corpus-info.json shipped with the weights.")
+    try:
+        with open(path, encoding="utf-8") as f:
+            corpus = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise WeightImportError(f"--corpus_info={path} is not a JSON file ({error}); give the "
+                                "corpus-info.json shipped with the weights.") from None
+    if not isinstance(corpus, dict):
+        raise WeightImportError(f"--corpus_info={path} holds a {type(corpus).__name__}, not a "
+                                "JSON object with vocab_size / cutoffs.")
+    return corpus
+
+
 def main(argv):
-    del argv
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     if not FLAGS.model_dir:
         raise app.UsageError("--model_dir is required.")
-    corpus = None
-    if FLAGS.corpus_info:
-        with open(FLAGS.corpus_info) as f:
-            corpus = json.load(f)
-    try:
-        symbols, dataset = _vocabulary(corpus)
-        if FLAGS.source == "tf1":
-            if not FLAGS.checkpoint:
-                raise app.UsageError("--source=tf1 needs --checkpoint.")
-            model, report = importer.import_tf1(
-                FLAGS.checkpoint, _run_settings(),
-                corpus_cutoffs=(corpus or {}).get("cutoffs"))
-        elif FLAGS.source == "huggingface":
-            if not FLAGS.input_dir:
-                raise app.UsageError("--source=huggingface needs --input_dir.")
-            model, report = importer.import_huggingface(
-                FLAGS.input_dir, _run_settings(), cluster_order=FLAGS.cluster_order,
-                same_length_semantics=FLAGS.same_length_semantics)
-        else:
-            raise app.UsageError("--source is required (tf1 or huggingface).")
-        if corpus is not None and corpus.get("vocab_size") not in (None, model.config.n_token):
-            raise WeightImportError(f"--corpus_info vocab_size {corpus['vocab_size']} differs "
-                                    f"from the checkpoint's n_token {model.config.n_token}.")
-        path = importer.write_model_dir(model, FLAGS.model_dir, report, symbols, dataset)
-    except WeightImportError as error:
-        print(f"import_weights: {error}", file=sys.stderr)
-        return 1
+    if os.path.exists(FLAGS.model_dir) and not os.path.isdir(FLAGS.model_dir):
+        raise WeightImportError(f"--model_dir={FLAGS.model_dir} is a file; give a new or "
+                                "empty directory.")
+    corpus = _read_corpus_info(FLAGS.corpus_info) if FLAGS.corpus_info else None
+    symbols, dataset = _vocabulary(corpus)
+    if FLAGS.source == "tf1":
+        if not FLAGS.checkpoint:
+            raise app.UsageError("--source=tf1 needs --checkpoint.")
+        model, report = importer.import_tf1(
+            FLAGS.checkpoint, _run_settings(), corpus_cutoffs=(corpus or {}).get("cutoffs"))
+    elif FLAGS.source == "huggingface":
+        if not FLAGS.input_dir:
+            raise app.UsageError("--source=huggingface needs --input_dir.")
+        model, report = importer.import_huggingface(
+            FLAGS.input_dir, _run_settings(), cluster_order=FLAGS.cluster_order,
+            same_length_semantics=FLAGS.same_length_semantics)
+    else:
+        raise app.UsageError("--source is required (tf1 or huggingface).")
+    if corpus is not None and corpus.get("vocab_size") not in (None, model.config.n_token):
+        raise WeightImportError(f"--corpus_info vocab_size {corpus['vocab_size']} differs "
+                                f"from the checkpoint's n_token {model.config.n_token}.")
+    path = importer.write_model_dir(model, FLAGS.model_dir, report, symbols, dataset)
     c = model.config
     print(f"imported {report['source']} weights: {len(model.weights)} variables, n_layer "
           f"{c.n_layer}, d_model {c.d_model}, n_token {c.n_token}, cutoffs {list(c.cutoffs)}, "
@@ -125,4 +141,4 @@ def main(argv):
 
 if __name__ == "__main__":
     flags.mark_flag_as_required("source")
-    app.run(main)
+    cli.run(main)

@@ -10,11 +10,18 @@ Examples:
 Unknown flags are errors. The last line of stdout is a JSON summary.
 """
 import json
+import os
 import sys
 
-from absl import app, flags
+# Runnable as `python runners/prepare_data.py` from the repository root without installing.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from runners import cli  # noqa: E402
 
-import tf_records
+cli.quiet_start()
+
+from absl import app, flags  # noqa: E402
+
+import tf_records  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -87,17 +94,13 @@ def main(argv):
         tgt_len=FLAGS.tgt_len, per_replica_batch=FLAGS.per_replica_batch,
         replicas_per_host=FLAGS.replicas_per_host, num_hosts=FLAGS.num_hosts,
         num_passes=FLAGS.num_passes, last_segment=FLAGS.last_segment)
-    try:
-        summary = tf_records.prepare(FLAGS.dataset, FLAGS.data_dir,
-                                     layouts={s: layout for s in splits}, raw_path=FLAGS.raw_path,
-                                     download=FLAGS.download, progress=FLAGS.progress,
-                                     seed=FLAGS.seed, **options)
-    except tf_records.DataError as e:
-        print(f"prepare_data: error: {e}", file=sys.stderr)
-        return 1
+    summary = tf_records.prepare(FLAGS.dataset, FLAGS.data_dir,
+                                 layouts={s: layout for s in splits}, raw_path=FLAGS.raw_path,
+                                 download=FLAGS.download, progress=FLAGS.progress,
+                                 seed=FLAGS.seed, **options)
     print(json.dumps(summary, sort_keys=True))
     return 0
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -38,8 +38,10 @@ def create_strategy(name: str, tpu: Optional[str] = None,
         if not devices:
             gpus = tf.config.list_logical_devices("GPU")
             devices = [gpus[0].name if gpus else "/CPU:0"]
+        check_devices(devices)
         return tf.distribute.OneDeviceStrategy(devices[0])
     if name == "mirrored":
+        check_devices(devices)
         return tf.distribute.MirroredStrategy(devices or None)
     if name == "multi_worker_mirrored":
         if "TF_CONFIG" not in os.environ:
@@ -108,3 +110,25 @@ def local_replicas(strategy: tf.distribute.Strategy) -> int:
         return len(strategy.extended.worker_devices)
     except RuntimeError:  # the default strategy: one replica
         return 1
+
+
+def check_devices(devices: Sequence[str]) -> None:
+    """Raises `StrategyError` when a device of `devices` is not one of this machine's.
+
+    Args:
+      devices: device names such as '/GPU:0', '/CPU:1' or '/job:localhost/device:GPU:0'.
+    """
+    present = {}
+    for device in tf.config.list_logical_devices():
+        spec = tf.DeviceSpec.from_string(device.name)
+        present[(spec.device_type.upper(), spec.device_index)] = f"/{spec.device_type}:{spec.device_index}"
+    for name in devices:
+        try:
+            spec = tf.DeviceSpec.from_string(name)
+        except ValueError:
+            raise StrategyError(f"--devices: {name!r} is not a device name (e.g. /GPU:0, "
+                                "/CPU:0).") from None
+        if (str(spec.device_type or "").upper(), spec.device_index) not in present:
+            raise StrategyError(
+                f"device {name} not found; this machine has {', '.join(present.values())} "
+                "(--logical_cpus=N splits the CPU into N devices).")

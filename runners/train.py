@@ -13,9 +13,11 @@ import sys
 
 # Runnable as `python runners/train.py` from the repository root without installing.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from runners import cli  # noqa: E402
 
-from absl import app, flags, logging  # noqa: E402
+cli.quiet_start()
+
+from absl import app, flags  # noqa: E402
 
 from runners import flags_model, xla_clustering  # noqa: E402
 from runners.strategy import STRATEGIES  # noqa: E402
@@ -143,21 +145,22 @@ def main(argv):
         cpus = tf.config.list_physical_devices("CPU")
         tf.config.set_logical_device_configuration(
             cpus[0], [tf.config.LogicalDeviceConfiguration()] * FLAGS.logical_cpus)
-    import tf_records
-    import txl_tf
-    from runners.training import TrainError, run_training
+    from runners.training import run_training
+    from txl_tf.memory_estimate import check_step_fits
 
-    logging.set_verbosity(logging.WARNING)
-    try:
-        options = options_from_flags(FLAGS)
-        run_training(options, lambda n_token, cutoffs: flags_model.config_from_flags(
-            FLAGS, n_token, cutoffs))
-    except (TrainError, tf_records.DataError, txl_tf.ConfigError, txl_tf.ModelDirError,
-            ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
+    cli.check_directories(model_dir=FLAGS.model_dir, data_dir=FLAGS.data_dir)
+    options = options_from_flags(FLAGS)
+
+    def config_fn(n_token, cutoffs):
+        config = flags_model.config_from_flags(FLAGS, n_token, cutoffs)
+        # Refused before anything is written when even one stream cannot fit.
+        check_step_fits(config, 1, training=True,
+                        bytes_per_value=2 if FLAGS.precision.startswith("mixed") else 4)
+        return config
+
+    run_training(options, config_fn)
 
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run(main)

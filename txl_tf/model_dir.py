@@ -50,6 +50,9 @@ def save_config(config: TransformerXLConfig, model_dir: str) -> str:
 def load_config(model_dir: str) -> TransformerXLConfig:
     """Read `model_dir/config.json`."""
     path = os.path.join(model_dir, CONFIG_FILE)
+    if os.path.exists(model_dir) and not os.path.isdir(model_dir):
+        raise ModelDirError(f"{model_dir} is a file, not a txl-tf model directory; give the "
+                            "directory that holds config.json and the checkpoints.")
     if not os.path.isfile(path):
         raise ModelDirError(
             f"{path} not found: {model_dir!r} is not a txl-tf model directory (train one with "

@@ -32,7 +32,12 @@ def read_datasets(path):
                 raise WeightImportError(f"{path}: variable {key!r} appears twice.")
             out[key] = np.asarray(item[()])
 
-    with h5py.File(path, "r") as f:
+    try:
+        f = h5py.File(path, "r")
+    except OSError as error:
+        raise WeightImportError(f"{path} is not a readable HDF5 file ({error}); it must be the "
+                                "tf_model.h5 of a Hugging Face TFTransfoXLLMHeadModel.") from None
+    with f:
         f.visititems(visit)
     return out
 

@@ -36,13 +36,34 @@ CLUSTER_ORDERS = ("tf", "reversed")
 SAME_LENGTH_SEMANTICS = ("paper", "huggingface")
 
 
+REQUIRED_INTEGERS = ("vocab_size", "n_layer", "d_model", "n_head", "d_head", "d_inner")
+
+
 def read_config(input_dir):
+    """The Hugging Face config.json of `input_dir` as a dict, checked to describe a TransfoXL."""
+    if not os.path.isdir(input_dir):
+        raise WeightImportError(f"--input_dir={input_dir} is not a directory; give a Hugging "
+                                "Face TransfoXL directory (config.json plus a weight file).")
     path = os.path.join(input_dir, "config.json")
     if not os.path.isfile(path):
         raise WeightImportError(f"{path} not found: --input_dir must be a Hugging Face TransfoXL "
                                 "directory (config.json plus a weight file).")
-    with open(path) as f:
-        return json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            hf = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise WeightImportError(f"{path} is not a JSON file ({error}); it must be the "
+                                "config.json of a Hugging Face TransfoXL model.") from None
+    if not isinstance(hf, dict):
+        raise WeightImportError(f"{path} holds a {type(hf).__name__}, not a TransfoXL "
+                                "configuration object.")
+    bad = [k for k in REQUIRED_INTEGERS
+           if not isinstance(hf.get(k), int) or isinstance(hf.get(k), bool) or hf[k] < 1]
+    if bad:
+        raise WeightImportError(f"{path} is not a TransfoXL configuration: {', '.join(bad)} "
+                                f"missing or not a positive integer (model_type "
+                                f"{hf.get('model_type')!r}).")
+    return hf
 
 
 def _read_pytorch_bin(path):
@@ -69,6 +90,8 @@ def read_weights(input_dir):
             arrays = safetensors_io.read(path)
         elif name == "tf_model.h5":
             arrays = hdf5_weights.read_as_pytorch_names(path)
+        if not arrays:
+            raise WeightImportError(f"{path} holds no tensors; it is not a TransfoXL weight file.")
         else:
             arrays = _read_pytorch_bin(path)
         return SourceWeights(arrays, description=f"Hugging Face {path}"), name

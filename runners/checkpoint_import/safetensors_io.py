@@ -34,13 +34,14 @@ def read(path):
         header = json.loads(data[8:8 + size].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise WeightImportError(f"{path}: the safetensors header is not JSON ({error}).") from None
+    if not isinstance(header, dict):
+        raise WeightImportError(f"{path}: the safetensors header is not a JSON object.")
     body = memoryview(data)[8 + size:]
     out = {}
     for name, entry in header.items():
         if name == "__metadata__":
             continue
-        dtype, shape = entry["dtype"], tuple(entry["shape"])
-        begin, end = entry["data_offsets"]
+        dtype, shape, (begin, end) = _entry(path, name, entry)
         if not 0 <= begin <= end <= len(body):
             raise WeightImportError(f"{path}: tensor {name!r} lies outside the file.")
         raw = body[begin:end]
@@ -56,6 +57,20 @@ def read(path):
                                     f"{list(shape)}.")
         out[name] = array.reshape(shape).copy()
     return out
+
+
+def _entry(path, name, entry):
+    """(dtype, shape, (begin, end)) of one header entry, checked."""
+    try:
+        dtype, shape = str(entry["dtype"]), tuple(int(d) for d in entry["shape"])
+        begin, end = (int(o) for o in entry["data_offsets"])
+    except (TypeError, KeyError, ValueError):
+        raise WeightImportError(f"{path}: header entry {name!r} is not a safetensors tensor "
+                                "(dtype, shape, data_offsets); the file is damaged or foreign.") \
+            from None
+    if any(d < 0 for d in shape):
+        raise WeightImportError(f"{path}: tensor {name!r} has a negative dimension.")
+    return dtype, shape, (begin, end)
 
 
 def write(path, arrays, metadata=None):
