@@ -94,6 +94,18 @@ def check_directories(**paths) -> None:
                                  "path.")
 
 
+def check_files(**paths) -> None:
+    """Raises `app.UsageError` for a path flag whose file does not exist.
+
+    Args:
+      **paths: flag name -> path (None or '' are skipped), e.g. raw_path=FLAGS.raw_path.
+    """
+    from absl import app
+    for name, path in paths.items():
+        if path and not os.path.exists(path):
+            raise app.UsageError(f"--{name}={path} does not exist; check the path.")
+
+
 def _parse_flags(argv):
     """absl's flag parsing, with a bad flag as one line and exit code 2."""
     from absl import flags

@@ -188,6 +188,16 @@ def run(argv_flags):
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    cli.check_directories(model_dir=FLAGS.model_dir, data_dir=FLAGS.data_dir)
+    if FLAGS.text_file and os.path.isfile(FLAGS.text_file) \
+            and os.path.getsize(FLAGS.text_file) == 0:
+        raise EvalInputError(f"--text_file={FLAGS.text_file} is empty; give a text with at least "
+                             "two tokens.")
+    if FLAGS.model_dir and FLAGS.batch_size >= 1:
+        import txl_tf
+        from txl_tf.memory_estimate import check_step_fits
+        check_step_fits(txl_tf.load_config(FLAGS.model_dir), FLAGS.batch_size,
+                        tgt_len=FLAGS.tgt_len, mem_len=FLAGS.mem_len)
     out = run(FLAGS)
     print(json.dumps(out), flush=True)
     return 0

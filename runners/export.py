@@ -135,6 +135,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     f = FLAGS
+    cli.check_directories(model_dir=f.model_dir, export_dir=f.export_dir)
     out = export(f.model_dir, f.export_dir, f.version, f.overwrite, f.tgt_len, f.mem_len,
                  f.clamp_len, f.same_length, f.gen_mem_len, f.gen_seg_len, f.text_signatures)
     print(json.dumps(out), flush=True)

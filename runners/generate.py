@@ -156,6 +156,29 @@ def run(f, out=sys.stdout):
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    cli.check_directories(model_dir=FLAGS.model_dir)
+    if FLAGS.mem_len is not None and FLAGS.mem_len < 1:
+        raise GenerateInputError(f"--mem_len={FLAGS.mem_len}: generation keeps the context in "
+                                 "the memory and needs --mem_len >= 1 (default: the model's).")
+    prompt_chars = len(FLAGS.prompt or "")
+    if FLAGS.prompt_file:
+        try:
+            with open(FLAGS.prompt_file, encoding="utf-8") as fh:
+                prompt_chars = len(fh.read())
+        except UnicodeDecodeError as error:
+            raise GenerateInputError(
+                f"--prompt_file={FLAGS.prompt_file} is not UTF-8 text (byte "
+                f"{error.object[error.start]:#04x} at offset {error.start}); save it as UTF-8."
+            ) from None
+    if FLAGS.model_dir:
+        import txl_tf
+        from txl_tf.memory_estimate import check_step_fits
+        config = txl_tf.load_config(FLAGS.model_dir)
+        mem_len = config.mem_len if FLAGS.mem_len is None else FLAGS.mem_len
+        seg_len = config.tgt_len if FLAGS.seg_len is None else FLAGS.seg_len
+        # Segments never exceed the prompt; the memory grows up to the whole context.
+        check_step_fits(config, 1, tgt_len=min(seg_len, max(prompt_chars, 1)),
+                        mem_len=min(mem_len, prompt_chars + max(FLAGS.num_tokens, 0)))
     result = run(FLAGS)
     print(json.dumps(result), flush=True)
     return 0

@@ -94,6 +94,10 @@ def main(argv):
         tgt_len=FLAGS.tgt_len, per_replica_batch=FLAGS.per_replica_batch,
         replicas_per_host=FLAGS.replicas_per_host, num_hosts=FLAGS.num_hosts,
         num_passes=FLAGS.num_passes, last_segment=FLAGS.last_segment)
+    cli.check_directories(data_dir=FLAGS.data_dir)
+    cli.check_files(raw_path=FLAGS.raw_path, train_path=FLAGS.train_path,
+                    valid_path=FLAGS.valid_path, test_path=FLAGS.test_path,
+                    vocab_path=FLAGS.vocab_path)
     summary = tf_records.prepare(FLAGS.dataset, FLAGS.data_dir,
                                  layouts={s: layout for s in splits}, raw_path=FLAGS.raw_path,
                                  download=FLAGS.download, progress=FLAGS.progress,

@@ -149,6 +149,7 @@ def main(argv):
     from txl_tf.memory_estimate import check_step_fits
 
     cli.check_directories(model_dir=FLAGS.model_dir, data_dir=FLAGS.data_dir)
+    cli.check_files(raw_path=FLAGS.raw_path)
     options = options_from_flags(FLAGS)
 
     def config_fn(n_token, cutoffs):

@@ -29,7 +29,8 @@ def read(path):
         raise WeightImportError(f"{path} is too short to be a safetensors file.")
     (size,) = struct.unpack("<Q", data[:8])
     if size > len(data) - 8:
-        raise WeightImportError(f"{path}: header length {size} exceeds the file size.")
+        raise WeightImportError(f"{path}: header length {size} exceeds the file size; the file "
+                                "is truncated or not a safetensors file.")
     try:
         header = json.loads(data[8:8 + size].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
