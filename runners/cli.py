@@ -137,12 +137,39 @@ def _is_project_class(error: BaseException) -> bool:
                for p in _PROJECT_PACKAGES)
 
 
+# A short write (NumPy's tofile, TensorFlow's file writers) or a message of ENOSPC.
+_DISK_FULL = re.compile(r"No space left on device|\d+ requested and \d+ written", re.I)
+
+
+def _path_in_traceback(error: BaseException):
+    """The file being written when `error` was raised: a local path of the innermost frame that
+    has one (`tmp`, `path`, ...), or None."""
+    tb, found = error.__traceback__, None
+    while tb is not None:
+        for name in ("tmp", "path", "filename", "file_path", "fname", "prefix"):
+            value = tb.tb_frame.f_locals.get(name)
+            if isinstance(value, str) and value and os.path.isdir(
+                    os.path.dirname(os.path.abspath(value))):
+                found = value
+                break
+        tb = tb.tb_next
+    return found
+
+
+def _disk_full(error: BaseException):
+    """(1, message) when `error` reports a full disk, else None."""
+    if getattr(error, "errno", None) != errno.ENOSPC and not _DISK_FULL.search(str(error)):
+        return None
+    path = getattr(error, "filename", None) or _path_in_traceback(error)
+    where = (f"the device holding {os.path.dirname(os.path.abspath(path))}" if path
+             else "the output device")
+    return RUNTIME_ERROR, (f"no space left on {where}; free space there or choose another "
+                           "directory.")
+
+
 def _os_error(error: OSError):
     """(exit code, message) of an OSError, or None for one that is not expected."""
     path = error.filename or "the output path"
-    if error.errno == errno.ENOSPC:
-        return RUNTIME_ERROR, (f"no space left on the device holding {path}; free space there "
-                               "or choose another directory.")
     if error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         what = "read-only" if error.errno == errno.EROFS else "not writable (permission denied)"
         return RUNTIME_ERROR, (f"{path} is {what}; choose a writable directory or fix its "
@@ -192,6 +219,9 @@ def classify(error: BaseException):
         return USAGE_ERROR, str(error)
     if isinstance(error, MemoryError):
         return RUNTIME_ERROR, f"out of memory{': ' + str(error) if str(error) else ''}; {_MEMORY_FIX}."
+    full = _disk_full(error)
+    if full is not None:
+        return full
     tf_result = _tf_error(error)
     if tf_result is not None:
         return tf_result
