@@ -260,7 +260,7 @@ def test_cli_prints_json_line_and_writes_tensorboard(tmp_path):
     np.testing.assert_allclose(out["bpc"], expected.loss / math.log(2), rtol=1e-5)
     assert any(name.startswith("events") for name in os.listdir(tmp_path / "tb"))
     bad = run_cli("evaluate.py", f"--model_dir={tmp_path / 'missing'}", f"--text_file={text}")
-    assert bad.returncode == 1 and "not a txl-tf model directory" in bad.stderr
+    assert bad.returncode == 2 and "not a txl-tf model directory" in bad.stderr
     unknown_flag = run_cli("evaluate.py", "--model_dir=x", "--no_such_flag=1")
     assert unknown_flag.returncode != 0 and "no_such_flag" in unknown_flag.stderr
 

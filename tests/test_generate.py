@@ -177,7 +177,7 @@ def test_generate_bad_input_and_cli(tmp_path):
         [sys.executable, os.path.join(REPO, "runners", "generate.py"),
          f"--model_dir={tmp_path / 'm'}", "--prompt=w1 cat"],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
-    assert proc.returncode == 1 and "unknown word symbol 'cat'" in proc.stderr
+    assert proc.returncode == 2 and "unknown word symbol 'cat'" in proc.stderr
 
 
 def test_each_new_token_is_one_forward_pass_of_length_one():
