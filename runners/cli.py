@@ -194,7 +194,9 @@ def _tf_error(error: BaseException):
     first = (error.message or str(error)).strip().splitlines()[0] if str(error) else ""
     first = first[:300]
     if isinstance(error, tf.errors.ResourceExhaustedError):
-        return RUNTIME_ERROR, f"out of memory: {first}; {_MEMORY_FIX}."
+        shape = re.search(r"OOM when allocating tensor with shape\s*(\[[\d, ]*\])", str(error))
+        what = f"a tensor of shape {shape.group(1)}" if shape else first
+        return RUNTIME_ERROR, f"out of memory allocating {what}; {_MEMORY_FIX}."
     if isinstance(error, tf.errors.DataLossError):
         return RUNTIME_ERROR, (f"damaged file: {first}; restore it from a copy or make it "
                                "again.")

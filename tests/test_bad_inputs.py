@@ -284,3 +284,69 @@ def test_runtime_failures_on_a_small_tmpfs(tmp_path, options, code, pattern):
                                        f"--data_dir={mount_point}/d", "--noprogress"],
                       cwd=str(tmp_path), wrap=_with_tmpfs(options, mount_point))
     _check_one_error_line(proc, code, pattern.replace("/mnt", re.escape(mount_point)))
+
+
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="needs prlimit (util-linux)")
+def test_out_of_memory_during_the_work_is_one_line(shared, tmp_path):
+    """Sizes below the memory lower bound of this machine, under a 3 GB address-space limit:
+    TensorFlow's ResourceExhaustedError becomes one line with exit code 1."""
+    args = [f"--model_dir={shared['model']}", f"--text_file={shared['root']}/text.txt",
+            "--batch_size=16", "--mem_len=400000", "--tb_dir=", "--noprogress"]
+    before = snapshot(shared["model"])
+    proc = run_runner("evaluate", args, cwd=str(tmp_path),
+                      wrap=[shutil.which("prlimit"), "--as=3000000000"])
+    _check_one_error_line(proc, 1, r"out of memory allocating a tensor of shape \[16,400\d*,32\]"
+                                   r"; lower --batch_size")
+    assert snapshot(shared["model"]) == before
+
+
+def test_memory_estimate_counts_what_the_model_holds():
+    """The memory term is the bytes of the model's own memory tensors; training keeps more."""
+    import txl_tf
+    from txl_tf.memory_estimate import MemoryEstimateError, check_step_fits, step_memory_bytes
+
+    config = txl_tf.TransformerXLConfig(n_token=30, n_layer=3, d_model=16, n_head=2, d_head=8,
+                                        d_inner=32, tgt_len=5, mem_len=7)
+    mems = txl_tf.TransformerXL(config).init_mems(4, 7)
+    held = sum(int(m.numpy().nbytes) for m in mems)
+    no_attention = step_memory_bytes(config, 4, tgt_len=0, mem_len=7)
+    assert no_attention == held
+    scores = 4 * config.n_head * 5 * (5 + 7) * 4  # one [B, H, Q, M + Q] float32 tensor
+    assert step_memory_bytes(config, 4) == held + 2 * scores
+    assert step_memory_bytes(config, 4, training=True) == held + (config.n_layer + 1) * scores
+    check_step_fits(config, 4, available=held + 2 * scores)
+    with pytest.raises(MemoryEstimateError, match=r"tgt_len 5, mem_len 7, batch 4"):
+        check_step_fits(config, 4, available=held + 2 * scores - 1)
+
+
+def test_error_classes_map_to_exit_codes():
+    """runners/cli.py: runtime failures 1, usage errors 2, anything else a bug (None)."""
+    import errno
+    import fractions
+
+    import tensorflow as tf
+
+    from runners import cli
+    from runners.training import TrainError
+
+    def raised(fn):
+        try:
+            fn()
+        except BaseException as error:  # noqa: BLE001
+            return error
+        raise AssertionError("no exception")
+
+    oom = tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor with "
+                                           "shape[8,100,32] and type float")
+    assert cli.classify(oom) == (1, "out of memory allocating a tensor of shape [8,100,32]; "
+                                    f"{cli._MEMORY_FIX}.")
+    assert cli.classify(tf.errors.DataLossError(None, None, "corrupted record at 12"))[0] == 1
+    assert cli.classify(MemoryError())[0] == 1
+    assert cli.classify(OSError(errno.EROFS, "Read-only file system", "/x/y")) == (
+        1, "/x/y is read-only; choose a writable directory or fix its permissions.")
+    assert cli.classify(TrainError("bad flag"))[1] == "bad flag"
+    assert cli.classify(TrainError("bad flag"))[0] == 2
+    assert cli.classify(raised(lambda: int("many")))[0] == 2  # raised by txl-tf's own code
+    # A ValueError raised inside a library's Python code (not a check of txl-tf) is a bug.
+    assert cli.classify(raised(lambda: fractions.Fraction("many"))) is None
+    assert cli.classify(KeyError("file_bytes")) is None

@@ -90,10 +90,10 @@ def read_weights(input_dir):
             arrays = safetensors_io.read(path)
         elif name == "tf_model.h5":
             arrays = hdf5_weights.read_as_pytorch_names(path)
-        if not arrays:
-            raise WeightImportError(f"{path} holds no tensors; it is not a TransfoXL weight file.")
         else:
             arrays = _read_pytorch_bin(path)
+        if not arrays:
+            raise WeightImportError(f"{path} holds no tensors; it is not a TransfoXL weight file.")
         return SourceWeights(arrays, description=f"Hugging Face {path}"), name
     raise WeightImportError(f"{input_dir} has none of {list(WEIGHT_FILES)}.")
 
