@@ -271,19 +271,36 @@ def _with_tmpfs(options, mount_point):
             'mount -t tmpfs -o "$0" tmpfs "$1" && shift 1 && exec "$@"', options, mount_point]
 
 
+TMPFS_CASES = [  # (id, tmpfs options, runner, args with {mnt} and {model}, exit code, regex)
+    ("prepare_read_only", "ro,size=64k", "prepare_data",
+     ["--dataset=builtin", "--max_bytes=400000", "--data_dir={mnt}/d", "--noprogress"],
+     1, r"{mnt}/d is read-only; choose a writable directory"),
+    ("prepare_disk_full", "size=64k", "prepare_data",
+     ["--dataset=builtin", "--max_bytes=400000", "--data_dir={mnt}/d", "--noprogress"],
+     1, r"no space left on the device holding {mnt}/d; free space there"),
+    ("export_read_only", "ro,size=64k", "export",
+     ["--model_dir={model}", "--export_dir={mnt}/e", "--notext_signatures"],
+     1, r"{mnt}/e is read-only; choose a writable directory"),
+    ("export_disk_full", "size=100k", "export",
+     ["--model_dir={model}", "--export_dir={mnt}/e", "--notext_signatures"],
+     1, r"no space left on the device holding {mnt}/e"),
+]
+
+
 @pytest.mark.skipif(not _private_mount_works(),
                     reason="needs `unshare -m` and tmpfs mounts (root or user namespaces)")
-@pytest.mark.parametrize("options,code,pattern", [
-    ("ro,size=64k", 1, r"/mnt/d is read-only; choose a writable directory"),
-    ("size=64k", 1, r"no space left on the device holding /mnt/d; free space there"),
-], ids=["read_only_data_dir", "disk_full_data_dir"])
-def test_runtime_failures_on_a_small_tmpfs(tmp_path, options, code, pattern):
+@pytest.mark.parametrize("options,runner,args,code,pattern", [c[1:] for c in TMPFS_CASES],
+                         ids=[c[0] for c in TMPFS_CASES])
+def test_runtime_failures_on_a_small_tmpfs(shared, tmp_path, options, runner, args, code,
+                                           pattern):
+    """A read-only or full file system (a private tmpfs mount of the runner's process)."""
     mount_point = str(tmp_path / "mnt")
     os.mkdir(mount_point)
-    proc = run_runner("prepare_data", ["--dataset=builtin", "--max_bytes=400000",
-                                       f"--data_dir={mount_point}/d", "--noprogress"],
+    before = snapshot(shared["model"])
+    proc = run_runner(runner, [a.format(mnt=mount_point, **shared) for a in args],
                       cwd=str(tmp_path), wrap=_with_tmpfs(options, mount_point))
-    _check_one_error_line(proc, code, pattern.replace("/mnt", re.escape(mount_point)))
+    _check_one_error_line(proc, code, pattern.format(mnt=re.escape(mount_point)))
+    assert snapshot(shared["model"]) == before
 
 
 @pytest.mark.skipif(shutil.which("prlimit") is None, reason="needs prlimit (util-linux)")
