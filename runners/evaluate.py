@@ -189,6 +189,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     cli.check_directories(model_dir=FLAGS.model_dir, data_dir=FLAGS.data_dir)
+    cli.check_files(data_dir=FLAGS.data_dir, vocab_file=FLAGS.vocab_file)
     if FLAGS.text_file and os.path.isfile(FLAGS.text_file) \
             and os.path.getsize(FLAGS.text_file) == 0:
         raise EvalInputError(f"--text_file={FLAGS.text_file} is empty; give a text with at least "

@@ -157,6 +157,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     cli.check_directories(model_dir=FLAGS.model_dir)
+    cli.check_files(vocab_file=FLAGS.vocab_file)
     if FLAGS.mem_len is not None and FLAGS.mem_len < 1:
         raise GenerateInputError(f"--mem_len={FLAGS.mem_len}: generation keeps the context in "
                                  "the memory and needs --mem_len >= 1 (default: the model's).")
