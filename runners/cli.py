@@ -24,7 +24,8 @@ Errors: an expected failure is one line on stderr, `error: <problem>; <fix>`, an
   2  usage error: a bad flag value, a missing or invalid path given by the user, a foreign or
      corrupt input file: the error classes of txl-tf (`ConfigError`, `ModelDirError`,
      `DataError`, `TrainError`, `StrategyError`, `WeightImportError`, ...) and the
-     `ValueError`s txl-tf's own code raises to reject an input.
+     `ValueError`s txl-tf's own code raises to reject an input. An error class of txl-tf
+     that reports a failure during the work instead sets the class attribute `exit_code = 1`.
  130 interrupted (Ctrl-C).
 `--verbosity=1` prints the traceback above the line. Any other exception is a bug and keeps its
 traceback.
@@ -137,8 +138,9 @@ def _raised_by_project(error: BaseException) -> bool:
 
 
 def _is_project_class(error: BaseException) -> bool:
-    return any(type(error).__module__ == p or type(error).__module__.startswith(p + ".")
-               for p in _PROJECT_PACKAGES)
+    """Whether `error` is an instance of an error class of txl-tf (or of a subclass of one)."""
+    return any(cls.__module__ == p or cls.__module__.startswith(p + ".")
+               for cls in type(error).__mro__ for p in _PROJECT_PACKAGES)
 
 
 # A short write (NumPy's tofile, TensorFlow's file writers) or a message of ENOSPC.
@@ -235,7 +237,7 @@ def classify(error: BaseException):
         return _os_error(error)
     if isinstance(error, (ValueError, OSError)) and (
             _is_project_class(error) or (type(error) is ValueError and _raised_by_project(error))):
-        return USAGE_ERROR, str(error)
+        return getattr(error, "exit_code", USAGE_ERROR), str(error)
     return None
 
 

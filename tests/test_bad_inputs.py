@@ -378,6 +378,11 @@ def test_error_classes_map_to_exit_codes():
         1, "/x/y is read-only; choose a writable directory or fix its permissions.")
     assert cli.classify(TrainError("bad flag"))[1] == "bad flag"
     assert cli.classify(TrainError("bad flag"))[0] == 2
+
+    class DamagedDuringWork(TrainError):
+        exit_code = 1
+
+    assert cli.classify(DamagedDuringWork("damaged ckpt-4.index")) == (1, "damaged ckpt-4.index")
     assert cli.classify(raised(lambda: int("many")))[0] == 2  # raised by txl-tf's own code
     # A ValueError raised inside a library's Python code (not a check of txl-tf) is a bug.
     assert cli.classify(raised(lambda: fractions.Fraction("many"))) is None
