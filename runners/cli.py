@@ -226,7 +226,8 @@ def classify(error: BaseException):
     if isinstance(error, (app.UsageError, flags.Error)):
         return USAGE_ERROR, str(error)
     if isinstance(error, MemoryError):
-        return RUNTIME_ERROR, f"out of memory{': ' + str(error) if str(error) else ''}; {_MEMORY_FIX}."
+        detail = f": {error}" if str(error) else ""
+        return RUNTIME_ERROR, f"out of memory{detail}; {_MEMORY_FIX}."
     full = _disk_full(error)
     if full is not None:
         return full

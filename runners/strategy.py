@@ -121,7 +121,8 @@ def check_devices(devices: Sequence[str]) -> None:
     present = {}
     for device in tf.config.list_logical_devices():
         spec = tf.DeviceSpec.from_string(device.name)
-        present[(spec.device_type.upper(), spec.device_index)] = f"/{spec.device_type}:{spec.device_index}"
+        key = (spec.device_type.upper(), spec.device_index)
+        present[key] = f"/{spec.device_type}:{spec.device_index}"
     for name in devices:
         try:
             spec = tf.DeviceSpec.from_string(name)
