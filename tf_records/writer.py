@@ -13,7 +13,6 @@ last, so a failure never leaves records that look valid.
 import concurrent.futures
 import contextlib
 import os
-import tempfile
 import time
 
 import numpy as np
@@ -43,13 +42,17 @@ def write_records(data_dir, split, tokens: np.ndarray, layout: RecordLayout, *, 
     import tensorflow as tf
 
     data_dir = os.fspath(data_dir)
-    os.makedirs(data_dir, exist_ok=True)
+    atomic.ensure_dir(data_dir)
     tokens = np.asarray(tokens, np.int32)
     offsets = streams.pass_offsets(tokens.size, layout.num_passes, seed)
     matrix, num_steps = streams.stream_matrix(tokens, layout, offsets)
     info_path = os.path.join(data_dir, metadata.info_file(layout, split))
-    with contextlib.suppress(FileNotFoundError):
+    try:
         os.remove(info_path)  # stale metadata must never describe new, partial files
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        raise (atomic.storage_error(error, info_path) or error) from None
 
     names = [metadata.record_file(layout, split, h) for h in range(layout.num_hosts)]
     temps = []
@@ -60,8 +63,7 @@ def write_records(data_dir, split, tokens: np.ndarray, layout: RecordLayout, *, 
     pool = concurrent.futures.ThreadPoolExecutor(1)
     try:
         for host, name in enumerate(names):
-            fd, tmp = tempfile.mkstemp(prefix="." + name + ".", suffix=".tmp", dir=data_dir)
-            os.close(fd)
+            tmp = atomic.new_temp(data_dir, name)
             temps.append(tmp)
             host_streams = streams.host_streams(layout, host)
 
@@ -98,6 +100,11 @@ def write_records(data_dir, split, tokens: np.ndarray, layout: RecordLayout, *, 
         for tmp, name in zip(temps, names):
             os.replace(tmp, os.path.join(data_dir, name))
         temps = []
+    except (OSError, tf.errors.OpError) as error:  # disk full or read-only: one clear error
+        translated = atomic.storage_error(error, os.path.join(data_dir, names[max(len(temps), 1) - 1]))
+        if translated is None:
+            raise
+        raise translated from None
     finally:
         pool.shutdown()
         for tmp in temps:
