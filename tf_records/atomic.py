@@ -61,20 +61,6 @@ def ensure_dir(path, what="data_dir"):
             "another directory.")) from None
 
 
-def current_umask() -> int:
-    """The process umask (read from /proc where it can be, without changing it)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except OSError:
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def new_temp(directory, name):
     """Creates an empty temporary file ``.<name>.<random>.tmp`` in ``directory``; returns its path.
 
