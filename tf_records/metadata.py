@@ -159,7 +159,10 @@ def find_records(data_dir, split, layout: RecordLayout, vocab_size=None, verify=
       RecordsNotFoundError: nothing for this split/layout (the message holds the command).
       RecordsMismatchError: records for this split exist only with other values, or the vocabulary
         in ``data_dir`` changed since they were written (which value differs, how to rebuild).
-      RecordsCorruptError: a file is missing, has the wrong size or fails its checksum.
+      RecordsCorruptError: a file is missing, has the wrong size or fails its checksum, or the
+        metadata JSON / corpus-info.json is not JSON or lacks a key.
+      VocabularyMismatchError: ``vocab.txt`` is missing or differs from ``corpus-info.json``.
+      DataDirError: ``data_dir`` is a file.
     """
     data_dir = os.fspath(data_dir)
     check_data_dir(data_dir)
@@ -203,9 +206,9 @@ def find_records(data_dir, split, layout: RecordLayout, vocab_size=None, verify=
 def verify_host_files(meta, host, checksum=False, command=""):
     """Checks that ``host``'s files exist with the recorded size (and sha256 if ``checksum``).
 
-    The sha256 of every file is cheap next to training (hashlib reads about 1.5 GB/s per core,
-    several times faster than a pass of TensorFlow's per-record CRC check), so the runners check
-    it before the first read.
+    Hashing a file is several times faster than a pass of TensorFlow's per-record CRC check and
+    also catches records rewritten with valid CRCs, so the runners check the sha256 of every file
+    before the first read.
 
     Raises:
       RecordsCorruptError: one line naming the damaged file and the command that re-makes it.
