@@ -279,3 +279,17 @@ def test_disk_full_while_writing_the_token_cache(tmp_path):
         assert temp_files(mount) == []
         assert not os.path.exists(data_dir / "train.ids.bin")
         assert not os.path.exists(data_dir / "corpus-info.json")  # the data_dir is not complete
+
+
+def test_temp_file_of_a_killed_writer_is_removed(trained, tmp_path):
+    """A killed prepare leaves `.<records>.<random>.tmp`; the next one removes it, or the disk
+    it filled stays full."""
+    with tmpfs(tmp_path / "small", "300k") as mount:
+        data_dir = mount / "data"
+        os.makedirs(data_dir)
+        stale = data_dir / f".{TRAIN_RECORDS}.0badc0de.tmp"
+        stale.write_bytes(b"\0" * 200_000)
+        result = prepare(data_dir)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert temp_files(mount) == []
+        assert (data_dir / TRAIN_RECORDS).read_bytes() == (trained[0] / TRAIN_RECORDS).read_bytes()

@@ -12,6 +12,7 @@ last, so a failure never leaves records that look valid.
 """
 import concurrent.futures
 import contextlib
+import glob
 import os
 import time
 
@@ -23,6 +24,14 @@ from tf_records.example_codec import (WindowRecordEncoder, encode_varint_stream,
 from tf_records.layout import RecordLayout
 
 CHUNK_TOKENS = 1 << 21  # tokens (per feature) serialized at once
+
+
+def _remove_stale_temps(data_dir, names):
+    """Removes temporary record files a killed writer left behind (they may fill the disk)."""
+    for name in names:
+        for stale in glob.glob(os.path.join(glob.escape(data_dir), f".{glob.escape(name)}.*.tmp")):
+            with contextlib.suppress(OSError):
+                os.remove(stale)
 
 
 def write_records(data_dir, split, tokens: np.ndarray, layout: RecordLayout, *, corpus_info: dict,
@@ -55,6 +64,7 @@ def write_records(data_dir, split, tokens: np.ndarray, layout: RecordLayout, *, 
         raise (atomic.storage_error(error, info_path) or error) from None
 
     names = [metadata.record_file(layout, split, h) for h in range(layout.num_hosts)]
+    _remove_stale_temps(data_dir, names)
     temps = []
     steps_per_chunk = max(1, CHUNK_TOKENS // (layout.per_host_batch * layout.tgt_len))
     total_records = num_steps * layout.num_streams
