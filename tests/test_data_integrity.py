@@ -124,8 +124,9 @@ def test_files_respect_the_umask(trained, tmp_path, umask):
 
 
 # ------------------------------------------------------------------------- damaged records
-def test_record_corrupted_in_place_is_named_before_training(data_copy, tmp_path):
-    path = data_copy / TRAIN_RECORDS
+@pytest.mark.parametrize("split", ["train", "valid"])
+def test_record_corrupted_in_place_is_named_before_training(trained, data_copy, tmp_path, split):
+    path = data_copy / metadata.record_file(LAYOUT, split, 0)
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x55  # same size: only a checksum notices
     path.write_bytes(bytes(data))
@@ -134,15 +135,16 @@ def test_record_corrupted_in_place_is_named_before_training(data_copy, tmp_path)
                      "runners/prepare_data.py --dataset=synthetic")
     assert f"--data_dir={data_copy}" in line and "--tgt_len=16" in line
     assert snapshot(data_copy) == before  # the damaged file is reported, never replaced
-    assert not os.path.exists(tmp_path / "model" / "checkpoint")
-    # The library says the same before the first element is read.
+    assert not os.path.exists(tmp_path / "model" / "checkpoint")  # not one step was trained
+    # The library says the same before any dataset is built.
     with pytest.raises(tf_records.RecordsCorruptError, match="fails its sha256"):
-        tf_records.make_input_fn(data_copy, "train", LAYOUT)()
+        tf_records.make_input_fn(data_copy, split, LAYOUT)
     # The command the message gives really repairs the data_dir.
     command = line.split("Re-make it with: ")[1].split()
     fixed = run_runner("prepare_data.py", *command[2:], "--noprogress")
     assert fixed.returncode == 0, fixed.stderr[-3000:]
-    tf_records.make_input_fn(data_copy, "train", LAYOUT)()
+    assert path.read_bytes() == (trained[0] / path.name).read_bytes()
+    tf_records.make_input_fn(data_copy, split, LAYOUT)
 
 
 def test_record_file_truncated(data_copy, tmp_path):
