@@ -297,10 +297,10 @@ def run_training(options: TrainOptions,
         per_replica)
 
     train_fn = tf_records.make_input_fn(o.data_dir, "train", layouts["train"], repeat=True,
-                                        start_step=step, vocab_size=vocab_size, verify="size")
+                                        start_step=step, vocab_size=vocab_size, verify="checksum")
     iterator = iter(strategy.distribute_datasets_from_function(train_fn))
     valid_fn = tf_records.make_input_fn(o.data_dir, "valid", layouts["valid"], repeat=False,
-                                        vocab_size=vocab_size, verify="size")
+                                        vocab_size=vocab_size, verify="checksum")
 
     summaries = RunSummaries(o.model_dir, level, enabled=is_chief)
     metric = metric_name(level)

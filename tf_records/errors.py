@@ -35,4 +35,13 @@ class RecordsMismatchError(DataError):
 
 
 class RecordsCorruptError(DataError):
-    """Record files are missing, truncated or fail their checksum."""
+    """A prepared file (records, record metadata, corpus info, token cache) is missing,
+    truncated, malformed or fails its checksum."""
+
+
+class VocabularyMismatchError(VocabularyError):
+    """A data directory's ``vocab.txt`` is missing or differs from its ``corpus-info.json``."""
+
+
+class DataDirError(DataError):
+    """A data directory cannot be used: it is a file, read-only, or its disk is full."""

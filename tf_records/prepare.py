@@ -34,6 +34,7 @@ def load_vocab(data_dir, corpus_info=None) -> Vocabulary:
     info = corpus_info or metadata.read_corpus_info(data_dir)
     if info is None:
         raise DataError(f"{data_dir} has no {metadata.CORPUS_INFO}; run runners/prepare_data.py first.")
+    metadata.check_vocab_file(data_dir, info)
     return Vocabulary.load(os.path.join(data_dir, metadata.VOCAB_FILE), info["level"],
                            specials=info.get("specials", []), unk_symbol=info.get("unk_symbol"),
                            unk_policy=info.get("unk_policy", "error"))
@@ -82,8 +83,10 @@ def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progr
             raise DataError(f"unknown split {split!r} for {dataset}; splits: {list(corpus.splits)}.")
         if not isinstance(layout, RecordLayout):
             raise DataError(f"layouts[{split!r}] must be a RecordLayout, got {layout!r}.")
-    os.makedirs(data_dir, exist_ok=True)
+    atomic.ensure_dir(data_dir)
     info = metadata.read_corpus_info(data_dir)
+    if info is not None and os.path.exists(os.path.join(data_dir, metadata.VOCAB_FILE)):
+        metadata.check_vocab_file(data_dir, info)  # an edited vocabulary is never overwritten
     if info is not None and (info.get("dataset") != dataset or info.get("options") != corpus.fingerprint()):
         raise DataError(
             f"{data_dir} already holds {info.get('dataset')} prepared with options "

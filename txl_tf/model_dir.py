@@ -30,6 +30,9 @@ def write_json_atomic(path: str, payload) -> None:
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
     try:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes 0600; others may share the model_dir
         with os.fdopen(fd, "w") as f:
             json.dump(payload, f, indent=2, sort_keys=True)
             f.write("\n")
