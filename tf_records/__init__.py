@@ -29,7 +29,7 @@ from tf_records.errors import (CorpusError, DataError, DownloadError, LayoutErro
                                VocabularyError)
 from tf_records.layout import RecordLayout
 from tf_records.metadata import find_records, prepare_command, read_corpus_info
-from tf_records.prepare import load_vocab, prepare
+from tf_records.prepare import load_vocab, prepare, recorded_corpus
 from tf_records.reader import dataset_from_tokens, make_input_fn
 from tf_records.stream_cache import load as load_token_stream
 from tf_records.text_codec import detokenize, tokenize_text
@@ -41,5 +41,5 @@ __all__ = [
     "RecordsCorruptError", "RecordsMismatchError", "RecordsNotFoundError", "SyntheticCorpus",
     "TextRules", "Vocabulary", "VocabularyError", "dataset_from_tokens", "detokenize",
     "find_records", "get_corpus", "load_token_stream", "load_vocab", "make_input_fn", "prepare",
-    "prepare_command", "read_corpus_info", "tokenize_text",
+    "prepare_command", "read_corpus_info", "recorded_corpus", "tokenize_text",
 ]
