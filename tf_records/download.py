@@ -71,8 +71,7 @@ def fetch(url, dest, md5=None, sha256=None, size=None, progress=True, timeout=15
     dest = os.fspath(dest)
     os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
     tmp = dest + ".part"
-    hint = (f"Download {url} yourself and pass it with --raw_path=FILE "
-            "(or tf_records.prepare(..., raw_path=FILE)).")
+    hint = f"Download {url} yourself and pass it with --raw_path=FILE."
     try:
         try:
             response = urllib.request.urlopen(url, timeout=timeout)
