@@ -95,7 +95,10 @@ def recorded_corpus(data_dir, dataset=None, raw_path=None, options=None):
         given["train_path"] = os.path.abspath(raw_path)
     if not recorded:
         return dataset, given
-    options = {**(info.get("options") or {}), **given}
+    defaults = get_corpus(dataset).OPTIONS
+    options = {k: v for k, v in (info.get("options") or {}).items()
+               if k not in defaults or defaults[k] != v}  # the fingerprint fills in the rest
+    options.update(given)
     _check_same_options(data_dir, info, get_corpus(dataset, **options))
     return dataset, options
 
