@@ -3,7 +3,13 @@
 With no flags at all it trains a small model on the built-in corpus (the bytes of Python's
 standard library) in a few minutes on CPU, and prints where the TensorBoard logs are. The same
 code runs on one CPU, several GPUs (`--strategy=mirrored`), several machines
-(`--strategy=multi_worker_mirrored`, cluster in TF_CONFIG) or a TPU (`--strategy=tpu --tpu=...`).
+(`--strategy=multi_worker_mirrored`, cluster in TF_CONFIG) or a TPU (`--strategy=tpu --tpu=...`);
+the recipes' `--strategy=auto` takes a TPU when `--tpu` is given or one is attached, else this
+machine's GPUs or CPU, and says which in one line.
+
+Data: `--data_dir` prepared by runners/prepare_data.py is used with the dataset and corpus options
+its corpus-info.json records (give an option only to change it); missing records are made by
+the chief, downloading the corpus on first use (`--raw_path` for a file already on disk).
 
 Unknown flags, also in flagfiles, are errors. A restarted run with the same flags and --model_dir
 resumes from the last checkpoint: same weights, optimizer state, data position and memory.
