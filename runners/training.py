@@ -2,10 +2,12 @@
 
 `run_training(options, config_fn)` is what `runners/train.py` calls after parsing its flags; tests
 call it directly. The run:
-  1. creates the strategy and derives the layout (per-replica batch = global batch / replicas);
-  2. finds the train/valid records for that layout (prepares them itself for the built-in and
-     synthetic corpora or when `raw_path` is given; otherwise raises the error that names the
-     exact `runners/prepare_data.py` command);
+  1. creates the strategy (`auto`: see `runners/strategy.py: resolve_auto`) and derives the
+     layout (per-replica batch = global batch / replicas);
+  2. finds the train/valid records for that layout with the dataset and corpus options that
+     data_dir/corpus-info.json records (given options override them), and makes missing ones
+     (from the token cache, the raw data, or the corpus downloaded on first use by the chief);
+     raises gradient accumulation when a replica's streams do not fit (`runners/batch_fit.py`);
   3. builds the model and optimizer under `strategy.scope()`, writes config.json, vocab.txt,
      corpus-info.json and flags.txt into `model_dir`;
   4. resumes from the newest checkpoint of `model_dir` (weights, optimizer, step, dropout RNG,
