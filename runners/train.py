@@ -180,7 +180,7 @@ def main(argv):
     except (TrainError, tf_records.DataError, txl_tf.ConfigError, txl_tf.ModelDirError,
             ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(1 if isinstance(error, tf_records.DownloadError) else 2)  # network: runtime
 
 
 if __name__ == "__main__":
