@@ -89,8 +89,9 @@ def _input_fn(data_dir, split, layout, vocab_size, progress):
         if not info or "dataset" not in info:
             raise
         try:
-            tf_records.prepare(info["dataset"], data_dir, layouts={split: layout},
-                               download=False, progress=progress, **info.get("options", {}))
+            dataset, options = tf_records.recorded_corpus(data_dir)
+            tf_records.prepare(dataset, data_dir, layouts={split: layout}, download=False,
+                               progress=progress, **options)
         except tf_records.DataError:
             raise error from None
     return make_input_fn(data_dir, split, layout, repeat=False, vocab_size=vocab_size,
