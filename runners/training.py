@@ -2,10 +2,12 @@
 
 `run_training(options, config_fn)` is what `runners/train.py` calls after parsing its flags; tests
 call it directly. The run:
-  1. creates the strategy and derives the layout (per-replica batch = global batch / replicas);
-  2. finds the train/valid records for that layout (prepares them itself for the built-in and
-     synthetic corpora or when `raw_path` is given; otherwise raises the error that names the
-     exact `runners/prepare_data.py` command);
+  1. creates the strategy (`auto`: see `runners/strategy.py: resolve_auto`) and derives the
+     layout (per-replica batch = global batch / replicas);
+  2. finds the train/valid records for that layout with the dataset and corpus options that
+     data_dir/corpus-info.json records (given options override them), and makes missing ones
+     (from the token cache, the raw data, or the corpus downloaded on first use by the chief);
+     raises gradient accumulation when a replica's streams do not fit (`runners/batch_fit.py`);
   3. builds the model and optimizer under `strategy.scope()`, writes config.json, vocab.txt,
      corpus-info.json and flags.txt into `model_dir`;
   4. resumes from the newest checkpoint of `model_dir` (weights, optimizer, step, dropout RNG,
@@ -29,7 +31,7 @@ from absl import logging
 
 import tf_records
 import txl_tf
-from runners import checkpointing, flags_model, strategy as strategy_lib
+from runners import batch_fit, checkpointing, flags_model, strategy as strategy_lib
 from runners.lr_schedule import WarmupCosineSchedule, warmup_cosine_lr
 from runners.optimizer import make_optimizer
 from runners.summaries import RunSummaries, format_duration, metric_name, metric_value
@@ -47,9 +49,10 @@ class TrainOptions:
     """Everything of a run except the model configuration (see runners/train.py for help)."""
     model_dir: str = "runs/default"
     data_dir: str = "data/builtin"
-    dataset: str = "builtin"
-    corpus_options: dict = dataclasses.field(default_factory=dict)
+    dataset: Optional[str] = "builtin"  # None: what data_dir/corpus-info.json records (builtin)
+    corpus_options: dict = dataclasses.field(default_factory=dict)  # given ones; others recorded
     raw_path: Optional[str] = None
+    download: bool = True              # the chief downloads a missing corpus archive
     per_host_train_bsz: int = 16
     train_batch_size: int = 0          # global; 0 = per_host_train_bsz * hosts
     per_host_valid_bsz: int = 0        # 0 = per_host_train_bsz
@@ -60,6 +63,7 @@ class TrainOptions:
     min_lr_ratio: float = 0.004
     clip: float = 0.25
     grad_accum_steps: int = 1
+    max_per_replica_batch: int = 0     # streams a replica computes at once (0: memory estimate)
     precision: str = "float32"
     steps_per_loop: int = 50
     log_steps: int = 50
@@ -102,12 +106,13 @@ def unigram_entropy(data_dir: str, split: str = "train",
 
 def ensure_records(options: TrainOptions, layouts: dict, vocab_size=None,
                    may_prepare: bool = True, wait_seconds: float = 0.0) -> dict:
-    """Metadata per split. Missing records are made here when the raw data is at hand (the
-    built-in and synthetic corpora, --raw_path, or a data_dir already prepared for another
-    layout or holding the downloaded archive; never downloads); otherwise the error names the
-    exact runners/prepare_data.py command. With `may_prepare=False` (a non-chief worker) the
-    chief makes them: wait up to `wait_seconds` for them to appear in the shared data_dir.
-    Other hosts' record files need not be on this machine: each host's input_fn checks its own."""
+    """Metadata per split. Missing records are made here: from the token cache of a data_dir
+    already prepared (silently), else from the raw data (the built-in and synthetic corpora,
+    --raw_path, data_dir/raw, or the corpus archive downloaded with a progress bar and checked
+    when `options.download`); a failed download is one line naming the URL and --raw_path.
+    With `may_prepare=False` (a non-chief worker) the chief makes them: wait up to
+    `wait_seconds` for them to appear in the shared data_dir. Other hosts' record files need
+    not be on this machine: each host's input_fn checks its own."""
     metas, missing = {}, {}
     for split, layout in layouts.items():
         try:
@@ -136,11 +141,17 @@ def ensure_records(options: TrainOptions, layouts: dict, vocab_size=None,
             raise first_error
         return metas
     logging.info("making the %s records in %s", sorted(missing), options.data_dir)
+    building = tf_records.read_corpus_info(options.data_dir) is None
     try:
         tf_records.prepare(options.dataset, options.data_dir,
                            layouts={s: layouts[s] for s in missing}, raw_path=options.raw_path,
-                           download=False, progress=False, **options.corpus_options)
-    except (tf_records.CorpusError, tf_records.DownloadError) as error:
+                           download=options.download, progress=building,
+                           **options.corpus_options)
+    except tf_records.DownloadError:
+        raise
+    except tf_records.CorpusError as error:
+        if options.download or options.raw_path:
+            raise
         info = tf_records.read_corpus_info(options.data_dir) or {
             "dataset": options.dataset, "option_flags": []}
         splits = sorted(missing)
@@ -160,12 +171,19 @@ def ensure_records(options: TrainOptions, layouts: dict, vocab_size=None,
 
 
 def copy_data_files(data_dir: str, model_dir: str) -> None:
+    """vocab.txt and corpus-info.json of `data_dir` into `model_dir`; the copy of
+    corpus-info.json also records `data_dir` (absolute), where evaluate.py finds the data the
+    model was trained on."""
     for name in ("vocab.txt", "corpus-info.json"):
         source = os.path.join(data_dir, name)
         if os.path.exists(source):
             tmp = os.path.join(model_dir, f".tmp-{name}")
             shutil.copyfile(source, tmp)
             os.replace(tmp, os.path.join(model_dir, name))
+    info = tf_records.read_corpus_info(model_dir)
+    if info is not None:
+        info["data_dir"] = os.path.abspath(data_dir)
+        txl_tf.model_dir.write_json_atomic(os.path.join(model_dir, "corpus-info.json"), info)
 
 
 def warm_start(model, path: str, config) -> str:
@@ -180,6 +198,41 @@ def warm_start(model, path: str, config) -> str:
             raise TrainError(f"--init_checkpoint={path}: no checkpoint in that directory.")
     txl_tf.restore_weights(model, checkpoint)
     return checkpoint
+
+
+def create_strategy(o: TrainOptions) -> tf.distribute.Strategy:
+    """The strategy of `o.strategy`; for `auto` (the recipes' setting) one line says what was
+    chosen and why."""
+    if o.strategy != "auto":
+        return strategy_lib.create_strategy(o.strategy, tpu=o.tpu, devices=o.devices)
+    choice = strategy_lib.resolve_auto(o.tpu, o.devices)
+    print(f"strategy: {choice.name} ({choice.reason}; --strategy=auto, give --strategy to "
+          "force one)", flush=True)
+    return strategy_lib.create_strategy(choice.name, tpu=choice.tpu, devices=o.devices)
+
+
+def reuse_recorded_corpus(o: TrainOptions) -> TrainOptions:
+    """`o` with the dataset and corpus options of data_dir/corpus-info.json, overridden by the
+    given ones (`o.dataset` None: the recorded dataset). A given dataset other than the
+    recorded one is an error."""
+    info = tf_records.read_corpus_info(o.data_dir) or {}
+    if info.get("dataset") and o.dataset and info["dataset"] != o.dataset:
+        raise TrainError(f"--data_dir={o.data_dir} holds {info['dataset']!r}, not "
+                         f"--dataset={o.dataset!r}; fix one of the two.")
+    dataset, options = tf_records.recorded_corpus(o.data_dir, o.dataset, o.raw_path,
+                                                  o.corpus_options)
+    return dataclasses.replace(o, dataset=dataset, corpus_options=options)
+
+
+def fit_batch(o: TrainOptions, config, per_replica: int, strategy, local: int,
+              is_chief: bool) -> TrainOptions:
+    """`o` with the `grad_accum_steps` that makes each replica's chunk fit
+    (`runners/batch_fit.py`); one line when it had to be raised."""
+    fit = batch_fit.fit_per_replica_batch(config, per_replica, o.grad_accum_steps,
+                                          o.max_per_replica_batch, strategy, local)
+    if fit.reason and is_chief:
+        print(fit.reason, flush=True)
+    return dataclasses.replace(o, grad_accum_steps=fit.grad_accum_steps)
 
 
 # ---------------------------------------------------------------------------------------- run
@@ -213,7 +266,7 @@ def run_training(options: TrainOptions,
     set_precision(o.precision)
     keras.utils.set_random_seed(o.seed)
     if strategy is None:
-        strategy = strategy_lib.create_strategy(o.strategy, tpu=o.tpu, devices=o.devices)
+        strategy = create_strategy(o)
     worker, num_workers, is_chief = strategy_lib.worker_info(strategy)
     replicas = strategy.num_replicas_in_sync
     # Input hosts (a TPU pod slice: one client, several hosts) and replicas per host.
@@ -235,21 +288,20 @@ def run_training(options: TrainOptions,
         raise TrainError(f"--per_host_valid_bsz={o.per_host_valid_bsz} leaves no stream per "
                          f"replica ({replicas} replicas).")
 
-    # Data: the layout follows the strategy; records are found (or made) for it.
+    # Data: the layout follows the strategy; records are found (or made) for it, with the
+    # dataset and corpus options data_dir/corpus-info.json records unless others are given.
+    o = reuse_recorded_corpus(o)
     probe = config_fn(1 << 30, ())  # tgt_len only; the real config needs the vocabulary
     layouts = {"train": tf_records.RecordLayout(probe.tgt_len, per_replica, local, hosts,
                                                 num_passes=o.num_passes),
                "valid": tf_records.RecordLayout(probe.tgt_len, valid_per_replica, local, hosts)}
-    info = tf_records.read_corpus_info(o.data_dir) or {}
-    if info and info.get("dataset") != o.dataset:
-        raise TrainError(f"--data_dir={o.data_dir} holds {info.get('dataset')!r}, not "
-                         f"--dataset={o.dataset!r}; fix one of the two.")
     # Non-chief workers wait for the records the chief makes (30 minutes at most).
     metas = ensure_records(o, layouts, may_prepare=is_chief, wait_seconds=0 if is_chief else 1800)
     info = tf_records.read_corpus_info(o.data_dir) or {}
     level = info.get("level", metas["train"].get("level", "word"))
     vocab_size = int(info.get("vocab_size", metas["train"]["vocab_size"]))
     config = config_fn(vocab_size, tuple(info.get("cutoffs", ())))
+    o = fit_batch(o, config, per_replica, strategy, local, is_chief)
 
     os.makedirs(o.model_dir, exist_ok=True)
     config_path = os.path.join(o.model_dir, txl_tf.model_dir.CONFIG_FILE)

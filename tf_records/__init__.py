@@ -31,7 +31,7 @@ from tf_records.errors import (CorpusError, DataDirError, DataError, DownloadErr
                                VocabularyError, VocabularyMismatchError)
 from tf_records.layout import RecordLayout
 from tf_records.metadata import find_records, prepare_command, read_corpus_info
-from tf_records.prepare import load_vocab, prepare
+from tf_records.prepare import load_vocab, prepare, recorded_corpus
 from tf_records.reader import dataset_from_tokens, make_input_fn
 from tf_records.stream_cache import load as load_token_stream
 from tf_records.text_codec import detokenize, tokenize_text
@@ -44,5 +44,5 @@ __all__ = [
     "SyntheticCorpus", "TextRules", "Vocabulary", "VocabularyError", "VocabularyMismatchError",
     "dataset_from_tokens", "detokenize", "find_records", "get_corpus", "load_token_stream",
     "load_vocab", "make_input_fn", "prepare", "prepare_command", "read_corpus_info",
-    "tokenize_text",
+    "recorded_corpus", "tokenize_text",
 ]
