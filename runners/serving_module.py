@@ -57,7 +57,10 @@ class ServingModule(tf.Module):
         c = model.config
         if c.attn_type != 0:
             raise ValueError("export needs a Transformer-XL model with memory (attn_type=0).")
-        self.model = model
+        # The Keras model itself is not a dependency of the module: only the tf.Variables
+        # behind its weights are (see `_track_weights`).
+        object.__setattr__(self, "model", model)
+        self.weights = self._track_weights(model)
         self.config = c
         self.settings = (int(mem_len), int(clamp_len), bool(same_length))
         self.tgt_len = int(tgt_len)
@@ -90,6 +93,28 @@ class ServingModule(tf.Module):
             self.generate_text = tf.function(self._generate_text,
                                              input_signature=[text] + sampling_specs)
             self.score_text = tf.function(self._score_text, input_signature=[text])
+
+    @staticmethod
+    def _track_weights(model) -> dict:
+        """The tf.Variables that hold the model's weights, by Keras path.
+
+        The signatures read these tf.Variables (a Keras 3 variable wraps one). Saving the
+        Keras variables instead would write, for each, a second, differently named tf.Variable
+        that the SavedModel's restore op fills while the graph's functions still read the
+        original one, so the session-based loader (TF Serving, saved_model_cli) would run
+        them on uninitialised variables. Tracking the wrapped variables makes the restore op
+        fill exactly the variables the functions read, with one copy of each weight.
+
+        Returns:
+          {path: tf.Variable}, e.g. {"transformer_xl/r_r_bias": <tf.Variable [H, d_head]>}.
+        """
+        weights = {}
+        for variable in model.variables:
+            inner = getattr(variable, "value", variable)
+            if not isinstance(inner, tf.Variable):
+                raise TypeError(f"{variable.path} is not backed by a tf.Variable.")
+            weights[variable.path] = inner
+        return weights
 
     def signatures(self) -> dict:
         out = {"serving_default": self.score, "score": self.score, "nll": self.nll,
