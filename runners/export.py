@@ -137,7 +137,8 @@ def load(model_dir, text_signatures):
                                "'checkpoint' file): train it first or wait for its first save.")
     try:
         model = txl_tf.load_model(model_dir, dropout=0.0, dropatt=0.0)
-    except (txl_tf.ModelDirError, tf.errors.OpError) as error:
+    except (txl_tf.ModelDirError, tf.errors.OpError, IndexError, ValueError) as error:
+        # IndexError: TensorFlow's checkpoint reader on a truncated file.
         message = getattr(error, "message", None) or str(error)
         raise ExportRuntimeError(f"cannot read the checkpoint of {model_dir}: "
                                  f"{message.splitlines()[0]}") from None

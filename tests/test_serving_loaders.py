@@ -357,7 +357,7 @@ BAD_REQUESTS = {
                                      ["num_tokens exceeds max_num_tokens=16"]),
     "score_text empty text": ("score_text", dict(text=[""]),
                               ["score_text needs texts of at least 2 tokens"]),
-    "score_text one token": ("score_text", dict(text=["w1"]),
+    "score_text one token": ("score_text", dict(text=["\n"]),  # <eos> alone
                              ["score_text needs texts of at least 2 tokens"]),
     "score_text too long": ("score_text", dict(text=["w1 w2\n", "w1 " * 41]),
                             ["the UTF-8 length of a text exceeds max_text_bytes=120"]),
