@@ -14,9 +14,11 @@ Every request is bounded by limits fixed here and checked inside the graph: --ma
 --max_text_bytes (UTF-8 bytes per text of score_text / generate_text). They are recorded in
 <version>/assets.extra/txl_export.json with the other export settings.
 
-The text signatures hold tensorflow_text ops. TensorFlow resolves every op of a SavedModel when
-it loads it, so a loader without them (`import tensorflow` only) needs an export made with
---notext_signatures; TF Serving builds that include the TF Text ops load the full export.
+The text signatures hold tensorflow_text ops: running them needs the TF Text ops registered
+(`import tensorflow_text`, or a TF Serving build that includes them). `tf.saved_model.load`
+resolves every op when it loads, so a Python consumer without tensorflow_text needs an export
+made with --notext_signatures; the session-based loader (TF Serving, `saved_model_cli run`)
+runs the id-based signatures of a full export with TensorFlow alone.
 Prints one JSON line: {"export_path", "version", "signatures", ...}. Errors are one line on
 stderr: exit code 2 for a bad flag or path, 1 for a failure while exporting (unreadable
 checkpoint, disk full). --verbosity=0 shows TensorFlow's INFO log.
