@@ -380,6 +380,20 @@ def test_bad_requests_fail_with_a_named_error(served, loader):
             assert word in messages[name], (name, messages[name])
 
 
+def test_each_weight_is_saved_once(served):
+    """The SavedModel's checkpoint holds exactly the tf.Variables the signatures read, one per
+    Keras weight (no second copy that the restore op would fill instead)."""
+    import tensorflow as tf
+
+    saved = dict(tf.train.list_variables(os.path.join(served["path"], "variables",
+                                                      "variables")))
+    saved.pop("_CHECKPOINTABLE_OBJECT_GRAPH")
+    assert all(k.startswith("weights/") for k in saved), sorted(saved)
+    assert any(k.startswith("weights/transformer_xl.Sr_r_bias/") for k in saved), sorted(saved)
+    assert sorted(map(tuple, saved.values())) == sorted(
+        tuple(v.shape) for v in served["model"].variables)
+
+
 def test_the_limits_are_recorded_in_the_export(served):
     path = os.path.join(served["path"], "assets.extra", "txl_export.json")
     with open(path) as f:
