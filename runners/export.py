@@ -11,7 +11,8 @@ Signatures: serving_default (= score), score, nll, init_mems, generate, and with
 
 Every request is bounded by limits fixed here and checked inside the graph: --max_seq_len
 (tokens per row of score / nll / generate), --max_num_tokens (tokens generated per call),
---max_text_bytes (UTF-8 bytes per text of score_text / generate_text). They are recorded in
+--max_text_bytes (UTF-8 bytes per text of score_text / generate_text), --max_batch_size (rows
+per request). They are recorded in
 <version>/assets.extra/txl_export.json with the other export settings.
 
 The text signatures hold tensorflow_text ops: running them needs the TF Text ops registered
@@ -67,6 +68,8 @@ def define_flags():
                          "generate_text produce per request.")
     flags.DEFINE_integer("max_text_bytes", defaults.max_text_bytes, "Longest text (UTF-8 bytes) "
                          "of score_text and generate_text.")
+    flags.DEFINE_integer("max_batch_size", defaults.max_batch_size, "Most rows (texts) of one "
+                         "request, and init_mems' largest batch_size.")
 
 
 class ExportInputError(ValueError):
@@ -254,7 +257,8 @@ def main(argv):
         logging.set_verbosity(logging.WARNING)
     f = FLAGS
     try:
-        limits = ServingLimits(f.max_seq_len, f.max_num_tokens, f.max_text_bytes)
+        limits = ServingLimits(f.max_seq_len, f.max_num_tokens, f.max_text_bytes,
+                               f.max_batch_size)
     except ValueError as error:
         print(f"export.py: error: {error}", file=sys.stderr)
         return 2

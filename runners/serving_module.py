@@ -22,7 +22,7 @@ problem): ids in [0, n_token) in every id input; mems of shape [L, B, M <= mem_l
 one token in tokens / prompt and at least 2 in a score_text text (one to predict from, one to
 predict); sampling settings (temperature finite and >= 0, top_k >= 0, 0 < top_p <= 1); and the
 export-time limits (`ServingLimits`, export.py --max_seq_len / --max_num_tokens /
---max_text_bytes) that bound the work of one request.
+--max_text_bytes / --max_batch_size) that bound the work of one request.
 """
 import dataclasses
 import os
@@ -42,10 +42,12 @@ class ServingLimits:
         returns log_probs float32 [B, Q, V]: 4 * Q * V bytes per row.
       max_num_tokens: most tokens generate / generate_text produce per call.
       max_text_bytes: longest text (UTF-8 bytes) of score_text / generate_text.
+      max_batch_size: most rows (B) of any request, and init_mems' batch_size.
     """
     max_seq_len: int = 512
     max_num_tokens: int = 1024
     max_text_bytes: int = 100_000
+    max_batch_size: int = 64
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
@@ -174,10 +176,16 @@ class ServingModule(tf.Module):
                 tf.debugging.assert_less(
                     ids, n, message=f"{name} must be token ids < {n}, the vocabulary size")]
 
+    def _batch_check(self, batch, name):
+        return tf.debugging.assert_less_equal(
+            batch, self.limits.max_batch_size,
+            message=self.limits.message("max_batch_size", f"the batch size of {name}"))
+
     def _length_checks(self, tokens, name):
-        """tokens [B, Q]: 1 <= Q <= max_seq_len."""
+        """tokens [B, Q]: B <= max_batch_size, 1 <= Q <= max_seq_len."""
         length = tf.shape(tokens)[1]
-        return [tf.debugging.assert_positive(
+        return [self._batch_check(tf.shape(tokens)[0], name),
+                tf.debugging.assert_positive(
                     length, message=f"{name} is empty: give at least one token per row"),
                 tf.debugging.assert_less_equal(
                     length, self.limits.max_seq_len,
@@ -224,7 +232,8 @@ class ServingModule(tf.Module):
     def _init_mems(self, batch_size):
         c = self.config
         batch_size = self._after([tf.debugging.assert_non_negative(
-            batch_size, message="batch_size must be >= 0")], batch_size)
+            batch_size, message="batch_size must be >= 0"),
+            self._batch_check(batch_size, "init_mems")], batch_size)
         return {"mems": tf.zeros([c.n_layer, batch_size, self.settings[0], c.d_model])}
 
     def _generate_ids(self, prompt, num_tokens, temperature, top_k, top_p, seed):
@@ -355,7 +364,7 @@ class ServingModule(tf.Module):
         return tf.strings.reduce_join(tf.strings.join([pieces, seps]))
 
     def _text_checks(self, text):
-        return [tf.debugging.assert_less_equal(
+        return [self._batch_check(tf.size(text), "text"), tf.debugging.assert_less_equal(
             tf.strings.length(text), self.limits.max_text_bytes,
             message=self.limits.message("max_text_bytes", "the UTF-8 length of a text"))]
 

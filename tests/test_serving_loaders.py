@@ -33,7 +33,7 @@ SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=REPO)
 N_TOKEN, N_LAYER, D_MODEL, MEM_LEN = 12, 2, 16, 6
 RUN = dict(mem_len=MEM_LEN, clamp_len=5, same_length=True)
-LIMITS = dict(max_seq_len=24, max_num_tokens=16, max_text_bytes=120)
+LIMITS = dict(max_seq_len=24, max_num_tokens=16, max_text_bytes=120, max_batch_size=3)
 RULES = TextRules("word", eos="<eos>")
 TEXTS = ["w1 w2\nw3", "w4 w5 w6 w7 w8 w9 w1"]
 SCORE_TEXT = "w1 w2 w3 w4 w5\nw6 w7 w8 w9 w10 w1 w2\nw3\n"
@@ -320,6 +320,13 @@ BAD_REQUESTS = {
                                 ["labels must be token ids < 12, the vocabulary size"]),
     "init_mems negative batch": ("init_mems", dict(batch_size=-1),
                                  ["batch_size must be >= 0"]),
+    "init_mems batch 1e9": ("init_mems", dict(batch_size=10 ** 9),
+                            ["the batch size of init_mems exceeds max_batch_size=3",
+                             LIMIT.format("max_batch_size")]),
+    "score batch too large": ("score", dict(tokens=[[1]] * 4, mems={"zeros": [2, 4, 0, 16]}),
+                              ["the batch size of tokens exceeds max_batch_size=3"]),
+    "score_text batch too large": ("score_text", dict(text=["w1 w2"] * 4),
+                                   ["the batch size of text exceeds max_batch_size=3"]),
     "generate prompt id >= n_token": ("generate", dict(prompt=[[1, 99]], num_tokens=2,
                                                        **GREEDY),
                                       ["prompt must be token ids < 12, the vocabulary size"]),
