@@ -103,6 +103,9 @@ def check_paths(model_dir, export_dir):
     existing = export_dir
     while not os.path.exists(existing):
         existing = os.path.dirname(os.path.abspath(existing))
+    if not os.path.isdir(existing):
+        raise ExportInputError(f"--export_dir {export_dir}: {existing} is a file, not a "
+                               "directory.")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ExportInputError(f"--export_dir {export_dir}: {existing} is not writable; give a "
                                "directory you can write to.")
