@@ -25,10 +25,9 @@ recommends, and only read model_dir (config.json, the checkpoint and their memor
 The stream position needs no file: every stream advances one segment per step, so the position
 is the step itself (`tf_records.make_input_fn(..., start_step=step)`).
 """
-import contextlib
 import errno
+import gc
 import json
-import logging as logging_lib
 import os
 import shutil
 import tempfile
@@ -40,7 +39,8 @@ import tensorflow as tf
 from absl import logging
 
 import txl_tf
-from txl_tf.model_dir import checkpoint_files, checkpoint_problem, first_line, is_damage_error
+from txl_tf.model_dir import (checkpoint_files, checkpoint_problem, first_line, is_damage_error,
+                              quiet_tf_warnings)
 
 MEMORY_DIR = "memory"
 # Memory is kept for every kept training checkpoint, so each one resumes exactly. It can
@@ -70,19 +70,6 @@ class CheckpointIOError(OSError):
 
     def __str__(self):
         return self.message
-
-
-@contextlib.contextmanager
-def _quiet_tf_warnings():
-    """TensorFlow's own warnings off (e.g. a 'checkpoint' state file it cannot parse, which
-    `TrainCheckpoints.restore` reports in its own line)."""
-    logger = tf.get_logger()
-    level = logger.level
-    logger.setLevel(logging_lib.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 def _ckpt_prefix(directory: str, number: int) -> str:
@@ -302,14 +289,14 @@ class TrainCheckpoints:
     def _make_manager(self) -> tf.train.CheckpointManager:
         directory = (self.model_dir if self.is_chief
                      else tempfile.mkdtemp(prefix="txl-nonchief-ckpt-"))
-        with _quiet_tf_warnings():
+        with quiet_tf_warnings():
             return tf.train.CheckpointManager(self.checkpoint, directory,
                                               max_to_keep=self.max_to_keep,
                                               checkpoint_name="ckpt")
 
     @property
     def latest(self) -> Optional[str]:
-        with _quiet_tf_warnings():
+        with quiet_tf_warnings():
             return txl_tf.latest_checkpoint(self.model_dir)
 
     # ------------------------------------------------------------------------------------ save
@@ -427,7 +414,7 @@ class TrainCheckpoints:
         if not os.path.exists(path):
             return [], None
         try:
-            with _quiet_tf_warnings():
+            with quiet_tf_warnings():
                 state = tf.train.get_checkpoint_state(self.model_dir)
         except (ValueError, tf.errors.OpError):
             state = None
@@ -443,21 +430,26 @@ class TrainCheckpoints:
     def _read_weights(self, number: int) -> None:
         """Restore ckpt-`number` (checked readable) into the trackables."""
         path = _ckpt_prefix(self.model_dir, number)
-        try:
-            status = self.checkpoint.read(path)
-            status.assert_existing_objects_matched()
-            status.expect_partial()  # e.g. the manager's save_counter
-        except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as error:
-            raise CheckpointError(
-                f"the checkpoint {path} does not fit this run ({first_line(error)}). It was "
-                f"written with another model configuration or optimizer; compare "
-                f"{self.model_dir}/config.json with the flags, or use a new --model_dir."
-            ) from None
-        except Exception as error:  # noqa: BLE001 - classified just below
-            if not is_damage_error(error):
-                raise
-            raise CheckpointIOError(f"the checkpoint {path} cannot be read "
-                                    f"({first_line(error)})", filename=path) from None
+        problem = None
+        with quiet_tf_warnings():
+            try:
+                status = self.checkpoint.read(path)
+                status.assert_existing_objects_matched()
+                status.expect_partial()  # e.g. the manager's save_counter
+            except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as error:
+                problem = CheckpointError(
+                    f"the checkpoint {path} does not fit this run ({first_line(error)}). It was "
+                    f"written with another model configuration or optimizer; compare "
+                    f"{self.model_dir}/config.json with the flags, or use a new --model_dir.")
+            except Exception as error:  # noqa: BLE001 - classified just below
+                if not is_damage_error(error):
+                    raise
+                problem = CheckpointIOError(f"the checkpoint {path} cannot be read "
+                                            f"({first_line(error)})", filename=path)
+            if problem is not None:
+                gc.collect()  # the failed restore warns of its unmatched values when collected
+        if problem is not None:
+            raise problem
 
     def _memory_problem(self, number: int) -> Optional[str]:
         """Why the memory saved with step `number` (of any worker) cannot be read, or None.

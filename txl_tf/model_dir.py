@@ -8,7 +8,10 @@ Layout of `model_dir`:
                         model part of whichever is newest.
 Runners may add their own files (vocabulary, TensorBoard logs); this module ignores them.
 """
+import contextlib
+import gc
 import json
+import logging
 import os
 import re
 import tempfile
@@ -42,6 +45,20 @@ def is_damage_error(error: BaseException) -> bool:
     if isinstance(error, tf.errors.InvalidArgumentError):
         return False
     return isinstance(error, DAMAGE_ERRORS) or type(error) is tf.errors.OpError
+
+
+@contextlib.contextmanager
+def quiet_tf_warnings():
+    """TensorFlow's own Python warnings off inside the block (e.g. the "Value in checkpoint
+    could not be found" lines of a failed restore, or a state file it cannot parse, which the
+    caller reports in one line of its own)."""
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def first_line(error: BaseException, limit: int = 240) -> str:
@@ -160,22 +177,28 @@ def restore_weights(model: TransformerXL, checkpoint_path: str) -> None:
         raise CheckpointReadError(
             f"{checkpoint_path}.index not found: {checkpoint_path!r} is not a checkpoint "
             "(give a model directory or a checkpoint prefix such as <dir>/ckpt-60).")
-    try:
-        status = tf.train.Checkpoint(model=model).read(checkpoint_path)
-        status.expect_partial()
-        status.assert_existing_objects_matched()
-    except (ValueError, AssertionError, tf.errors.InvalidArgumentError) as error:
-        raise ModelDirError(
-            f"the checkpoint {checkpoint_path} does not fit a model of this configuration "
-            f"({first_line(error)}). Check that config.json (n_layer, d_model, n_head * d_head, "
-            "n_token, cutoffs, div_val, untie_r, ...) is the one the checkpoint was written with."
-        ) from None
-    except Exception as error:  # noqa: BLE001 - classified just below
-        if not is_damage_error(error):
-            raise
-        raise CheckpointReadError(
-            f"the checkpoint {checkpoint_path} cannot be read: its files are damaged or not a "
-            f"TF checkpoint ({first_line(error)}).") from None
+    problem = None
+    with quiet_tf_warnings():
+        try:
+            status = tf.train.Checkpoint(model=model).read(checkpoint_path)
+            status.expect_partial()
+            status.assert_existing_objects_matched()
+        except (ValueError, AssertionError, tf.errors.InvalidArgumentError) as error:
+            problem = ModelDirError(
+                f"the checkpoint {checkpoint_path} does not fit a model of this configuration "
+                f"({first_line(error)}). Check that config.json (n_layer, d_model, n_head * "
+                "d_head, n_token, cutoffs, div_val, untie_r, ...) is the one the checkpoint was "
+                "written with.")
+        except Exception as error:  # noqa: BLE001 - classified just below
+            if not is_damage_error(error):
+                raise
+            problem = CheckpointReadError(
+                f"the checkpoint {checkpoint_path} cannot be read: its files are damaged or not "
+                f"a TF checkpoint ({first_line(error)}).")
+        if problem is not None:
+            gc.collect()  # the failed restore warns of its unmatched values when collected
+    if problem is not None:
+        raise problem
 
 
 def load_model(model_dir: str, **overrides) -> TransformerXL:
