@@ -10,15 +10,21 @@ Layout of `model_dir` (written by `TrainCheckpoints`):
                                   checkpoint of L variables [per_host_batch, M, D] (`layer_0`...),
                                   replicas concatenated in replica order.
   best/                           config.json, checkpoint, ckpt-<step>.* (model and step only) and
-                                  best.json: the best checkpoint on validation so far.
+                                  best.json: the best checkpoint on validation so far (written
+                                  whole into .best-tmp-<step>/, then swapped in).
+  damaged/ckpt-<step>/            the files (and memory-worker-<w>/) of a checkpoint newer than
+                                  the one resumed from that could not be read, moved aside;
+                                  damaged/checkpoint: a state file that could not be parsed.
+  schedule.json                   the learning-rate flags of the run that writes the checkpoints.
 
 Atomicity and pairing: the chief gathers the memory of every replica of every worker (one
 collective per layer, `gather_worker_memory`), writes each worker's part into a temporary
 directory that is renamed to `step-<step>` (a rename is atomic on a local or POSIX file system),
 then writes ckpt-<step>, whose `checkpoint` state file is switched last by the manager. A run
 killed at any moment thus leaves either the previous pair or the new one: on restart `restore()`
-reads the newest training checkpoint and the memory of the same step (memory written for a step
-whose checkpoint never landed is ignored and later overwritten).
+reads the newest training checkpoint whose files and memory read whole (memory written for a
+step whose checkpoint never landed is ignored and later overwritten; the memory of a step is
+deleted only once its checkpoint left the manager's list).
 Only the chief writes into model_dir (ckpt-*, memory/, best/, summaries); the other workers join
 the checkpoint's collectives but save into a temporary directory outside it, as tf.distribute
 recommends, and only read model_dir (config.json, the checkpoint and their memory on restore).

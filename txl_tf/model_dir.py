@@ -5,7 +5,9 @@ Layout of `model_dir`:
   checkpoint, ckpt-N.*  TF checkpoints (`tf.train.CheckpointManager`) whose root object has the
                         model under the attribute `model`. Training checkpoints add the
                         optimizer, step and data position beside it; `load_model` reads the
-                        model part of whichever is newest.
+                        model part of whichever is newest (the one the `checkpoint` state file
+                        names, or the highest ckpt-N.index when that file is unreadable); a
+                        damaged one is a `CheckpointReadError` naming it.
 Runners may add their own files (vocabulary, TensorBoard logs); this module ignores them.
 """
 import contextlib
@@ -160,7 +162,8 @@ def latest_checkpoint(model_dir: str) -> Optional[str]:
     """
     path = None
     try:
-        path = tf.train.latest_checkpoint(model_dir)
+        with quiet_tf_warnings():  # a state file TF cannot parse: the files are listed below
+            path = tf.train.latest_checkpoint(model_dir)
     except (ValueError, tf.errors.OpError):  # a state file with an empty path
         pass
     if path is not None:
