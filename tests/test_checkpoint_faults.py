@@ -367,10 +367,36 @@ def test_failed_best_copy_leaves_best_intact(base, tmp_path, monkeypatch):
     assert sorted(checkpointing.checkpoint_files(best)) == [16]
 
 
-def test_one_loop_run_reports_tokens_per_sec(base, tmp_path):
+def test_load_model_past_a_garbage_state_file_and_on_a_damaged_checkpoint(base, tmp_path):
+    """The consumers of a model directory (evaluate, generate, export) go through load_model."""
+    model_dir = copy_of(base, tmp_path)
+    with open(os.path.join(model_dir, "checkpoint"), "w") as f:
+        f.write("\0garbage")
+    assert txl_tf.latest_checkpoint(model_dir) == os.path.join(model_dir, "ckpt-12")
+    assert txl_tf.load_model(model_dir).config.d_model == TINY["d_model"]
+    os.truncate(os.path.join(model_dir, DATA_FILE.format(12)), 1000)
+    with pytest.raises(txl_tf.model_dir.CheckpointReadError,
+                       match=rf"^the checkpoint {model_dir}/ckpt-12 cannot be read: its files are "
+                       r"damaged or not a TF checkpoint \(Read less bytes than requested\)\.$"):
+        txl_tf.load_model(model_dir)
+
+
+def test_one_loop_run_reports_tokens_per_sec(base, tmp_path, capsys):
     options = TrainOptions(model_dir=str(tmp_path / "short"), data_dir=base.data_dir,
                            **dict(RUN, train_steps=4))
     summary = run_training(options, config_fn())
     assert summary["tokens_per_sec"] > 0 and summary["tokens_per_sec_includes_tracing"]
-    longer = run_training(TrainOptions(**dict(options.__dict__, train_steps=12)), config_fn())
+    again = run_training(TrainOptions(**dict(options.__dict__, train_steps=8)), config_fn())
+    assert "note: resuming with --train_steps=8 (was 4): the learning-rate schedule is " \
+           "recomputed over 8 steps from step 4 on" in capsys.readouterr().out
+    longer = run_training(TrainOptions(**dict(options.__dict__, train_steps=16)), config_fn())
     assert longer["tokens_per_sec"] > 0 and not longer["tokens_per_sec_includes_tracing"]
+    assert again["resumed"] and longer["resumed"]
+    capsys.readouterr()
+    twenty = TrainOptions(**dict(options.__dict__, train_steps=20))
+    assert run_training(twenty, config_fn(), stop_after_steps=18)["step"] == 18
+    assert "note: resuming with --train_steps=20 (was 16)" in capsys.readouterr().out
+    # Resumed again (from step 16) with the same flags: nothing to say.
+    assert run_training(twenty, config_fn())["step"] == 20
+    out = capsys.readouterr().out
+    assert "resuming at step 16" in out and "note:" not in out
