@@ -37,6 +37,7 @@ import json
 import os
 import shutil
 import tempfile
+import uuid
 import weakref
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -112,8 +113,9 @@ def write_memory(model_dir: str, worker: int, step: int, arrays: Sequence[np.nda
     prunes after the training checkpoint landed instead)."""
     directory = _memory_dir(model_dir, worker)
     os.makedirs(directory, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".tmp-step-{step}-", dir=directory)
+    tmp = os.path.join(directory, f".tmp-step-{step}-{uuid.uuid4().hex}")
     try:
+        os.mkdir(tmp)  # not mkdtemp (0700): the umask applies, as to every file of model_dir
         with tf.device("/CPU:0"):
             variables = {f"layer_{i}": tf.Variable(a, trainable=False)
                          for i, a in enumerate(arrays)}

@@ -400,3 +400,15 @@ def test_one_loop_run_reports_tokens_per_sec(base, tmp_path, capsys):
     assert run_training(twenty, config_fn())["step"] == 20
     out = capsys.readouterr().out
     assert "resuming at step 16" in out and "note:" not in out
+
+
+def test_files_of_the_model_dir_respect_the_umask(base):
+    mask = os.umask(0)
+    os.umask(mask)
+    for name in ("config.json", "schedule.json", "train_summary.json", "best/best.json",
+                 "best/config.json", "ckpt-12.index", "memory/worker-0/step-12/memory.index"):
+        mode = os.stat(os.path.join(base.model_dir, name)).st_mode & 0o777
+        assert mode == 0o666 & ~mask, (name, oct(mode))
+    for name in ("best", "memory/worker-0/step-12"):
+        mode = os.stat(os.path.join(base.model_dir, name)).st_mode & 0o777
+        assert mode == 0o777 & ~mask, (name, oct(mode))

@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import re
-import tempfile
+import uuid
 from typing import Dict, List, Optional
 
 import tensorflow as tf
@@ -107,9 +107,10 @@ def write_json_atomic(path: str, payload) -> None:
     """Write JSON through a temporary file in the same directory, then rename it into place."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
+    # A unique name opened with "x" (not mkstemp, whose files are 0600): the umask applies.
+    tmp = os.path.join(directory, f".tmp-{os.getpid()}-{uuid.uuid4().hex}.json")
     try:
-        with os.fdopen(fd, "w") as f:
+        with open(tmp, "x") as f:
             json.dump(payload, f, indent=2, sort_keys=True)
             f.write("\n")
         os.replace(tmp, path)
