@@ -405,10 +405,17 @@ class TrainCheckpoints:
         memory = (None if step == weights_only
                   else read_memory(self.model_dir, self.worker, step))
         newer = [(n, p) for n, p in skipped if n > step]
-        if newer:
-            self._report_and_move_aside(step, newer)
-        if self.is_chief and (newer or state_problem or step not in listed):
-            self._rebuild_state(step, files, state_problem)
+        try:
+            if newer:
+                self._report_and_move_aside(step, newer)
+            if self.is_chief and (newer or state_problem or step not in listed):
+                self._rebuild_state(step, files, state_problem)
+        except OSError as error:  # e.g. a read-only model_dir
+            raise CheckpointIOError(
+                f"cannot set the damaged checkpoints of {self.model_dir} aside "
+                f"({error.strerror or error}); the run would write over them. Make the "
+                "directory writable, or move the newer ckpt-* files away.", error.errno,
+                self.model_dir) from None
         self.restored_path = _ckpt_prefix(self.model_dir, step)
         if memory is None:
             logging.warning("no memory saved for step %d of worker %d in %s: the memory restarts "

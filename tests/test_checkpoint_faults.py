@@ -253,6 +253,25 @@ def test_disk_full_keeps_the_previous_checkpoint(base, tmp_path):
         subprocess.run(["umount", mount], check=False)
 
 
+def test_read_only_model_dir_with_a_damaged_newest_checkpoint(base, tmp_path):
+    """The damaged checkpoint cannot be moved aside: stop rather than train on and write over
+    it later."""
+    mount = str(tmp_path / "ro")
+    mount_tmpfs(mount, "8m")
+    try:
+        model_dir = os.path.join(mount, "m")
+        shutil.copytree(base.model_dir, model_dir)
+        os.remove(os.path.join(model_dir, "ckpt-12.index"))
+        subprocess.run(["mount", "-o", "remount,ro", mount], check=True)
+        with pytest.raises(checkpointing.CheckpointIOError,
+                           match=rf"^cannot set the damaged checkpoints of {model_dir} aside "
+                           r"\(Read-only file system\)"):
+            restore_fresh(model_dir, tmp_path)
+        assert sorted(checkpointing.checkpoint_files(model_dir)) == [4, 8, 12]
+    finally:
+        subprocess.run(["umount", mount], check=False)
+
+
 # -------------------------------------------------------------------------- library: restore
 @pytest.mark.parametrize("damage", ["truncated .data", "missing .data", "same-size bit flips",
                                     "truncated memory", "garbage .index"])
