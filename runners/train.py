@@ -170,6 +170,7 @@ def main(argv):
             cpus[0], [tf.config.LogicalDeviceConfiguration()] * FLAGS.logical_cpus)
     import tf_records
     import txl_tf
+    from runners import checkpointing
     from runners.training import TrainError, run_training
 
     logging.set_verbosity(logging.WARNING)
@@ -181,6 +182,9 @@ def main(argv):
             ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(1 if isinstance(error, tf_records.DownloadError) else 2)  # network: runtime
+    except checkpointing.CheckpointIOError as error:  # damaged checkpoints, disk full
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -187,16 +187,43 @@ def copy_data_files(data_dir: str, model_dir: str) -> None:
 
 
 def warm_start(model, path: str, config) -> str:
-    """Load model weights (not optimizer state) from a model directory or checkpoint path."""
+    """Load model weights (not optimizer state) from a model directory or checkpoint path.
+
+    Args:
+      model: the built `TransformerXL` to fill.
+      path: a txl-tf model directory (its newest checkpoint) or a checkpoint prefix
+        (`<dir>/ckpt-60`; `<dir>/ckpt-60.index` is accepted too).
+      config: the run's `TransformerXLConfig`, compared with the directory's config.json.
+
+    Returns:
+      The checkpoint prefix read.
+
+    Raises:
+      TrainError: one line naming the problem (missing path, no checkpoint, damaged or
+        foreign files, another model configuration).
+    """
+    flag = f"--init_checkpoint={path}"
     checkpoint = path
     if os.path.isdir(path):
         if os.path.exists(os.path.join(path, txl_tf.model_dir.CONFIG_FILE)):
-            flags_model.check_against_checkpoint_config(config, txl_tf.load_config(path),
-                                                        f"--init_checkpoint {path}")
-        checkpoint = tf.train.latest_checkpoint(path)
+            flags_model.check_against_checkpoint_config(config, txl_tf.load_config(path), flag)
+        checkpoint = txl_tf.latest_checkpoint(path)
         if checkpoint is None:
-            raise TrainError(f"--init_checkpoint={path}: no checkpoint in that directory.")
-    txl_tf.restore_weights(model, checkpoint)
+            raise TrainError(f"{flag}: no checkpoint in that directory (no ckpt-N.index); give a "
+                             "trained model directory or a checkpoint prefix such as "
+                             "<dir>/ckpt-60.")
+    else:
+        for suffix in (".index", ".data-00000-of-00001"):
+            if path.endswith(suffix):
+                checkpoint = path[:-len(suffix)]
+        if not tf.io.gfile.exists(checkpoint + ".index"):
+            what = "no such file or directory" if not os.path.exists(path) else "not a checkpoint"
+            raise TrainError(f"{flag}: {what} (give a trained model directory or a checkpoint "
+                             "prefix such as <dir>/ckpt-60).")
+    try:
+        txl_tf.restore_weights(model, checkpoint)
+    except txl_tf.ModelDirError as error:
+        raise TrainError(f"{flag}: {error}") from None
     return checkpoint
 
 
@@ -233,6 +260,35 @@ def fit_batch(o: TrainOptions, config, per_replica: int, strategy, local: int,
     if fit.reason and is_chief:
         print(fit.reason, flush=True)
     return dataclasses.replace(o, grad_accum_steps=fit.grad_accum_steps)
+
+
+def lr_schedule_notice(model_dir: str, schedule: dict, step: int) -> Optional[str]:
+    """One line when a resumed run's learning-rate schedule differs from the one its
+    checkpoints were trained with (model_dir/schedule.json), else None.
+
+    Args:
+      model_dir: the run directory.
+      schedule: this run's learning_rate, warmup_steps, train_steps, min_lr_ratio.
+      step: the step resumed from.
+    """
+    path = os.path.join(model_dir, checkpointing.SCHEDULE_FILE)
+    try:
+        with open(path) as f:
+            before = json.load(f)
+    except (OSError, ValueError):
+        return None
+    changed = [k for k in schedule if k in before and before[k] != schedule[k]]
+    if not changed:
+        return None
+    try:
+        was = warmup_cosine_lr(step, **{k: before.get(k, schedule[k]) for k in schedule})
+    except (TypeError, ValueError):
+        return None
+    now = warmup_cosine_lr(step, **schedule)
+    return ("note: resuming with " + ", ".join(f"--{k}={schedule[k]} (was {before[k]})"
+                                               for k in changed)
+            + f": the learning-rate schedule is recomputed over {schedule['train_steps']} steps "
+            f"from step {step} on (learning rate {now:.3e} at step {step} instead of {was:.3e}).")
 
 
 # ---------------------------------------------------------------------------------------- run
@@ -330,6 +386,8 @@ def run_training(options: TrainOptions,
 
     step, memory = ckpts.restore()
     resumed = step is not None
+    lr_flags = dict(learning_rate=o.learning_rate, warmup_steps=o.warmup_steps,
+                    train_steps=o.train_steps, min_lr_ratio=o.min_lr_ratio)
     summary_path = os.path.join(o.model_dir, "train_summary.json")
     if resumed and step >= o.train_steps:
         print(f"{o.model_dir} is already trained to step {step} (--train_steps={o.train_steps}); "
@@ -339,14 +397,20 @@ def run_training(options: TrainOptions,
                 return json.load(f)
         return {"model_dir": os.path.abspath(o.model_dir), "step": step, "resumed": True}
     if resumed:
-        logging.info("resumed from %s at step %d (memory %s)", ckpts.latest, step,
+        logging.info("resumed from %s at step %d (memory %s)", ckpts.restored_path, step,
                      "restored" if memory is not None else "reset to zeros")
+        notice = lr_schedule_notice(o.model_dir, lr_flags, step)
+        if notice and is_chief:
+            print(notice, flush=True)
     else:
         step = 0
         if o.init_checkpoint:
             logging.info("warm start from %s", warm_start(model, o.init_checkpoint, config))
     mems = trainer.memory_from_host(memory) if memory is not None else trainer.init_memory(
         per_replica)
+    if is_chief:
+        txl_tf.model_dir.write_json_atomic(
+            os.path.join(o.model_dir, checkpointing.SCHEDULE_FILE), lr_flags)
 
     train_fn = tf_records.make_input_fn(o.data_dir, "train", layouts["train"], repeat=True,
                                         start_step=step, vocab_size=vocab_size, verify="checksum")
@@ -391,6 +455,7 @@ def run_training(options: TrainOptions,
     trained_tokens = 0.0
     recent_seconds_per_step = None
     loops_done = 0
+    first_loop = (0.0, 0.0)  # (seconds, tokens) of the first loop, which includes tracing
 
     def boundary(current, every):
         return every and current % every == 0
@@ -407,6 +472,8 @@ def run_training(options: TrainOptions,
         if loops_done:  # the first loop of a process includes tracing: not in the average
             train_seconds += seconds
             trained_tokens += stats.tokens
+        else:
+            first_loop = (seconds, stats.tokens)
         loops_done += 1
         window["nll"] += stats.nll_sum
         window["tokens"] += stats.tokens
@@ -464,7 +531,11 @@ def run_training(options: TrainOptions,
         f"valid_{metric}": None if valid_loss is None else metric_value(valid_loss, level),
         "unigram_entropy_nats": baseline,
         f"unigram_{metric}": None if baseline is None else metric_value(baseline, level),
-        "tokens_per_sec": trained_tokens / train_seconds if train_seconds else None,
+        # Without the first loop (tracing and compilation) when there were others; a run of
+        # one loop reports that loop, flagged by tokens_per_sec_includes_tracing.
+        "tokens_per_sec": (trained_tokens / train_seconds if train_seconds else
+                           first_loop[1] / first_loop[0] if first_loop[0] else None),
+        "tokens_per_sec_includes_tracing": not train_seconds and bool(first_loop[0]),
         "wall_seconds": time.time() - start_time,
         "resumed": resumed,
     }
