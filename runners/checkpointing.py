@@ -10,33 +10,44 @@ Layout of `model_dir` (written by `TrainCheckpoints`):
                                   checkpoint of L variables [per_host_batch, M, D] (`layer_0`...),
                                   replicas concatenated in replica order.
   best/                           config.json, checkpoint, ckpt-<step>.* (model and step only) and
-                                  best.json: the best checkpoint on validation so far.
+                                  best.json: the best checkpoint on validation so far (written
+                                  whole into .best-tmp-<step>/, then swapped in).
+  damaged/ckpt-<step>/            the files (and memory-worker-<w>/) of a checkpoint newer than
+                                  the one resumed from that could not be read, moved aside;
+                                  damaged/checkpoint: a state file that could not be parsed.
+  schedule.json                   the learning-rate flags of the run that writes the checkpoints.
 
 Atomicity and pairing: the chief gathers the memory of every replica of every worker (one
 collective per layer, `gather_worker_memory`), writes each worker's part into a temporary
 directory that is renamed to `step-<step>` (a rename is atomic on a local or POSIX file system),
 then writes ckpt-<step>, whose `checkpoint` state file is switched last by the manager. A run
 killed at any moment thus leaves either the previous pair or the new one: on restart `restore()`
-reads the newest training checkpoint and the memory of the same step (memory written for a step
-whose checkpoint never landed is ignored and later overwritten).
+reads the newest training checkpoint whose files and memory read whole (memory written for a
+step whose checkpoint never landed is ignored and later overwritten; the memory of a step is
+deleted only once its checkpoint left the manager's list).
 Only the chief writes into model_dir (ckpt-*, memory/, best/, summaries); the other workers join
 the checkpoint's collectives but save into a temporary directory outside it, as tf.distribute
 recommends, and only read model_dir (config.json, the checkpoint and their memory on restore).
 The stream position needs no file: every stream advances one segment per step, so the position
 is the step itself (`tf_records.make_input_fn(..., start_step=step)`).
 """
+import errno
+import gc
 import json
 import os
 import shutil
 import tempfile
+import uuid
 import weakref
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
 import txl_tf
+from txl_tf.model_dir import (checkpoint_files, checkpoint_problem, first_line, is_damage_error,
+                              quiet_tf_warnings)
 
 MEMORY_DIR = "memory"
 # Memory is kept for every kept training checkpoint, so each one resumes exactly. It can
@@ -44,10 +55,33 @@ MEMORY_DIR = "memory"
 # --nocheckpoint_memory (runners/train.py) saves none.
 BEST_DIR = "best"
 BEST_FILE = "best.json"
+DAMAGED_DIR = "damaged"
+SCHEDULE_FILE = "schedule.json"
+_BEST_TMP = ".best-tmp-"
+_BEST_OLD = ".best-old"
 
 
 class CheckpointError(ValueError):
     """A checkpoint that does not fit the run."""
+
+
+class CheckpointIOError(OSError):
+    """A checkpoint that cannot be read or written: every checkpoint of model_dir damaged, or a
+    save that failed (disk full, read-only file system...). A runtime failure (exit code 1);
+    `str()` is the one-line message, `errno`/`filename` those of the cause when known."""
+    exit_code = 1
+
+    def __init__(self, message: str, code: Optional[int] = None,
+                 filename: Optional[str] = None):
+        super().__init__(code, message, filename)
+        self.message = message
+
+    def __str__(self):
+        return self.message
+
+
+def _ckpt_prefix(directory: str, number: int) -> str:
+    return os.path.join(directory, f"ckpt-{number}")
 
 
 def dropout_rng_state(model) -> tf.train.Checkpoint:
@@ -65,26 +99,45 @@ def _memory_prefix(model_dir: str, worker: int, step: int) -> str:
     return os.path.join(_memory_dir(model_dir, worker), f"step-{step}", "memory")
 
 
+def _memory_workers(model_dir: str) -> List[int]:
+    directory = os.path.join(model_dir, MEMORY_DIR)
+    if not os.path.isdir(directory):
+        return []
+    return sorted(int(n[7:]) for n in os.listdir(directory)
+                  if n.startswith("worker-") and n[7:].isdigit())
+
+
 def write_memory(model_dir: str, worker: int, step: int, arrays: Sequence[np.ndarray],
-                 keep: int) -> str:
-    """Atomically write worker `worker`'s memory after `step`; keep the newest `keep` steps."""
+                 keep: Optional[int] = None) -> str:
+    """Atomically write worker `worker`'s memory after `step` (a temporary directory renamed
+    to `step-<step>`). With `keep`, only the newest `keep` steps are kept (`TrainCheckpoints`
+    prunes after the training checkpoint landed instead)."""
     directory = _memory_dir(model_dir, worker)
     os.makedirs(directory, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".tmp-step-{step}-", dir=directory)
-    with tf.device("/CPU:0"):
-        variables = {f"layer_{i}": tf.Variable(a, trainable=False) for i, a in enumerate(arrays)}
-    tf.train.Checkpoint(**variables).write(os.path.join(tmp, "memory"))
-    final = os.path.join(directory, f"step-{step}")
-    if os.path.exists(final):  # from an earlier attempt whose training checkpoint never landed
-        shutil.rmtree(final)
-    os.replace(tmp, final)
-    steps = sorted(memory_steps(model_dir, worker))
-    for old in steps[:-keep] if keep > 0 else []:
-        shutil.rmtree(os.path.join(directory, f"step-{old}"), ignore_errors=True)
-    for name in os.listdir(directory):
-        if name.startswith(".tmp-step-") and os.path.join(directory, name) != tmp:
-            shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+    tmp = os.path.join(directory, f".tmp-step-{step}-{uuid.uuid4().hex}")
+    try:
+        os.mkdir(tmp)  # not mkdtemp (0700): the umask applies, as to every file of model_dir
+        with tf.device("/CPU:0"):
+            variables = {f"layer_{i}": tf.Variable(a, trainable=False)
+                         for i, a in enumerate(arrays)}
+        tf.train.Checkpoint(**variables).write(os.path.join(tmp, "memory"))
+        final = os.path.join(directory, f"step-{step}")
+        if os.path.exists(final):  # from an earlier attempt whose training checkpoint never landed
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if keep is not None:
+        prune_memory(model_dir, worker, sorted(memory_steps(model_dir, worker))[-keep:])
     return final
+
+
+def prune_memory(model_dir: str, worker: int, keep_steps: Sequence[int]) -> None:
+    """Delete worker `worker`'s memory of every step not in `keep_steps`."""
+    for old in set(memory_steps(model_dir, worker)) - set(keep_steps):
+        shutil.rmtree(os.path.join(_memory_dir(model_dir, worker), f"step-{old}"),
+                      ignore_errors=True)
 
 
 _GATHER_FNS = weakref.WeakKeyDictionary()
@@ -119,18 +172,107 @@ def memory_steps(model_dir: str, worker: int) -> List[int]:
 
 
 def read_memory(model_dir: str, worker: int, step: int) -> Optional[List[np.ndarray]]:
-    """Worker `worker`'s memory after `step`, or None when it was not saved."""
+    """Worker `worker`'s memory after `step`, or None when it was not saved.
+
+    Raises:
+      CheckpointIOError: the memory directory of that step exists but cannot be read (a file
+        missing, truncated or garbage).
+    """
     prefix = _memory_prefix(model_dir, worker, step)
-    if not tf.io.gfile.exists(prefix + ".index"):
+    if not os.path.isdir(os.path.dirname(prefix)):
         return None
-    reader = tf.train.load_checkpoint(prefix)
-    names = sorted((n for n in reader.get_variable_to_shape_map() if n.startswith("layer_")),
-                   key=lambda n: int(n.split("/")[0][6:]))
-    return [reader.get_tensor(n) for n in names]
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        names = sorted((n for n in reader.get_variable_to_shape_map()
+                        if n.startswith("layer_")), key=lambda n: int(n.split("/")[0][6:]))
+        return [reader.get_tensor(n) for n in names]
+    except Exception as error:  # noqa: BLE001 - classified just below
+        if not is_damage_error(error):
+            raise
+        raise CheckpointIOError(f"the memory file {prefix} is damaged ({first_line(error)})",
+                                filename=prefix) from None
+
+
+def save_error(error: BaseException, what: str, directory: str,
+               previous: Optional[str]) -> CheckpointIOError:
+    """The one-line `CheckpointIOError` of a failed save of `what` into `directory`."""
+    text = str(error)
+    code = getattr(error, "errno", None)
+    if code is None and isinstance(error, tf.errors.OpError):
+        code = next((c for c, s in ((errno.ENOSPC, "No space left on device"),
+                                    (errno.EROFS, "Read-only file system"),
+                                    (errno.EACCES, "Permission denied")) if s in text), None)
+        if code is None and isinstance(error, tf.errors.PermissionDeniedError):
+            code = errno.EACCES
+    kept = (f"the previous checkpoint {previous} is intact" if previous
+            else "no earlier checkpoint exists")
+    if code == errno.ENOSPC:
+        head = f"no space left on {directory}: {what} could not be written"
+        fix = ("free space (or keep fewer checkpoints: --keep_checkpoints, "
+               "--nocheckpoint_memory) and run the same command again to resume")
+    else:
+        reason = os.strerror(code) if code else first_line(error)
+        head = f"{what} could not be written into {directory} ({reason})"
+        fix = "fix the directory and run the same command again to resume"
+    return CheckpointIOError(f"{head}; {kept}; {fix}.", code, directory)
+
+
+def _unique(path: str) -> str:
+    candidate, i = path, 1
+    while os.path.exists(candidate):
+        i += 1
+        candidate = f"{path}.{i}"
+    return candidate
+
+
+def clean_temporary(model_dir: str) -> List[str]:
+    """Delete what interrupted or failed saves left in `model_dir`: `ckpt-N_temp/` (sharded
+    TF saves, also in best/), memory `.tmp-step-*` directories, `.tmp-*.json` files and
+    unfinished copies of best/ (an interrupted swap of best/ is undone first). Returns the
+    paths deleted."""
+    removed = []
+    best, old = os.path.join(model_dir, BEST_DIR), os.path.join(model_dir, _BEST_OLD)
+    if os.path.isdir(old) and not os.path.exists(best):
+        os.replace(old, best)  # killed between the two renames of `_replace_dir`
+    places = [model_dir, best] + [_memory_dir(model_dir, w) for w in _memory_workers(model_dir)]
+    for directory in places:
+        if not os.path.isdir(directory):
+            continue
+        for name in os.listdir(directory):
+            if (name.endswith("_temp") and name.startswith("ckpt-")) or name.startswith(
+                    (".tmp-step-", _BEST_TMP, _BEST_OLD)) or (
+                    name.startswith(".tmp-") and name.endswith(".json")) or (
+                    name.startswith("checkpoint.tmp-")):
+                path = os.path.join(directory, name)
+                if os.path.isdir(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.remove(path)
+                removed.append(path)
+    return removed
+
+
+def _replace_dir(new: str, final: str) -> None:
+    """Swap the complete directory `new` in as `final` (two renames; `clean_temporary`
+    undoes a swap interrupted between them)."""
+    old = os.path.join(os.path.dirname(final), _BEST_OLD)
+    shutil.rmtree(old, ignore_errors=True)
+    if os.path.exists(final):
+        os.replace(final, old)
+    os.replace(new, final)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 class TrainCheckpoints:
     """Saving and restoring training state in `model_dir`.
+
+    Checkpoints are never lost: `restore` reads the newest checkpoint that can be read whole
+    (weights, and the memory of every worker when it was saved) and moves the newer, damaged
+    ones with their memory into `model_dir/damaged/ckpt-N/` (printing which and why), so that
+    no later save writes over them; a `checkpoint` state file that cannot be parsed is moved
+    there too and rebuilt from the `ckpt-N.index` files found. `save` first deletes what an
+    interrupted save left behind, and a save that fails (disk full...) deletes its own partial
+    files and raises a one-line `CheckpointIOError`, the previous checkpoint intact.
 
     Args:
       model_dir: the run directory.
@@ -149,78 +291,282 @@ class TrainCheckpoints:
         self.is_chief = is_chief
         self.max_to_keep = max_to_keep
         self.checkpoint = tf.train.Checkpoint(**trackables)
-        directory = model_dir if is_chief else tempfile.mkdtemp(prefix="txl-nonchief-ckpt-")
-        self.manager = tf.train.CheckpointManager(self.checkpoint, directory,
-                                                  max_to_keep=max_to_keep, checkpoint_name="ckpt")
+        self.restored_path = None
         self._model = trackables["model"]
-        self._best_manager = None
+        self.manager = self._make_manager()
+
+    def _make_manager(self) -> tf.train.CheckpointManager:
+        directory = (self.model_dir if self.is_chief
+                     else tempfile.mkdtemp(prefix="txl-nonchief-ckpt-"))
+        with quiet_tf_warnings():
+            return tf.train.CheckpointManager(self.checkpoint, directory,
+                                              max_to_keep=self.max_to_keep,
+                                              checkpoint_name="ckpt")
 
     @property
     def latest(self) -> Optional[str]:
-        return tf.train.latest_checkpoint(self.model_dir)
+        with quiet_tf_warnings():
+            return txl_tf.latest_checkpoint(self.model_dir)
 
+    # ------------------------------------------------------------------------------------ save
     def save(self, step: int, memories: Sequence[Sequence[np.ndarray]]) -> Optional[str]:
         """Chief: write every worker's memory (`memories[w]`: worker w's L arrays, from
         `gather_worker_memory`), then the training checkpoint of `step`. Other workers take part
         in the checkpoint's collectives but write only into a temporary directory, deleted
         right after (tf.distribute's recipe; a full copy of weights and Adam state per save
-        would otherwise pile up in their /tmp)."""
-        if self.is_chief:
-            for worker, memory in enumerate(memories):
-                write_memory(self.model_dir, worker, step, memory, keep=self.max_to_keep)
-        path = self.manager.save(checkpoint_number=step)
+        would otherwise pile up in their /tmp).
+
+        Raises:
+          CheckpointIOError: the save failed (e.g. "no space left on <model_dir>"); its partial
+            files are deleted and the previous checkpoint is intact.
+        """
         if not self.is_chief:
+            self.manager.save(checkpoint_number=step)
             shutil.rmtree(self.manager.directory, ignore_errors=True)
             return None
+        clean_temporary(self.model_dir)
+        previous = self.manager.latest_checkpoint
+        try:
+            for worker, memory in enumerate(memories):
+                write_memory(self.model_dir, worker, step, memory)
+            path = self.manager.save(checkpoint_number=step)
+        except (OSError, tf.errors.OpError) as error:
+            self._discard(step)
+            raise save_error(error, f"the checkpoint of step {step}", self.model_dir,
+                             previous) from None
+        kept = [int(p.rsplit("-", 1)[1]) for p in self.manager.checkpoints]
+        for worker in _memory_workers(self.model_dir):
+            prune_memory(self.model_dir, worker, kept)
         return path
 
-    def restore(self) -> Tuple[Optional[int], Optional[List[np.ndarray]]]:
-        """Restore the newest training checkpoint of `model_dir`, if any.
+    def _discard(self, step: int) -> None:
+        """Delete the files of a failed save of `step` (unless the state file already names it)."""
+        prefix = _ckpt_prefix(self.model_dir, step)
+        if self.manager.latest_checkpoint == prefix:
+            return
+        for name in checkpoint_files(self.model_dir).get(step, []):
+            os.remove(os.path.join(self.model_dir, name))
+        for worker in _memory_workers(self.model_dir):
+            shutil.rmtree(os.path.dirname(_memory_prefix(self.model_dir, worker, step)),
+                          ignore_errors=True)
+        clean_temporary(self.model_dir)
 
-        Returns (step, memory arrays or None); (None, None) when there is no checkpoint.
+    # --------------------------------------------------------------------------------- restore
+    def restore(self) -> Tuple[Optional[int], Optional[List[np.ndarray]]]:
+        """Restore the newest readable training checkpoint of `model_dir`, if any.
+
+        Candidates are the `ckpt-N` found in the directory and in the `checkpoint` state file,
+        newest first. One is taken when its weights restore and the memory of every worker
+        saved with it reads whole; newer ones that fail are moved aside (chief) and named in
+        one printed line. When every checkpoint with readable weights has damaged memory, the
+        newest of them is taken with the memory reset to zeros (warning).
+
+        Returns:
+          (step, this worker's memory arrays or None); (None, None) when there is no checkpoint.
+
+        Raises:
+          CheckpointError: the checkpoint was written for another model or optimizer.
+          CheckpointIOError: checkpoint files exist but none can be read.
         """
-        path = self.latest
-        if path is None:
+        if self.is_chief:
+            clean_temporary(self.model_dir)
+        files = checkpoint_files(self.model_dir)
+        listed, state_problem = self._read_state()
+        candidates = sorted(set(files) | set(listed), reverse=True)
+        if not candidates:
             return None, None
+        skipped: List[Tuple[int, str]] = []
+        weights_only = None  # newest checkpoint whose weights read but whose memory did not
+        step = None
+        for number in candidates:  # files checked before any variable is assigned
+            problem = (checkpoint_problem(_ckpt_prefix(self.model_dir, number))
+                       if number in files else
+                       "listed in the 'checkpoint' state file but its files are missing")
+            if problem is None:
+                problem = self._memory_problem(number)
+                if problem is None:
+                    step = number
+                    break
+                weights_only = number if weights_only is None else weights_only
+            skipped.append((number, problem))
+        if step is None and weights_only is not None:
+            step = weights_only
+            skipped = [(n, p) for n, p in skipped if n != step]
+            if self.is_chief:
+                print(f"warning: the memory saved with every readable checkpoint is damaged; "
+                      f"resuming from {_ckpt_prefix(self.model_dir, step)} with the memory "
+                      "reset to zeros (not an exact continuation).", flush=True)
+        if step is None:
+            raise CheckpointIOError(
+                f"no readable checkpoint in {self.model_dir}: "
+                + "; ".join(f"ckpt-{n}: {p}" for n, p in skipped)
+                + ". Move the damaged ckpt-* files away to start from scratch, or use a new "
+                "--model_dir.", filename=self.model_dir)
+        self._read_weights(step)
+        memory = (None if step == weights_only
+                  else read_memory(self.model_dir, self.worker, step))
+        newer = [(n, p) for n, p in skipped if n > step]
         try:
-            status = self.checkpoint.read(path)
-            status.assert_existing_objects_matched()
-            status.expect_partial()  # e.g. the manager's save_counter
-        except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as error:
-            raise CheckpointError(
-                f"the checkpoint {path} does not fit this run ({error}). It was written with "
-                f"another model configuration or optimizer; compare {self.model_dir}/config.json "
-                "with the flags, or use a new --model_dir.") from None
-        step = int(path.rsplit("-", 1)[1])
-        memory = read_memory(self.model_dir, self.worker, step)
+            if newer:
+                self._report_and_move_aside(step, newer)
+            if self.is_chief and (newer or state_problem or step not in listed):
+                self._rebuild_state(step, files, state_problem)
+        except OSError as error:  # e.g. a read-only model_dir
+            raise CheckpointIOError(
+                f"cannot set the damaged checkpoints of {self.model_dir} aside "
+                f"({error.strerror or error}); the run would write over them. Make the "
+                "directory writable, or move the newer ckpt-* files away.", error.errno,
+                self.model_dir) from None
+        self.restored_path = _ckpt_prefix(self.model_dir, step)
         if memory is None:
             logging.warning("no memory saved for step %d of worker %d in %s: the memory restarts "
                             "from zeros (the run is not an exact continuation).", step,
                             self.worker, self.model_dir)
         return step, memory
 
+    def _read_state(self) -> Tuple[List[int], Optional[str]]:
+        """The checkpoint numbers the `checkpoint` state file lists, and a problem or None."""
+        path = os.path.join(self.model_dir, "checkpoint")
+        if not os.path.exists(path):
+            return [], None
+        try:
+            with quiet_tf_warnings():
+                state = tf.train.get_checkpoint_state(self.model_dir)
+        except (ValueError, tf.errors.OpError):
+            state = None
+        if state is None:
+            return [], "the 'checkpoint' state file cannot be parsed"
+        numbers = []
+        for name in list(state.all_model_checkpoint_paths) + [state.model_checkpoint_path]:
+            tail = os.path.basename(name)
+            if tail.startswith("ckpt-") and tail[5:].isdigit():
+                numbers.append(int(tail[5:]))
+        return sorted(set(numbers)), None
+
+    def _read_weights(self, number: int) -> None:
+        """Restore ckpt-`number` (checked readable) into the trackables."""
+        path = _ckpt_prefix(self.model_dir, number)
+        problem = None
+        with quiet_tf_warnings():
+            try:
+                status = self.checkpoint.read(path)
+                status.assert_existing_objects_matched()
+                status.expect_partial()  # e.g. the manager's save_counter
+            except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as error:
+                problem = CheckpointError(
+                    f"the checkpoint {path} does not fit this run ({first_line(error)}). It was "
+                    f"written with another model configuration or optimizer; compare "
+                    f"{self.model_dir}/config.json with the flags, or use a new --model_dir.")
+            except Exception as error:  # noqa: BLE001 - classified just below
+                if not is_damage_error(error):
+                    raise
+                problem = CheckpointIOError(f"the checkpoint {path} cannot be read "
+                                            f"({first_line(error)})", filename=path)
+            if problem is not None:
+                gc.collect()  # the failed restore warns of its unmatched values when collected
+        if problem is not None:
+            raise problem
+
+    def _memory_problem(self, number: int) -> Optional[str]:
+        """Why the memory saved with step `number` (of any worker) cannot be read, or None.
+        Every worker decides from the same files, so all resume from the same step."""
+        for worker in _memory_workers(self.model_dir):
+            try:
+                read_memory(self.model_dir, worker, number)
+            except CheckpointIOError as error:
+                return str(error)
+        return None
+
+    def _report_and_move_aside(self, step: int, newer: List[Tuple[int, str]]) -> None:
+        """Print one line on the skipped checkpoints; the chief moves their files (and memory)
+        into model_dir/damaged/ckpt-N/, so that no later save reuses their names."""
+        if not self.is_chief:
+            return
+        moved = [self._move_aside(number) for number, _ in newer]
+        where = (f"; moved to {os.path.join(self.model_dir, DAMAGED_DIR)}" if any(moved)
+                 else "")
+        print(f"warning: resuming from {_ckpt_prefix(self.model_dir, step)}, the newest "
+              "readable checkpoint; skipped "
+              + ", ".join(f"ckpt-{n} ({p})" for n, p in newer) + where + ".", flush=True)
+
+    def _move_aside(self, number: int) -> Optional[str]:
+        """Move ckpt-`number`'s files and memory into damaged/ckpt-`number`[.k]/; its path, or
+        None when there was nothing to move."""
+        moves = [(os.path.join(self.model_dir, name), name)
+                 for name in checkpoint_files(self.model_dir).get(number, [])]
+        for worker in _memory_workers(self.model_dir):
+            source = os.path.dirname(_memory_prefix(self.model_dir, worker, number))
+            if os.path.isdir(source):
+                moves.append((source, f"memory-worker-{worker}"))
+        if not moves:
+            return None
+        target = _unique(os.path.join(self.model_dir, DAMAGED_DIR, f"ckpt-{number}"))
+        os.makedirs(target)
+        for source, name in moves:
+            os.replace(source, os.path.join(target, name))
+        return target
+
+    def _rebuild_state(self, step: int, files: Dict[int, List[str]],
+                       state_problem: Optional[str]) -> None:
+        """Rewrite the `checkpoint` state file from the files found (latest: ckpt-`step`), the
+        unparsable one moved into damaged/, and let a new manager take over the list."""
+        state = os.path.join(self.model_dir, "checkpoint")
+        if state_problem and os.path.exists(state):
+            os.makedirs(os.path.join(self.model_dir, DAMAGED_DIR), exist_ok=True)
+            kept = _unique(os.path.join(self.model_dir, DAMAGED_DIR, "checkpoint"))
+            os.replace(state, kept)
+            print(f"warning: {state_problem}; moved to {kept} and rebuilt from the ckpt-N "
+                  "files.", flush=True)
+        numbers = [n for n in sorted(files) if n <= step and f"ckpt-{n}.index" in files[n]]
+        lines = [f'model_checkpoint_path: "ckpt-{step}"']
+        lines += [f'all_model_checkpoint_paths: "ckpt-{n}"' for n in numbers]
+        lines += [f"all_model_checkpoint_timestamps: "
+                  f"{os.path.getmtime(_ckpt_prefix(self.model_dir, n) + '.index')}"
+                  for n in numbers]
+        tmp = f"{state}.tmp-{os.getpid()}"
+        with open(tmp, "w") as f:  # the text format of tf.train.CheckpointManager
+            f.write("\n".join(lines) + "\n")
+        os.replace(tmp, state)
+        self.manager = self._make_manager()
+
     # ------------------------------------------------------------------------------ best model
     def best_metric(self) -> Optional[float]:
         path = os.path.join(self.model_dir, BEST_DIR, BEST_FILE)
         if not os.path.exists(path):
             return None
-        with open(path) as f:
-            return float(json.load(f)["valid_loss"])
+        try:
+            with open(path) as f:
+                return float(json.load(f)["valid_loss"])
+        except (ValueError, KeyError, TypeError, OSError) as error:
+            print(f"warning: {path} cannot be read ({first_line(error)}); the next evaluation "
+                  "replaces best/.", flush=True)
+            return None
 
     def maybe_save_best(self, step: int, valid_loss: float, extra: dict) -> bool:
-        """Chief: keep `model_dir/best/` as the best checkpoint on validation so far."""
+        """Chief: keep `model_dir/best/` as the best checkpoint on validation so far. The new
+        best/ is written whole into a temporary directory, then swapped in.
+
+        Raises:
+          CheckpointIOError: the copy failed (e.g. disk full); best/ is left as it was.
+        """
         if not self.is_chief:
             return False
         best = self.best_metric()
         if best is not None and not valid_loss < best:
             return False
-        directory = os.path.join(self.model_dir, BEST_DIR)
-        if self._best_manager is None:
-            self._best_manager = tf.train.CheckpointManager(
-                tf.train.Checkpoint(model=self._model), directory, max_to_keep=1,
-                checkpoint_name="ckpt")
-        txl_tf.save_config(self._model.config, directory)
-        self._best_manager.save(checkpoint_number=step)
-        txl_tf.model_dir.write_json_atomic(os.path.join(directory, BEST_FILE),
-                                           dict(extra, step=step, valid_loss=valid_loss))
+        final = os.path.join(self.model_dir, BEST_DIR)
+        tmp = os.path.join(self.model_dir, f"{_BEST_TMP}{step}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            txl_tf.save_config(self._model.config, tmp)
+            tf.train.CheckpointManager(tf.train.Checkpoint(model=self._model), tmp, max_to_keep=1,
+                                       checkpoint_name="ckpt").save(checkpoint_number=step)
+            txl_tf.model_dir.write_json_atomic(os.path.join(tmp, BEST_FILE),
+                                               dict(extra, step=step, valid_loss=valid_loss))
+            _replace_dir(tmp, final)
+        except (OSError, tf.errors.OpError) as error:
+            shutil.rmtree(tmp, ignore_errors=True)
+            previous = txl_tf.latest_checkpoint(final)
+            raise save_error(error, f"the best checkpoint (step {step})", self.model_dir,
+                             previous and f"{previous} (best/)") from None
         return True

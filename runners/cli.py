@@ -236,7 +236,7 @@ def classify(error: BaseException):
         return tf_result
     if isinstance(error, OSError) and not _is_project_class(error):
         return _os_error(error)
-    if isinstance(error, (ValueError, OSError)) and (
+    if isinstance(error, (ValueError, OSError, RuntimeError)) and (
             _is_project_class(error) or (type(error) is ValueError and _raised_by_project(error))):
         return getattr(error, "exit_code", USAGE_ERROR), str(error)
     return None

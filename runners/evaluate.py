@@ -1,6 +1,8 @@
 """Evaluate a txl-tf checkpoint on a split or on any text, with its own memory settings.
 
 Examples:
+  # the test split of the data the model was trained on (MODEL_DIR/corpus-info.json names it)
+  python runners/evaluate.py --model_dir=runs/default
   # WikiText-103 test with the paper's evaluation settings (records made for tgt_len 128, bsz 16)
   python runners/evaluate.py --model_dir=/ckpt/wt103 --data_dir=/data/wt103 --split=test \
       --tgt_len=128 --mem_len=1600 --clamp_len=1000 --same_length --batch_size=16
@@ -45,7 +47,8 @@ def define_flags(fv=flags.FLAGS):
            "in --model_dir (e.g. MODEL_DIR/ckpt-20).")
     flags.DEFINE_enum("split", "test", ["train", "valid", "test"], "Split of --data_dir.",
                       flag_values=fv)
-    string("data_dir", None, "Prepared data directory. Records for the evaluation layout "
+    string("data_dir", None, "Prepared data directory (default: the one the model was trained "
+           "on, recorded in MODEL_DIR/corpus-info.json). Records for the evaluation layout "
            "(--tgt_len, --batch_size, --last_segment) are made from its cached token streams "
            "when missing.")
     string("text_file", None, "Evaluate this text file (UTF-8, or raw bytes for byte-level "
@@ -92,12 +95,40 @@ def _input_fn(data_dir, split, layout, vocab_size, progress):
         if not info or "dataset" not in info:
             raise
         try:
-            tf_records.prepare(info["dataset"], data_dir, layouts={split: layout},
-                               download=False, progress=progress, **info.get("options", {}))
+            dataset, options = tf_records.recorded_corpus(data_dir)
+            tf_records.prepare(dataset, data_dir, layouts={split: layout}, download=False,
+                               progress=progress, **options)
         except tf_records.DataError:
             raise error from None
     return make_input_fn(data_dir, split, layout, repeat=False, vocab_size=vocab_size,
                          verify="size")
+
+
+def trained_data_dir(model_dir):
+    """The data directory the model in `model_dir` was trained on: `data_dir` of
+    MODEL_DIR/corpus-info.json (written by train.py), else `--data_dir` of MODEL_DIR/flags.txt.
+    One line on stderr says which; EvalInputError when neither names an existing directory."""
+    info_path = os.path.join(model_dir, "corpus-info.json")
+    data_dir, source = None, None
+    if os.path.isfile(info_path):
+        with open(info_path) as fh:
+            data_dir, source = json.load(fh).get("data_dir"), info_path
+    flags_path = os.path.join(model_dir, "flags.txt")
+    if not data_dir and os.path.isfile(flags_path):
+        with open(flags_path) as fh:
+            found = [line.strip().split("=", 1)[1] for line in fh
+                     if line.strip().startswith("--data_dir=")]
+        data_dir, source = (found[-1], flags_path) if found else (None, None)
+    if not data_dir:
+        raise EvalInputError(f"{model_dir} does not record the data it was trained on; give "
+                             "--data_dir (with --split) or --text_file.")
+    if not os.path.isdir(data_dir):
+        raise EvalInputError(f"the data {model_dir} was trained on ({data_dir}, from {source}) "
+                             "is not there any more; give --data_dir (with --split) or "
+                             "--text_file.")
+    print(f"evaluating on {data_dir}, the data the model was trained on (from {source})",
+          file=sys.stderr, flush=True)
+    return data_dir
 
 
 def run(argv_flags):
@@ -114,8 +145,9 @@ def run(argv_flags):
     f = argv_flags
     if not f.model_dir:
         raise EvalInputError("--model_dir is required.")
-    if bool(f.data_dir) == bool(f.text_file):
-        raise EvalInputError("give exactly one of --data_dir (with --split) or --text_file.")
+    if f.data_dir and f.text_file:
+        raise EvalInputError("give one of --data_dir (with --split) or --text_file, not both.")
+    data_dir = f.data_dir or (None if f.text_file else trained_data_dir(f.model_dir))
     if f.batch_size < 1:
         raise EvalInputError(f"--batch_size must be >= 1, got {f.batch_size}.")
     config = txl_tf.load_config(f.model_dir)
@@ -149,14 +181,14 @@ def run(argv_flags):
         split = f.split
         layout = RecordLayout(tgt_len=c.tgt_len, per_replica_batch=f.batch_size,
                               last_segment=f.last_segment)
-        input_fn = _input_fn(f.data_dir, split, layout, c.n_token, f.progress)
+        input_fn = _input_fn(data_dir, split, layout, c.n_token, f.progress)
         meta = input_fn.metadata
         vocab_path = os.path.join(f.model_dir, model_vocab.VOCAB_FILE)
         if os.path.isfile(vocab_path):
             mv = model_vocab.load_model_vocab(f.model_dir, c.n_token)
             if meta.get("vocab_checksum") not in (None, mv.vocab.checksum()):
                 raise model_vocab.ModelVocabError(
-                    f"vocabulary mismatch: the {split} records in {f.data_dir} were made with "
+                    f"vocabulary mismatch: the {split} records in {data_dir} were made with "
                     f"vocabulary {meta['vocab_checksum']}, the model's {vocab_path} is "
                     f"{mv.vocab.checksum()}. Evaluate on data prepared with the model's corpus.")
         batches, num_steps = input_fn(), meta["num_steps"]

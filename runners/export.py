@@ -9,11 +9,23 @@ under a temporary name first, so a serving process watching /models/txl never se
 Signatures: serving_default (= score), score, nll, init_mems, generate, and with
 --text_signatures (default) generate_text and score_text; see runners/serving_module.py.
 
-The text signatures hold tensorflow_text ops. TensorFlow resolves every op of a SavedModel when
-it loads it, so a loader without them (`import tensorflow` only) needs an export made with
---notext_signatures; TF Serving builds that include the TF Text ops load the full export.
-Prints one JSON line: {"export_path", "version", "signatures", ...}.
+Every request is bounded by limits fixed here and checked inside the graph: --max_seq_len
+(tokens per row of score / nll / generate), --max_num_tokens (tokens generated per call),
+--max_text_bytes (UTF-8 bytes per text of score_text / generate_text), --max_batch_size (rows
+per request). They are recorded in
+<version>/assets.extra/txl_export.json with the other export settings.
+
+The text signatures hold tensorflow_text ops: running them needs the TF Text ops registered
+(`import tensorflow_text`, or a TF Serving build that includes them). `tf.saved_model.load`
+resolves every op when it loads, so a Python consumer without tensorflow_text needs an export
+made with --notext_signatures; the session-based loader (TF Serving, `saved_model_cli run`)
+runs the id-based signatures of a full export with TensorFlow alone.
+Prints one JSON line: {"export_path", "version", "signatures", ...}. Errors are one line on
+stderr: exit code 2 for a bad flag or path, 1 for a failure while exporting (unreadable
+checkpoint, disk full). --verbosity=0 shows TensorFlow's INFO log.
 """
+import dataclasses
+import errno
 import json
 import os
 import re
@@ -30,6 +42,7 @@ cli.quiet_start()
 from absl import app, flags  # noqa: E402
 
 FLAGS = flags.FLAGS
+INFO_FILE = os.path.join("assets.extra", "txl_export.json")
 
 
 def define_flags():
@@ -53,10 +66,26 @@ def define_flags():
                          "(default: tgt_len).")
     flags.DEFINE_boolean("text_signatures", True, "Add generate_text and score_text (need "
                          "tensorflow_text ops where the SavedModel is loaded).")
+    from runners.serving_module import ServingLimits
+    defaults = ServingLimits()
+    flags.DEFINE_integer("max_seq_len", defaults.max_seq_len, "Longest tokens / prompt row "
+                         "(tokens) a request may send to score, nll or generate.")
+    flags.DEFINE_integer("max_num_tokens", defaults.max_num_tokens, "Most tokens generate and "
+                         "generate_text produce per request.")
+    flags.DEFINE_integer("max_text_bytes", defaults.max_text_bytes, "Longest text (UTF-8 bytes) "
+                         "of score_text and generate_text.")
+    flags.DEFINE_integer("max_batch_size", defaults.max_batch_size, "Most rows (texts) of one "
+                         "request, and init_mems' largest batch_size.")
 
 
 class ExportInputError(ValueError):
-    """Bad export input."""
+    """A bad flag or path given by the user (exit code 2)."""
+    exit_code = 2
+
+
+class ExportRuntimeError(RuntimeError):
+    """A failure while exporting: unreadable model files, disk full... (exit code 1)."""
+    exit_code = 1
 
 
 def next_version(export_dir):
@@ -65,23 +94,70 @@ def next_version(export_dir):
     return max(versions, default=0) + 1
 
 
-def export(model_dir, export_dir, version=None, overwrite=False, tgt_len=None, mem_len=None,
-           clamp_len=None, same_length=None, gen_mem_len=None, gen_seg_len=None,
-           text_signatures=True):
-    """Writes the SavedModel; returns a dict describing it."""
+def check_paths(model_dir, export_dir):
+    """Usage errors about the two directories, found before TensorFlow loads anything."""
+    if not model_dir or not export_dir:
+        raise ExportInputError("--model_dir and --export_dir are required.")
+    if not os.path.isdir(model_dir):
+        what = "is not a directory" if os.path.exists(model_dir) else "does not exist"
+        raise ExportInputError(f"--model_dir {model_dir} {what}: give the directory of a "
+                               "trained (runners/train.py) or imported model.")
+    if not os.path.isfile(os.path.join(model_dir, "config.json")):
+        raise ExportInputError(f"--model_dir {model_dir} has no config.json: it is not a "
+                               "txl-tf model directory (train or import a model into it first).")
+    if os.path.exists(export_dir) and not os.path.isdir(export_dir):
+        raise ExportInputError(f"--export_dir {export_dir} is a file: give a directory (it "
+                               "holds one numbered subdirectory per exported version).")
+    existing = export_dir
+    while not os.path.exists(existing):
+        existing = os.path.dirname(os.path.abspath(existing))
+    if not os.path.isdir(existing):
+        raise ExportInputError(f"--export_dir {export_dir}: {existing} is a file, not a "
+                               "directory.")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ExportInputError(f"--export_dir {export_dir}: {existing} is not writable; give a "
+                               "directory you can write to.")
+
+
+def remove_stale_temporaries(export_dir):
+    """Removes `.tmp-<version>-<pid>` directories left by exports that were killed."""
+    for name in os.listdir(export_dir):
+        match = re.fullmatch(r"\.tmp-\d+-(\d+)", name)
+        if not match:
+            continue
+        try:
+            os.kill(int(match.group(1)), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(export_dir, name), ignore_errors=True)
+        except OSError:
+            pass  # alive, owned by another user
+
+
+def load(model_dir, text_signatures):
+    """(config, model, ModelVocab or None) of a model directory; errors are export errors."""
     import tensorflow as tf
 
     import txl_tf
     from runners import model_vocab
-    from runners.serving_module import ServingModule
 
-    if not model_dir or not export_dir:
-        raise ExportInputError("--model_dir and --export_dir are required.")
-    config = txl_tf.load_config(model_dir)
-    model = txl_tf.load_model(model_dir, dropout=0.0, dropatt=0.0)
+    try:
+        config = txl_tf.load_config(model_dir)
+    except (ValueError, txl_tf.ConfigError) as error:
+        raise ExportRuntimeError(f"cannot read {os.path.join(model_dir, 'config.json')}: "
+                                 f"{error}") from None
     if config.attn_type != 0:
         raise ExportInputError("only Transformer-XL models (attn_type=0) can be exported: the "
                                "signatures carry the memory.")
+    if txl_tf.latest_checkpoint(model_dir) is None:
+        raise ExportInputError(f"--model_dir {model_dir} has no checkpoint yet (no "
+                               "'checkpoint' file): train it first or wait for its first save.")
+    try:
+        model = txl_tf.load_model(model_dir, dropout=0.0, dropatt=0.0)
+    except (txl_tf.ModelDirError, tf.errors.OpError, IndexError, ValueError) as error:
+        # IndexError: TensorFlow's checkpoint reader on a truncated file.
+        message = getattr(error, "message", None) or str(error)
+        raise ExportRuntimeError(f"cannot read the checkpoint of {model_dir}: "
+                                 f"{message.splitlines()[0]}") from None
     vocab_path = os.path.join(model_dir, model_vocab.VOCAB_FILE)
     mv = None
     if text_signatures or os.path.isfile(vocab_path):
@@ -89,10 +165,59 @@ def export(model_dir, export_dir, version=None, overwrite=False, tgt_len=None, m
             mv = model_vocab.load_model_vocab(model_dir, config.n_token)
         except model_vocab.ModelVocabError as error:
             if text_signatures:
-                raise model_vocab.ModelVocabError(
+                raise ExportInputError(
                     f"{error} (the text signatures need it; --notext_signatures exports the "
                     "id-based signatures only).") from None
-            raise
+            raise ExportRuntimeError(str(error)) from None
+    return config, model, mv
+
+
+def write_saved_model(module, path, info):
+    """tf.saved_model.save plus the info file; OS and TF failures become ExportRuntimeError."""
+    import tensorflow as tf
+
+    try:
+        tf.saved_model.save(module, path, signatures=module.signatures())
+        os.makedirs(os.path.dirname(os.path.join(path, INFO_FILE)))
+        with open(os.path.join(path, INFO_FILE), "w") as f:
+            json.dump(info, f, indent=2, sort_keys=True)
+            f.write("\n")
+    except (OSError, tf.errors.OpError) as error:
+        text = getattr(error, "message", None) or str(error)
+        if getattr(error, "errno", None) == errno.ENOSPC or "No space left" in text:
+            raise ExportRuntimeError(f"no space left on {os.path.dirname(path)}: free some "
+                                     "space and export again.") from None
+        raise ExportRuntimeError(f"writing {path} failed: {text.splitlines()[0]}") from None
+
+
+def export(model_dir, export_dir, version=None, overwrite=False, tgt_len=None, mem_len=None,
+           clamp_len=None, same_length=None, gen_mem_len=None, gen_seg_len=None,
+           text_signatures=True, limits=None):
+    """Writes EXPORT_DIR/VERSION atomically (a temporary directory renamed into place).
+
+    Args:
+      model_dir, export_dir: as the flags.
+      version: int or None (highest existing + 1).
+      limits: a `runners.serving_module.ServingLimits` (default: its defaults).
+      The others: run settings of the signatures (None: the model's).
+
+    Returns:
+      A dict describing the export (what `export.py` prints).
+
+    Raises:
+      ExportInputError: a bad argument or path. ExportRuntimeError: reading or writing failed.
+    """
+    from runners.serving_module import ServingLimits, ServingModule
+
+    check_paths(model_dir, export_dir)
+    limits = limits or ServingLimits()
+    version = next_version(export_dir) if version is None else int(version)
+    if version < 0:
+        raise ExportInputError(f"--version must be >= 0, got {version}.")
+    final = os.path.join(export_dir, str(version))
+    if os.path.exists(final) and not overwrite:
+        raise ExportInputError(f"{final} exists; pass --overwrite or another --version.")
+    config, model, mv = load(model_dir, text_signatures)
     if text_signatures:
         import tensorflow_text  # noqa: F401  (registers the ops the text signatures use)
     mem_len = config.mem_len if mem_len is None else mem_len
@@ -104,31 +229,33 @@ def export(model_dir, export_dir, version=None, overwrite=False, tgt_len=None, m
         gen_seg_len=gen_seg_len or tgt_len or config.tgt_len)
     if settings["mem_len"] < 0 or settings["gen_mem_len"] < 1:
         raise ExportInputError("--mem_len must be >= 0 and --gen_mem_len >= 1.")
-    module = ServingModule(model, model_vocab=mv, text_signatures=text_signatures, **settings)
+    module = ServingModule(model, model_vocab=mv, text_signatures=text_signatures,
+                           limits=limits, **settings)
 
-    version = next_version(export_dir) if version is None else int(version)
-    final = os.path.join(export_dir, str(version))
-    if os.path.exists(final):
-        if not overwrite:
-            raise ExportInputError(f"{final} exists; pass --overwrite or another --version.")
-    os.makedirs(export_dir, exist_ok=True)
-    tmp = os.path.join(export_dir, f".tmp-{version}-{os.getpid()}")
-    start = time.time()
-    signatures = module.signatures()
+    import txl_tf
+    info = {"version": version, "signatures": sorted(module.signatures()),
+            "n_layer": config.n_layer, "d_model": config.d_model, "n_token": config.n_token,
+            "vocab_asset": None if mv is None else os.path.basename(mv.vocab_path),
+            "checkpoint": txl_tf.latest_checkpoint(model_dir), **settings,
+            "limits": dataclasses.asdict(limits)}
     try:
-        tf.saved_model.save(module, tmp, signatures=signatures)
-        if os.path.exists(final):
-            shutil.rmtree(final)
+        os.makedirs(export_dir, exist_ok=True)
+        remove_stale_temporaries(export_dir)
+    except OSError as error:
+        raise ExportInputError(f"--export_dir {export_dir}: {error.strerror}.") from None
+    tmp = os.path.join(export_dir, f".tmp-{version}-{os.getpid()}")
+    old = tmp + "-replaced"
+    start = time.time()
+    try:
+        write_saved_model(module, tmp, info)
+        if os.path.exists(final):  # --overwrite: the old version stays whole until replaced
+            os.replace(final, old)
         os.replace(tmp, final)
     finally:
-        if os.path.exists(tmp):
-            shutil.rmtree(tmp)
-    return {"export_path": os.path.abspath(final), "version": version,
-            "signatures": sorted(signatures), "n_layer": config.n_layer,
-            "d_model": config.d_model, "n_token": config.n_token,
-            "vocab_asset": None if mv is None else os.path.basename(mv.vocab_path),
-            "checkpoint": txl_tf.latest_checkpoint(model_dir),
-            "seconds": time.time() - start, **settings}
+        for leftover in (tmp, old):
+            if os.path.exists(leftover):
+                shutil.rmtree(leftover, ignore_errors=True)
+    return {"export_path": os.path.abspath(final), **info, "seconds": time.time() - start}
 
 
 def main(argv):
@@ -136,8 +263,11 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     f = FLAGS
     cli.check_directories(model_dir=f.model_dir, export_dir=f.export_dir)
+    from runners.serving_module import ServingLimits
+    limits = ServingLimits(f.max_seq_len, f.max_num_tokens, f.max_text_bytes, f.max_batch_size)
     out = export(f.model_dir, f.export_dir, f.version, f.overwrite, f.tgt_len, f.mem_len,
-                 f.clamp_len, f.same_length, f.gen_mem_len, f.gen_seg_len, f.text_signatures)
+                 f.clamp_len, f.same_length, f.gen_mem_len, f.gen_seg_len, f.text_signatures,
+                 limits)
     print(json.dumps(out), flush=True)
     return 0
 

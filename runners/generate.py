@@ -68,6 +68,20 @@ def prompt_ids(text, mv):
     return ids
 
 
+def unknown_prompt_symbols(text, mv):
+    """The distinct symbols of the prompt that the model's vocabulary lacks (they map to its
+    unk symbol), in order of appearance; [] for byte-level models (every byte is known)."""
+    from tf_records.tokenize import word_symbols
+
+    if mv.level == "byte":
+        return []
+    if mv.level == "word":
+        symbols = [w for line in text.splitlines() for w in word_symbols(line, mv.rules)]
+    else:
+        symbols = list(text.lower() if mv.rules.lower_case else text)
+    return list(dict.fromkeys(s for s in symbols if s not in mv.vocab and s not in "\r\n"))
+
+
 class TextStreamer:
     """Turns the ids generated so far into the new text to print (UTF-8 safe for bytes)."""
 
@@ -124,6 +138,11 @@ def run(f, out=sys.stdout):
     config = txl_tf.load_config(f.model_dir)
     mv = model_vocab.load_model_vocab(f.model_dir, config.n_token, f.vocab_file)
     ids = prompt_ids(text, mv)
+    unknown = unknown_prompt_symbols(text, mv)
+    if unknown:
+        shown = ", ".join(repr(u) for u in unknown[:10]) + (" ..." if len(unknown) > 10 else "")
+        print(f"warning: {len(unknown)} prompt {mv.level}(s) not in the model's vocabulary, "
+              f"read as {mv.vocab.unk_symbol}: {shown}", file=sys.stderr, flush=True)
     if len(ids) == 0:
         raise GenerateInputError("the prompt has no tokens; give at least one symbol.")
     model = txl_tf.load_model(f.model_dir, dropout=0.0, dropatt=0.0)

@@ -7,6 +7,35 @@ with seed s uses the seed pair (s, t), so a generation is a pure function of its
 import tensorflow as tf
 
 
+def setting_checks(temperature, top_k, top_p) -> list:
+    """Assertions that the sampling settings are valid (graph-safe; run them before sampling).
+
+    Args:
+      temperature: scalar float; finite and >= 0 (0: greedy).
+      top_k: scalar int; >= 0 (0: no top-k filter).
+      top_p: scalar float; 0 < top_p <= 1 (1: no nucleus filter).
+
+    Returns:
+      A list of assertion ops (in eager mode they have run already) that raise
+      InvalidArgumentError naming the setting.
+
+    Example:
+      with tf.control_dependencies(setting_checks(t, k, p)):
+          token = choose(log_probs, step, t, k, p, seed)
+    """
+    temperature = tf.cast(temperature, tf.float32)
+    top_p = tf.cast(top_p, tf.float32)
+    return [
+        tf.debugging.Assert(tf.math.is_finite(temperature) & (temperature >= 0.0),
+                            ["temperature must be a finite number >= 0 (0: greedy), got",
+                             temperature]),
+        tf.debugging.Assert(tf.cast(top_k, tf.int64) >= 0,
+                            ["top_k must be >= 0 (0: no top-k filter), got", top_k]),
+        tf.debugging.Assert((top_p > 0.0) & (top_p <= 1.0),
+                            ["top_p must be in (0, 1] (1: no nucleus filter), got", top_p]),
+    ]
+
+
 def filter_logits(log_probs, temperature, top_k, top_p):
     """Scaled and truncated logits.
 

@@ -16,13 +16,49 @@ Signatures (L n_layer, D d_model fixed; B batch, Q length, M memory length dynam
       nll_sum float32 [B]; each text is scored as `evaluate.py --batch_size=1
       --last_segment=pad` scores it (zero memory of mem_len, segments of tgt_len).
 The vocabulary file is an asset (assets/vocab.txt); `vocab_file` holds its path after loading.
+
+Every request is validated inside the graph before any work (InvalidArgumentError naming the
+problem): ids in [0, n_token) in every id input; mems of shape [L, B, M <= mem_len, D]; at least
+one token in tokens / prompt and at least 2 in a score_text text (one to predict from, one to
+predict); sampling settings (temperature finite and >= 0, top_k >= 0, 0 < top_p <= 1); and the
+export-time limits (`ServingLimits`, export.py --max_seq_len / --max_num_tokens /
+--max_text_bytes / --max_batch_size) that bound the work of one request.
 """
+import dataclasses
 import os
 import tempfile
 
 import tensorflow as tf
 
-from runners import generation
+from runners import generation, sampling
+
+
+@dataclasses.dataclass(frozen=True)
+class ServingLimits:
+    """Bounds on the work of one request, fixed at export time.
+
+    Attributes:
+      max_seq_len: longest tokens (score, nll) or prompt (generate) row, in tokens. score
+        returns log_probs float32 [B, Q, V]: 4 * Q * V bytes per row.
+      max_num_tokens: most tokens generate / generate_text produce per call.
+      max_text_bytes: longest text (UTF-8 bytes) of score_text / generate_text.
+      max_batch_size: most rows (B) of any request, and init_mems' batch_size.
+    """
+    max_seq_len: int = 512
+    max_num_tokens: int = 1024
+    max_text_bytes: int = 100_000
+    max_batch_size: int = 64
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            if int(getattr(self, field.name)) < 1:
+                raise ValueError(f"--{field.name} must be >= 1, got {getattr(self, field.name)}.")
+
+    def message(self, name, what) -> str:
+        """The error text of a request over the limit `name`."""
+        return (f"{what} exceeds {name}={getattr(self, name)}, a limit of this export "
+                f"(runners/export.py --{name}); send a smaller request or re-export with a "
+                f"larger --{name}.")
 
 # Python's str.isspace characters as an RE2 class (the word rule splits on them, as str.split).
 _PY_WS_CLASS = None
@@ -49,21 +85,26 @@ class ServingModule(tf.Module):
       model_vocab: a `runners.model_vocab.ModelVocab`, needed for the text signatures and to
         ship the vocabulary asset; None for a vocabulary-less export.
       text_signatures: build generate_text / score_text (tensorflow_text ops).
+      limits: a `ServingLimits` (default: its defaults).
     """
 
     def __init__(self, model, mem_len, clamp_len, same_length, tgt_len, gen_mem_len,
-                 gen_seg_len, model_vocab=None, text_signatures=True):
+                 gen_seg_len, model_vocab=None, text_signatures=True, limits=None):
         super().__init__(name="txl_serving")
         c = model.config
         if c.attn_type != 0:
             raise ValueError("export needs a Transformer-XL model with memory (attn_type=0).")
-        self.model = model
+        # The Keras model itself is not a dependency of the module: only the tf.Variables
+        # behind its weights are (see `_track_weights`).
+        object.__setattr__(self, "model", model)
+        self.weights = self._track_weights(model)
         self.config = c
         self.settings = (int(mem_len), int(clamp_len), bool(same_length))
         self.tgt_len = int(tgt_len)
         self.gen_settings = (int(gen_mem_len), int(clamp_len), False)
         self.gen_seg_len = int(gen_seg_len)
         self.text = bool(text_signatures)
+        object.__setattr__(self, "limits", limits or ServingLimits())
         self.mv = model_vocab
         if model_vocab is not None:
             self.vocab_file = tf.saved_model.Asset(model_vocab.vocab_path)
@@ -91,6 +132,28 @@ class ServingModule(tf.Module):
                                              input_signature=[text] + sampling_specs)
             self.score_text = tf.function(self._score_text, input_signature=[text])
 
+    @staticmethod
+    def _track_weights(model) -> dict:
+        """The tf.Variables that hold the model's weights, by Keras path.
+
+        The signatures read these tf.Variables (a Keras 3 variable wraps one). Saving the
+        Keras variables instead would write, for each, a second, differently named tf.Variable
+        that the SavedModel's restore op fills while the graph's functions still read the
+        original one, so the session-based loader (TF Serving, saved_model_cli) would run
+        them on uninitialised variables. Tracking the wrapped variables makes the restore op
+        fill exactly the variables the functions read, with one copy of each weight.
+
+        Returns:
+          {path: tf.Variable}, e.g. {"transformer_xl/r_r_bias": <tf.Variable [H, d_head]>}.
+        """
+        weights = {}
+        for variable in model.variables:
+            inner = getattr(variable, "value", variable)
+            if not isinstance(inner, tf.Variable):
+                raise TypeError(f"{variable.path} is not backed by a tf.Variable.")
+            weights[variable.path] = inner
+        return weights
+
     def signatures(self) -> dict:
         out = {"serving_default": self.score, "score": self.score, "nll": self.nll,
                "init_mems": self.init_mems, "generate": self.generate}
@@ -99,34 +162,68 @@ class ServingModule(tf.Module):
         return out
 
     # -- id-based --------------------------------------------------------------------------
+    @staticmethod
+    def _after(checks, *tensors):
+        """`tensors`, computed only once every op of `checks` has run."""
+        with tf.control_dependencies(checks):
+            out = tuple(tf.identity(t) for t in tensors)
+        return out if len(out) > 1 else out[0]
+
+    def _id_checks(self, ids, name):
+        n = self.config.n_token
+        return [tf.debugging.assert_non_negative(
+                    ids, message=f"{name} must be token ids >= 0 (vocabulary size {n})"),
+                tf.debugging.assert_less(
+                    ids, n, message=f"{name} must be token ids < {n}, the vocabulary size")]
+
+    def _batch_check(self, batch, name):
+        return tf.debugging.assert_less_equal(
+            batch, self.limits.max_batch_size,
+            message=self.limits.message("max_batch_size", f"the batch size of {name}"))
+
+    def _length_checks(self, tokens, name):
+        """tokens [B, Q]: B <= max_batch_size, 1 <= Q <= max_seq_len."""
+        length = tf.shape(tokens)[1]
+        return [self._batch_check(tf.shape(tokens)[0], name),
+                tf.debugging.assert_positive(
+                    length, message=f"{name} is empty: give at least one token per row"),
+                tf.debugging.assert_less_equal(
+                    length, self.limits.max_seq_len,
+                    message=self.limits.message("max_seq_len", f"the length of {name}"))]
+
     def _check_mems(self, tokens, mems):
         c = self.config
+        mem_len = self.settings[0]
         shape = tf.shape(mems)
         expected = tf.stack([c.n_layer, tf.shape(tokens)[0], shape[2], c.d_model])
-        check = tf.debugging.assert_equal(
-            shape, expected,
-            message=f"mems must be float32 [n_layer={c.n_layer}, batch (that of tokens), "
-                    f"mem_len, d_model={c.d_model}]; start from init_mems(batch_size) or a "
-                    f"[{c.n_layer}, batch, 0, {c.d_model}] tensor and pass back the mems of the "
-                    "previous call. Got mems of shape", summarize=4)
-        with tf.control_dependencies([check]):  # the check runs before anything uses mems
-            return tf.identity(mems)
+        checks = [
+            tf.debugging.assert_equal(
+                shape, expected,
+                message=f"mems must be float32 [n_layer={c.n_layer}, batch (that of tokens), "
+                        f"mem_len, d_model={c.d_model}]; start from init_mems(batch_size) or a "
+                        f"[{c.n_layer}, batch, 0, {c.d_model}] tensor and pass back the mems of "
+                        "the previous call. Got mems of shape", summarize=4),
+            tf.debugging.assert_less_equal(
+                shape[2], mem_len,
+                message=f"mems hold at most mem_len={mem_len} positions in this export (what "
+                        "init_mems and score return); got mems of length")]
+        return self._after(checks, mems)
 
     def _score(self, tokens, mems):
+        tokens = self._after(self._length_checks(tokens, "tokens")
+                             + self._id_checks(tokens, "tokens"), tokens)
         mems = self._check_mems(tokens, mems)
         log_probs, new_mems = generation.model_step(self.model, tokens, mems, *self.settings)
         return {"log_probs": log_probs, "mems": new_mems}
 
     def _nll(self, tokens, labels, mems):
+        checks = (self._length_checks(tokens, "tokens") + self._id_checks(tokens, "tokens")
+                  + [tf.debugging.assert_equal(
+                        tf.shape(labels), tf.shape(tokens),
+                        message="labels must have the shape of tokens [batch, len]")]
+                  + self._id_checks(labels, "labels"))
+        tokens, labels = self._after(checks, tokens, labels)
         mems = self._check_mems(tokens, mems)
-        checks = [
-            tf.debugging.assert_equal(tf.shape(labels), tf.shape(tokens),
-                                      message="labels must have the shape of tokens [batch, len]"),
-            tf.debugging.assert_non_negative(labels, message="labels must be token ids >= 0"),
-            tf.debugging.assert_less(labels, self.config.n_token,
-                                     message=f"labels must be < n_token={self.config.n_token}")]
-        with tf.control_dependencies(checks):
-            labels = tf.identity(labels)
         out = self.model(tokens, mems=tf.unstack(mems, num=self.config.n_layer), labels=labels,
                          training=False, mem_len=self.settings[0], clamp_len=self.settings[1],
                          same_length=self.settings[2])
@@ -134,22 +231,25 @@ class ServingModule(tf.Module):
 
     def _init_mems(self, batch_size):
         c = self.config
+        batch_size = self._after([tf.debugging.assert_non_negative(
+            batch_size, message="batch_size must be >= 0"),
+            self._batch_check(batch_size, "init_mems")], batch_size)
         return {"mems": tf.zeros([c.n_layer, batch_size, self.settings[0], c.d_model])}
 
     def _generate_ids(self, prompt, num_tokens, temperature, top_k, top_p, seed):
-        tf.debugging.assert_non_negative(num_tokens, message="num_tokens must be >= 0")
+        checks = [
+            tf.debugging.assert_non_negative(num_tokens, message="num_tokens must be >= 0"),
+            tf.debugging.assert_less_equal(
+                num_tokens, self.limits.max_num_tokens,
+                message=self.limits.message("max_num_tokens", "num_tokens"))]
+        checks += sampling.setting_checks(temperature, top_k, top_p)
+        prompt = self._after(checks, prompt)
         return generation.generate_ids(self.model, prompt, num_tokens, temperature, top_k,
                                        top_p, seed, self.gen_seg_len, *self.gen_settings)
 
     def _generate(self, prompt, num_tokens, temperature, top_k, top_p, seed):
-        checks = [
-            tf.debugging.assert_greater(tf.shape(prompt)[1], 0,
-                                        message="the prompt is empty: give at least one token"),
-            tf.debugging.assert_non_negative(prompt, message="prompt ids must be >= 0"),
-            tf.debugging.assert_less(prompt, self.config.n_token,
-                                     message=f"prompt ids must be < n_token={self.config.n_token}")]
-        with tf.control_dependencies(checks):
-            prompt = tf.identity(prompt)
+        prompt = self._after(self._length_checks(prompt, "prompt")
+                             + self._id_checks(prompt, "prompt"), prompt)
         return {"tokens": self._generate_ids(prompt, num_tokens, temperature, top_k, top_p,
                                              seed)}
 
@@ -160,8 +260,10 @@ class ServingModule(tf.Module):
         if level == "char":
             # vocab.txt escapes whitespace as \uXXXX; the graph reads a derived asset with one
             # decimal code point per line instead.
-            directory = tempfile.mkdtemp(prefix="txl-export-")
-            path = os.path.join(directory, "vocab_codepoints.txt")
+            # Removed with the module; tf.saved_model.save copies it into the export's assets.
+            object.__setattr__(self, "_asset_dir",
+                               tempfile.TemporaryDirectory(prefix="txl-export-"))
+            path = os.path.join(self._asset_dir.name, "vocab_codepoints.txt")
             with open(path, "w", encoding="utf-8") as f:
                 f.write("".join(f"{ord(s)}\n" for s in vocab.symbols))
             self.codepoint_file = tf.saved_model.Asset(path)
@@ -261,7 +363,14 @@ class ServingModule(tf.Module):
         seps = tf.where(marker | next_marker, "", " ")
         return tf.strings.reduce_join(tf.strings.join([pieces, seps]))
 
+    def _text_checks(self, text):
+        return [self._batch_check(tf.size(text), "text"), tf.debugging.assert_less_equal(
+            tf.strings.length(text), self.limits.max_text_bytes,
+            message=self.limits.message("max_text_bytes", "the UTF-8 length of a text"))]
+
     def _generate_text(self, text, num_tokens, temperature, top_k, top_p, seed):
+        text = self._after(self._text_checks(text), text)
+
         def one(prompt_text):
             ids = self._text_to_ids(prompt_text, continuing=True)
             check = tf.debugging.assert_greater(
@@ -285,9 +394,16 @@ class ServingModule(tf.Module):
         seg = self.tgt_len
         mem_len = self.settings[0]
 
+        text = self._after(self._text_checks(text), text)
+
         def one(t):
             ids = self._text_to_ids(t, continuing=False)
-            n = tf.maximum(tf.size(ids) - 1, 0)
+            ids = self._after([tf.debugging.assert_greater_equal(
+                tf.size(ids), 2,
+                message="score_text needs texts of at least 2 tokens (the first token is only "
+                        "context; each later one is scored): got a text whose token count is")],
+                ids)
+            n = tf.size(ids) - 1
             steps = (n + seg - 1) // seg
             pad = steps * seg - n
             inputs = tf.reshape(tf.pad(ids[:n], [[0, pad]]), [steps, 1, seg])
@@ -308,7 +424,7 @@ class ServingModule(tf.Module):
             _, _, total = tf.while_loop(lambda i, *_: i < steps, body,
                                         (tf.constant(0), mems, tf.constant(0.0, tf.float64)))
             count = tf.cast(n, tf.int64)
-            loss = total / tf.cast(tf.maximum(count, 1), tf.float64)
+            loss = total / tf.cast(count, tf.float64)
             return tf.cast(loss, tf.float32), count, tf.cast(total, tf.float32)
 
         loss, count, total = tf.map_fn(

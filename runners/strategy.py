@@ -1,21 +1,67 @@
 """`--strategy` name -> `tf.distribute.Strategy`, shared by every runner.
 
 Names: `default` (no distribution; the default strategy), `one_device` (`--devices` or the first
-GPU, else the CPU), `mirrored` (all local GPUs, or the devices of `--devices`), 
+GPU, else the CPU), `mirrored` (all local GPUs, or the devices of `--devices`),
 `multi_worker_mirrored` (cluster from the `TF_CONFIG` environment variable), `tpu` (`--tpu`
-address, '' or 'local' for a TPU VM).
+address, '' or 'local' for a TPU VM), and `auto` (what the paper's recipes use: a TPU when
+`--tpu` is given or one is attached to this machine, else all local GPUs, else the CPU; see
+`resolve_auto`).
 """
+import glob
 import json
 import os
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import tensorflow as tf
 
-STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
 
 class StrategyError(ValueError):
     """A strategy that cannot be created as asked."""
+
+
+class Choice(NamedTuple):
+    """What `--strategy=auto` resolved to: a strategy name, its `tpu` argument and why."""
+    name: str
+    tpu: Optional[str]
+    reason: str
+
+
+def attached_tpu() -> Optional[str]:
+    """The `--tpu` value of a TPU this machine has without connecting anywhere, or None.
+
+    'local' on a Cloud TPU VM (its chips appear as /dev/accel* or as TensorFlow TPU devices);
+    the `TPU_NAME` environment variable of a TPU node set-up. Nothing is contacted, so this
+    returns at once on any machine.
+    """
+    if os.environ.get("TPU_NAME"):
+        return os.environ["TPU_NAME"]
+    if glob.glob("/dev/accel[0-9]*") or tf.config.list_physical_devices("TPU"):
+        return "local"
+    return None
+
+
+def resolve_auto(tpu: Optional[str] = None, devices: Optional[Sequence[str]] = None) -> Choice:
+    """The strategy `--strategy=auto` runs with on this machine, and the reason in words.
+
+    Order: `tpu` when `--tpu` is given or a TPU is attached (`attached_tpu`); else `mirrored`
+    over `devices` when given, or over all local GPUs when there are several; `one_device` on
+    the one GPU; else `default` (the CPU). The global batch is the same whatever is chosen.
+    """
+    if tpu:
+        return Choice("tpu", tpu, f"--tpu={tpu} is given")
+    found = attached_tpu()
+    if found:
+        return Choice("tpu", found, f"a TPU is attached to this machine (--tpu={found})")
+    if devices:
+        return Choice("mirrored", None, f"--devices={','.join(devices)}")
+    gpus = tf.config.list_physical_devices("GPU")
+    if len(gpus) > 1:
+        return Choice("mirrored", None, f"no --tpu given and no TPU attached; {len(gpus)} GPUs")
+    if gpus:
+        return Choice("one_device", None, "no --tpu given and no TPU attached; 1 GPU")
+    return Choice("default", None, "no --tpu given, no TPU attached and no GPU: the CPU")
 
 
 def create_strategy(name: str, tpu: Optional[str] = None,
@@ -23,13 +69,16 @@ def create_strategy(name: str, tpu: Optional[str] = None,
     """The strategy `name` (one of `STRATEGIES`).
 
     Args:
-      name: strategy name.
+      name: strategy name (`auto`: see `resolve_auto`).
       tpu: for `tpu`: 'local' (the chips of this TPU VM), a TPU or pod slice name,
-        grpc://address, or '' / None (resolved from the Cloud TPU environment).
+        grpc://address, or '' / None (the TPU attached to this machine, see `attached_tpu`).
       devices: explicit device names for `one_device` (one) and `mirrored` (any number), e.g.
         ['/CPU:0', '/CPU:1'] for two logical CPUs.
     """
     devices = list(devices or [])
+    if name == "auto":
+        choice = resolve_auto(tpu, devices)
+        return create_strategy(choice.name, choice.tpu, devices)
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "one_device":
@@ -55,6 +104,12 @@ def create_strategy(name: str, tpu: Optional[str] = None,
             raise StrategyError(f"TF_CONFIG is not valid JSON ({error}).") from None
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
+        tpu = tpu or attached_tpu()
+        if not tpu:
+            raise StrategyError(
+                "--strategy=tpu needs --tpu=NAME (a TPU or pod slice name, grpc://address, or "
+                "'local' on a TPU VM) and this machine has no TPU attached; give --tpu, or "
+                "--strategy=auto to run on the GPUs or the CPU of this machine.")
         if tpu == "local":  # the TPU chips of this TPU VM, no TPU service involved
             resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
         else:  # a TPU (pod slice) by name or grpc:// address; '' = found from the environment

@@ -3,7 +3,13 @@
 With no flags at all it trains a small model on the built-in corpus (the bytes of Python's
 standard library) in a few minutes on CPU, and prints where the TensorBoard logs are. The same
 code runs on one CPU, several GPUs (`--strategy=mirrored`), several machines
-(`--strategy=multi_worker_mirrored`, cluster in TF_CONFIG) or a TPU (`--strategy=tpu --tpu=...`).
+(`--strategy=multi_worker_mirrored`, cluster in TF_CONFIG) or a TPU (`--strategy=tpu --tpu=...`);
+the recipes' `--strategy=auto` takes a TPU when `--tpu` is given or one is attached, else this
+machine's GPUs or CPU, and says which in one line.
+
+Data: `--data_dir` prepared by runners/prepare_data.py is used with the dataset and corpus options
+its corpus-info.json records (give an option only to change it); missing records are made by
+the chief, downloading the corpus on first use (`--raw_path` for a file already on disk).
 
 Unknown flags, also in flagfiles, are errors. A restarted run with the same flags and --model_dir
 resumes from the last checkpoint: same weights, optimizer state, data position and memory.
@@ -19,7 +25,7 @@ cli.quiet_start()
 
 from absl import app, flags  # noqa: E402
 
-from runners import flags_model, xla_clustering  # noqa: E402
+from runners import flags_data, flags_model, xla_clustering  # noqa: E402
 from runners.strategy import STRATEGIES  # noqa: E402
 from runners.training import PRECISIONS  # noqa: E402
 
@@ -36,12 +42,18 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
     flags.DEFINE_string("data_dir", "data/builtin",
                         "Prepared data directory (runners/prepare_data.py).", flag_values=fv)
     flags.DEFINE_string("dataset", "builtin", "Corpus name (builtin, synthetic, enwik8, text8, "
-                        "wt103, lm1b, ...); must match data_dir/corpus-info.json.", flag_values=fv)
-    flags.DEFINE_multi_string("corpus_option", [], "key=value corpus option used when this "
-                              "runner prepares the data itself (e.g. max_bytes=1000000 for "
-                              "builtin).", flag_values=fv)
+                        "wt103, lm1b, text, ...). Not given: the one data_dir/corpus-info.json "
+                        "records (builtin for a new data_dir).", flag_values=fv)
+    flags.DEFINE_multi_string("corpus_option", [], "key=value corpus option (the same as the "
+                              "corpus flags below, e.g. max_bytes=1000000 for builtin).",
+                              flag_values=fv)
     flags.DEFINE_string("raw_path", None, "Raw corpus archive/file: make missing records from "
-                        "it.", flag_values=fv)
+                        "it (instead of the download; for --dataset=text: the text file).",
+                        flag_values=fv)
+    flags.DEFINE_bool("download", True, "The chief downloads a missing corpus archive into "
+                      "data_dir/raw (progress bar, checked) on first use.", flag_values=fv)
+    # Corpus options, as runners/prepare_data.py; a prepared data_dir keeps its recorded ones.
+    flags_data.define_corpus_flags(fv)
     flags.DEFINE_integer("per_host_train_bsz", 16, "Training streams per host (worker).",
                          flag_values=fv)
     flags.DEFINE_integer("train_batch_size", 0, "Global training batch (0: per_host_train_bsz "
@@ -60,6 +72,10 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
                        flag_values=fv)
     flags.DEFINE_integer("grad_accum_steps", 1, "Accumulate the gradients of this many chunks of "
                          "each replica's streams before one update (same result, less memory).",
+                         flag_values=fv)
+    flags.DEFINE_integer("max_per_replica_batch", 0, "Most streams a replica computes at once; "
+                         "a larger per-replica batch raises --grad_accum_steps (same update). "
+                         "0: estimated from the device memory (CPU RAM, GPU memory).",
                          flag_values=fv)
     flags.DEFINE_enum("precision", "float32", list(PRECISIONS), "Keras dtype policy; "
                       "mixed_float16 adds dynamic loss scaling.", flag_values=fv)
@@ -86,8 +102,9 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
     flags.DEFINE_string("init_checkpoint", None, "Warm start: model weights from this model "
                         "directory or checkpoint (ignored when model_dir already has a "
                         "checkpoint).", flag_values=fv)
-    flags.DEFINE_enum("strategy", "default", list(STRATEGIES), "Distribution strategy.",
-                      flag_values=fv)
+    flags.DEFINE_enum("strategy", "default", list(STRATEGIES), "Distribution strategy. auto "
+                      "(the recipes): a TPU if --tpu is given or one is attached, else all "
+                      "local GPUs, else the CPU.", flag_values=fv)
     flags.DEFINE_string("tpu", None, "--strategy=tpu: 'local' (this TPU VM's own chips), a TPU "
                         "or pod slice name, or grpc://address.", flag_values=fv)
     flags.DEFINE_list("devices", [], "Devices for one_device/mirrored, e.g. /CPU:0,/CPU:1.",
@@ -104,6 +121,18 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
 FLAGS = flags.FLAGS
 
 
+def _option_value(text: str):
+    """'3' -> 3, '0.5' -> 0.5, 'true'/'false' -> bool, anything else the string."""
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def options_from_flags(f):
     from runners.training import TrainError, TrainOptions
     corpus_options = {}
@@ -111,22 +140,18 @@ def options_from_flags(f):
         if "=" not in item:
             raise TrainError(f"--corpus_option must be key=value, got {item!r}.")
         key, value = item.split("=", 1)
-        try:
-            value = int(value)
-        except ValueError:
-            try:
-                value = float(value)
-            except ValueError:
-                pass
-        corpus_options[key.strip()] = value
+        corpus_options[key.strip()] = _option_value(value.strip())
+    corpus_options.update(flags_data.corpus_options(f))
     return TrainOptions(
-        model_dir=f.model_dir, data_dir=f.data_dir, dataset=f.dataset,
-        corpus_options=corpus_options, raw_path=f.raw_path,
+        model_dir=f.model_dir, data_dir=f.data_dir,
+        dataset=f.dataset if f["dataset"].present else None,
+        corpus_options=corpus_options, raw_path=f.raw_path, download=f.download,
         per_host_train_bsz=f.per_host_train_bsz, train_batch_size=f.train_batch_size,
         per_host_valid_bsz=f.per_host_valid_bsz, num_passes=f.num_passes,
         learning_rate=f.learning_rate,
         warmup_steps=f.warmup_steps, train_steps=f.train_steps, min_lr_ratio=f.min_lr_ratio,
-        clip=f.clip, grad_accum_steps=f.grad_accum_steps, precision=f.precision,
+        clip=f.clip, grad_accum_steps=f.grad_accum_steps,
+        max_per_replica_batch=f.max_per_replica_batch, precision=f.precision,
         steps_per_loop=f.steps_per_loop, log_steps=f.log_steps, save_steps=f.save_steps,
         eval_steps=f.eval_steps, max_eval_batches=f.max_eval_batches,
         keep_checkpoints=f.keep_checkpoints, checkpoint_memory=f.checkpoint_memory,

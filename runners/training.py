@@ -2,10 +2,12 @@
 
 `run_training(options, config_fn)` is what `runners/train.py` calls after parsing its flags; tests
 call it directly. The run:
-  1. creates the strategy and derives the layout (per-replica batch = global batch / replicas);
-  2. finds the train/valid records for that layout (prepares them itself for the built-in and
-     synthetic corpora or when `raw_path` is given; otherwise raises the error that names the
-     exact `runners/prepare_data.py` command);
+  1. creates the strategy (`auto`: see `runners/strategy.py: resolve_auto`) and derives the
+     layout (per-replica batch = global batch / replicas);
+  2. finds the train/valid records for that layout with the dataset and corpus options that
+     data_dir/corpus-info.json records (given options override them), and makes missing ones
+     (from the token cache, the raw data, or the corpus downloaded on first use by the chief);
+     raises gradient accumulation when a replica's streams do not fit (`runners/batch_fit.py`);
   3. builds the model and optimizer under `strategy.scope()`, writes config.json, vocab.txt,
      corpus-info.json and flags.txt into `model_dir`;
   4. resumes from the newest checkpoint of `model_dir` (weights, optimizer, step, dropout RNG,
@@ -29,7 +31,7 @@ from absl import logging
 
 import tf_records
 import txl_tf
-from runners import checkpointing, flags_model, strategy as strategy_lib
+from runners import batch_fit, checkpointing, flags_model, strategy as strategy_lib
 from runners.lr_schedule import WarmupCosineSchedule, warmup_cosine_lr
 from runners.optimizer import make_optimizer
 from runners.summaries import RunSummaries, format_duration, metric_name, metric_value
@@ -47,9 +49,10 @@ class TrainOptions:
     """Everything of a run except the model configuration (see runners/train.py for help)."""
     model_dir: str = "runs/default"
     data_dir: str = "data/builtin"
-    dataset: str = "builtin"
-    corpus_options: dict = dataclasses.field(default_factory=dict)
+    dataset: Optional[str] = "builtin"  # None: what data_dir/corpus-info.json records (builtin)
+    corpus_options: dict = dataclasses.field(default_factory=dict)  # given ones; others recorded
     raw_path: Optional[str] = None
+    download: bool = True              # the chief downloads a missing corpus archive
     per_host_train_bsz: int = 16
     train_batch_size: int = 0          # global; 0 = per_host_train_bsz * hosts
     per_host_valid_bsz: int = 0        # 0 = per_host_train_bsz
@@ -60,6 +63,7 @@ class TrainOptions:
     min_lr_ratio: float = 0.004
     clip: float = 0.25
     grad_accum_steps: int = 1
+    max_per_replica_batch: int = 0     # streams a replica computes at once (0: memory estimate)
     precision: str = "float32"
     steps_per_loop: int = 50
     log_steps: int = 50
@@ -102,12 +106,13 @@ def unigram_entropy(data_dir: str, split: str = "train",
 
 def ensure_records(options: TrainOptions, layouts: dict, vocab_size=None,
                    may_prepare: bool = True, wait_seconds: float = 0.0) -> dict:
-    """Metadata per split. Missing records are made here when the raw data is at hand (the
-    built-in and synthetic corpora, --raw_path, or a data_dir already prepared for another
-    layout or holding the downloaded archive; never downloads); otherwise the error names the
-    exact runners/prepare_data.py command. With `may_prepare=False` (a non-chief worker) the
-    chief makes them: wait up to `wait_seconds` for them to appear in the shared data_dir.
-    Other hosts' record files need not be on this machine: each host's input_fn checks its own."""
+    """Metadata per split. Missing records are made here: from the token cache of a data_dir
+    already prepared (silently), else from the raw data (the built-in and synthetic corpora,
+    --raw_path, data_dir/raw, or the corpus archive downloaded with a progress bar and checked
+    when `options.download`); a failed download is one line naming the URL and --raw_path.
+    With `may_prepare=False` (a non-chief worker) the chief makes them: wait up to
+    `wait_seconds` for them to appear in the shared data_dir. Other hosts' record files need
+    not be on this machine: each host's input_fn checks its own."""
     metas, missing = {}, {}
     for split, layout in layouts.items():
         try:
@@ -136,11 +141,17 @@ def ensure_records(options: TrainOptions, layouts: dict, vocab_size=None,
             raise first_error
         return metas
     logging.info("making the %s records in %s", sorted(missing), options.data_dir)
+    building = tf_records.read_corpus_info(options.data_dir) is None
     try:
         tf_records.prepare(options.dataset, options.data_dir,
                            layouts={s: layouts[s] for s in missing}, raw_path=options.raw_path,
-                           download=False, progress=False, **options.corpus_options)
-    except (tf_records.CorpusError, tf_records.DownloadError) as error:
+                           download=options.download, progress=building,
+                           **options.corpus_options)
+    except tf_records.DownloadError:
+        raise
+    except tf_records.CorpusError as error:
+        if options.download or options.raw_path:
+            raise
         info = tf_records.read_corpus_info(options.data_dir) or {
             "dataset": options.dataset, "option_flags": []}
         splits = sorted(missing)
@@ -160,26 +171,124 @@ def ensure_records(options: TrainOptions, layouts: dict, vocab_size=None,
 
 
 def copy_data_files(data_dir: str, model_dir: str) -> None:
+    """vocab.txt and corpus-info.json of `data_dir` into `model_dir`; the copy of
+    corpus-info.json also records `data_dir` (absolute), where evaluate.py finds the data the
+    model was trained on."""
     for name in ("vocab.txt", "corpus-info.json"):
         source = os.path.join(data_dir, name)
         if os.path.exists(source):
             tmp = os.path.join(model_dir, f".tmp-{name}")
             shutil.copyfile(source, tmp)
             os.replace(tmp, os.path.join(model_dir, name))
+    info = tf_records.read_corpus_info(model_dir)
+    if info is not None:
+        info["data_dir"] = os.path.abspath(data_dir)
+        txl_tf.model_dir.write_json_atomic(os.path.join(model_dir, "corpus-info.json"), info)
 
 
 def warm_start(model, path: str, config) -> str:
-    """Load model weights (not optimizer state) from a model directory or checkpoint path."""
+    """Load model weights (not optimizer state) from a model directory or checkpoint path.
+
+    Args:
+      model: the built `TransformerXL` to fill.
+      path: a txl-tf model directory (its newest checkpoint) or a checkpoint prefix
+        (`<dir>/ckpt-60`; `<dir>/ckpt-60.index` is accepted too).
+      config: the run's `TransformerXLConfig`, compared with the directory's config.json.
+
+    Returns:
+      The checkpoint prefix read.
+
+    Raises:
+      TrainError: one line naming the problem (missing path, no checkpoint, damaged or
+        foreign files, another model configuration).
+    """
+    flag = f"--init_checkpoint={path}"
     checkpoint = path
     if os.path.isdir(path):
         if os.path.exists(os.path.join(path, txl_tf.model_dir.CONFIG_FILE)):
-            flags_model.check_against_checkpoint_config(config, txl_tf.load_config(path),
-                                                        f"--init_checkpoint {path}")
-        checkpoint = tf.train.latest_checkpoint(path)
+            flags_model.check_against_checkpoint_config(config, txl_tf.load_config(path), flag)
+        checkpoint = txl_tf.latest_checkpoint(path)
         if checkpoint is None:
-            raise TrainError(f"--init_checkpoint={path}: no checkpoint in that directory.")
-    txl_tf.restore_weights(model, checkpoint)
+            raise TrainError(f"{flag}: no checkpoint in that directory (no ckpt-N.index); give a "
+                             "trained model directory or a checkpoint prefix such as "
+                             "<dir>/ckpt-60.")
+    else:
+        for suffix in (".index", ".data-00000-of-00001"):
+            if path.endswith(suffix):
+                checkpoint = path[:-len(suffix)]
+        if not tf.io.gfile.exists(checkpoint + ".index"):
+            what = "no such file or directory" if not os.path.exists(path) else "not a checkpoint"
+            raise TrainError(f"{flag}: {what} (give a trained model directory or a checkpoint "
+                             "prefix such as <dir>/ckpt-60).")
+    try:
+        txl_tf.restore_weights(model, checkpoint)
+    except txl_tf.ModelDirError as error:
+        raise TrainError(f"{flag}: {error}") from None
     return checkpoint
+
+
+def create_strategy(o: TrainOptions) -> tf.distribute.Strategy:
+    """The strategy of `o.strategy`; for `auto` (the recipes' setting) one line says what was
+    chosen and why."""
+    if o.strategy != "auto":
+        return strategy_lib.create_strategy(o.strategy, tpu=o.tpu, devices=o.devices)
+    choice = strategy_lib.resolve_auto(o.tpu, o.devices)
+    print(f"strategy: {choice.name} ({choice.reason}; --strategy=auto, give --strategy to "
+          "force one)", flush=True)
+    return strategy_lib.create_strategy(choice.name, tpu=choice.tpu, devices=o.devices)
+
+
+def reuse_recorded_corpus(o: TrainOptions) -> TrainOptions:
+    """`o` with the dataset and corpus options of data_dir/corpus-info.json, overridden by the
+    given ones (`o.dataset` None: the recorded dataset). A given dataset other than the
+    recorded one is an error."""
+    info = tf_records.read_corpus_info(o.data_dir) or {}
+    if info.get("dataset") and o.dataset and info["dataset"] != o.dataset:
+        raise TrainError(f"--data_dir={o.data_dir} holds {info['dataset']!r}, not "
+                         f"--dataset={o.dataset!r}; fix one of the two.")
+    dataset, options = tf_records.recorded_corpus(o.data_dir, o.dataset, o.raw_path,
+                                                  o.corpus_options)
+    return dataclasses.replace(o, dataset=dataset, corpus_options=options)
+
+
+def fit_batch(o: TrainOptions, config, per_replica: int, strategy, local: int,
+              is_chief: bool) -> TrainOptions:
+    """`o` with the `grad_accum_steps` that makes each replica's chunk fit
+    (`runners/batch_fit.py`); one line when it had to be raised."""
+    fit = batch_fit.fit_per_replica_batch(config, per_replica, o.grad_accum_steps,
+                                          o.max_per_replica_batch, strategy, local)
+    if fit.reason and is_chief:
+        print(fit.reason, flush=True)
+    return dataclasses.replace(o, grad_accum_steps=fit.grad_accum_steps)
+
+
+def lr_schedule_notice(model_dir: str, schedule: dict, step: int) -> Optional[str]:
+    """One line when a resumed run's learning-rate schedule differs from the one its
+    checkpoints were trained with (model_dir/schedule.json), else None.
+
+    Args:
+      model_dir: the run directory.
+      schedule: this run's learning_rate, warmup_steps, train_steps, min_lr_ratio.
+      step: the step resumed from.
+    """
+    path = os.path.join(model_dir, checkpointing.SCHEDULE_FILE)
+    try:
+        with open(path) as f:
+            before = json.load(f)
+    except (OSError, ValueError):
+        return None
+    changed = [k for k in schedule if k in before and before[k] != schedule[k]]
+    if not changed:
+        return None
+    try:
+        was = warmup_cosine_lr(step, **{k: before.get(k, schedule[k]) for k in schedule})
+    except (TypeError, ValueError):
+        return None
+    now = warmup_cosine_lr(step, **schedule)
+    return ("note: resuming with " + ", ".join(f"--{k}={schedule[k]} (was {before[k]})"
+                                               for k in changed)
+            + f": the learning-rate schedule is recomputed over {schedule['train_steps']} steps "
+            f"from step {step} on (learning rate {now:.3e} at step {step} instead of {was:.3e}).")
 
 
 # ---------------------------------------------------------------------------------------- run
@@ -213,7 +322,7 @@ def run_training(options: TrainOptions,
     set_precision(o.precision)
     keras.utils.set_random_seed(o.seed)
     if strategy is None:
-        strategy = strategy_lib.create_strategy(o.strategy, tpu=o.tpu, devices=o.devices)
+        strategy = create_strategy(o)
     worker, num_workers, is_chief = strategy_lib.worker_info(strategy)
     replicas = strategy.num_replicas_in_sync
     # Input hosts (a TPU pod slice: one client, several hosts) and replicas per host.
@@ -235,21 +344,20 @@ def run_training(options: TrainOptions,
         raise TrainError(f"--per_host_valid_bsz={o.per_host_valid_bsz} leaves no stream per "
                          f"replica ({replicas} replicas).")
 
-    # Data: the layout follows the strategy; records are found (or made) for it.
+    # Data: the layout follows the strategy; records are found (or made) for it, with the
+    # dataset and corpus options data_dir/corpus-info.json records unless others are given.
+    o = reuse_recorded_corpus(o)
     probe = config_fn(1 << 30, ())  # tgt_len only; the real config needs the vocabulary
     layouts = {"train": tf_records.RecordLayout(probe.tgt_len, per_replica, local, hosts,
                                                 num_passes=o.num_passes),
                "valid": tf_records.RecordLayout(probe.tgt_len, valid_per_replica, local, hosts)}
-    info = tf_records.read_corpus_info(o.data_dir) or {}
-    if info and info.get("dataset") != o.dataset:
-        raise TrainError(f"--data_dir={o.data_dir} holds {info.get('dataset')!r}, not "
-                         f"--dataset={o.dataset!r}; fix one of the two.")
     # Non-chief workers wait for the records the chief makes (30 minutes at most).
     metas = ensure_records(o, layouts, may_prepare=is_chief, wait_seconds=0 if is_chief else 1800)
     info = tf_records.read_corpus_info(o.data_dir) or {}
     level = info.get("level", metas["train"].get("level", "word"))
     vocab_size = int(info.get("vocab_size", metas["train"]["vocab_size"]))
     config = config_fn(vocab_size, tuple(info.get("cutoffs", ())))
+    o = fit_batch(o, config, per_replica, strategy, local, is_chief)
 
     os.makedirs(o.model_dir, exist_ok=True)
     config_path = os.path.join(o.model_dir, txl_tf.model_dir.CONFIG_FILE)
@@ -278,6 +386,8 @@ def run_training(options: TrainOptions,
 
     step, memory = ckpts.restore()
     resumed = step is not None
+    lr_flags = dict(learning_rate=o.learning_rate, warmup_steps=o.warmup_steps,
+                    train_steps=o.train_steps, min_lr_ratio=o.min_lr_ratio)
     summary_path = os.path.join(o.model_dir, "train_summary.json")
     if resumed and step >= o.train_steps:
         print(f"{o.model_dir} is already trained to step {step} (--train_steps={o.train_steps}); "
@@ -287,20 +397,26 @@ def run_training(options: TrainOptions,
                 return json.load(f)
         return {"model_dir": os.path.abspath(o.model_dir), "step": step, "resumed": True}
     if resumed:
-        logging.info("resumed from %s at step %d (memory %s)", ckpts.latest, step,
+        logging.info("resumed from %s at step %d (memory %s)", ckpts.restored_path, step,
                      "restored" if memory is not None else "reset to zeros")
+        notice = lr_schedule_notice(o.model_dir, lr_flags, step)
+        if notice and is_chief:
+            print(notice, flush=True)
     else:
         step = 0
         if o.init_checkpoint:
             logging.info("warm start from %s", warm_start(model, o.init_checkpoint, config))
     mems = trainer.memory_from_host(memory) if memory is not None else trainer.init_memory(
         per_replica)
+    if is_chief:
+        txl_tf.model_dir.write_json_atomic(
+            os.path.join(o.model_dir, checkpointing.SCHEDULE_FILE), lr_flags)
 
     train_fn = tf_records.make_input_fn(o.data_dir, "train", layouts["train"], repeat=True,
-                                        start_step=step, vocab_size=vocab_size, verify="size")
+                                        start_step=step, vocab_size=vocab_size, verify="checksum")
     iterator = iter(strategy.distribute_datasets_from_function(train_fn))
     valid_fn = tf_records.make_input_fn(o.data_dir, "valid", layouts["valid"], repeat=False,
-                                        vocab_size=vocab_size, verify="size")
+                                        vocab_size=vocab_size, verify="checksum")
 
     summaries = RunSummaries(o.model_dir, level, enabled=is_chief)
     metric = metric_name(level)
@@ -339,6 +455,7 @@ def run_training(options: TrainOptions,
     trained_tokens = 0.0
     recent_seconds_per_step = None
     loops_done = 0
+    first_loop = (0.0, 0.0)  # (seconds, tokens) of the first loop, which includes tracing
 
     def boundary(current, every):
         return every and current % every == 0
@@ -355,6 +472,8 @@ def run_training(options: TrainOptions,
         if loops_done:  # the first loop of a process includes tracing: not in the average
             train_seconds += seconds
             trained_tokens += stats.tokens
+        else:
+            first_loop = (seconds, stats.tokens)
         loops_done += 1
         window["nll"] += stats.nll_sum
         window["tokens"] += stats.tokens
@@ -412,7 +531,11 @@ def run_training(options: TrainOptions,
         f"valid_{metric}": None if valid_loss is None else metric_value(valid_loss, level),
         "unigram_entropy_nats": baseline,
         f"unigram_{metric}": None if baseline is None else metric_value(baseline, level),
-        "tokens_per_sec": trained_tokens / train_seconds if train_seconds else None,
+        # Without the first loop (tracing and compilation) when there were others; a run of
+        # one loop reports that loop, flagged by tokens_per_sec_includes_tracing.
+        "tokens_per_sec": (trained_tokens / train_seconds if train_seconds else
+                           first_loop[1] / first_loop[0] if first_loop[0] else None),
+        "tokens_per_sec_includes_tracing": not train_seconds and bool(first_loop[0]),
         "wall_seconds": time.time() - start_time,
         "resumed": resumed,
     }

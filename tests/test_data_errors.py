@@ -91,7 +91,8 @@ def test_unknown_words_in_evaluation_splits(tmp_path):
     path = tmp_path / "t.txt"
     path.write_text("".join(f"word{i}\n" for i in range(100)))
     with pytest.raises(tf_records.VocabularyError, match="valid split.*--unk_policy=unk"):
-        tf_records.prepare("text", tmp_path / "d", raw_path=path, level="word", progress=False)
+        tf_records.prepare("text", tmp_path / "d", raw_path=path, level="word",
+                           unk_policy="error", progress=False)
     tf_records.prepare("text", tmp_path / "u", raw_path=path, level="word", unk_policy="unk",
                        progress=False)
     vocab = tf_records.load_vocab(tmp_path / "u")

@@ -220,8 +220,12 @@ def test_bad_input_gives_clear_errors(tmp_path):
     with pytest.raises(ModelVocabError, match="vocabulary mismatch.*n_token=20"):
         evaluate.run(flags_for(model_dir=str(model_dir), text_file=str(text),
                                vocab_file=str(tmp_path / "v" / "vocab.txt")))
-    with pytest.raises(evaluate.EvalInputError, match="exactly one"):
+    with pytest.raises(evaluate.EvalInputError, match="does not record the data it was "
+                       "trained on; give --data_dir"):
         evaluate.run(flags_for(model_dir=str(model_dir)))
+    with pytest.raises(evaluate.EvalInputError, match="not both"):
+        evaluate.run(flags_for(model_dir=str(model_dir), text_file=str(text),
+                               data_dir=str(tmp_path)))
     with pytest.raises(ValueError, match="too few"):
         evaluate.run(flags_for(model_dir=str(model_dir), text_file=str(text), batch_size=4))
 

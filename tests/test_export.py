@@ -191,7 +191,7 @@ def test_id_signatures_load_with_tensorflow_alone(exported):
     assert out["init_mems_shape"] == [2, 2, 6, 16] and out["default_equals_score"]
     check_id_signatures(exported, inputs, arrays)
     assert "mems must be float32 [n_layer=2" in out["errors"]["mems"]
-    assert "prompt ids must be < n_token=12" in out["errors"]["prompt"]
+    assert "prompt must be token ids < 12, the vocabulary size" in out["errors"]["prompt"]
 
 
 def test_full_export_runs_every_signature_with_tensorflow_text(exported):
@@ -235,11 +235,10 @@ def test_export_bad_input(exported, tmp_path):
     with pytest.raises(export.ExportInputError, match="exists"):
         export.export(exported["model_dir"], str(exported["root"] / "ids"), version=1,
                       text_signatures=False)
-    with pytest.raises(txl_tf.ModelDirError):
+    with pytest.raises(export.ExportInputError, match="does not exist"):
         export.export(str(tmp_path / "missing"), str(tmp_path / "out"))
     bare = tmp_path / "bare"
     txl_tf.save_model(tiny_model(12), str(bare))
-    from runners.model_vocab import ModelVocabError
-    with pytest.raises(ModelVocabError, match="notext_signatures"):
+    with pytest.raises(export.ExportInputError, match="notext_signatures"):
         export.export(str(bare), str(tmp_path / "out"))
     assert not os.path.exists(tmp_path / "out" / "1")

@@ -1,6 +1,7 @@
 """runners/train.py flags and flagfiles: every recipe parses, builds a valid model config and a
 consistent run; typos are errors (the reference silently ignored them)."""
 import os
+import re
 
 import pytest
 from absl import flags
@@ -70,3 +71,45 @@ def test_config_mismatch_names_the_fields():
         flags_model.check_against_checkpoint_config(base.replace(n_head=4, d_head=4),
                                                     base.replace(n_head=4, d_head=8), "ckpt")
     flags_model.check_against_checkpoint_config(base.replace(mem_len=9, dropout=0.0), base, "x")
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_recipes_choose_the_strategy_of_the_machine(name):
+    """The recipes say --strategy=auto (TPU when given or attached, else GPUs, else the CPU);
+    --strategy on the command line after the flagfile still forces one."""
+    path = os.path.join(REPO, "runners", name)
+    assert parse([f"--flagfile={path}"]).strategy == "auto"
+    assert parse([f"--flagfile={path}", "--strategy=tpu"]).strategy == "tpu"
+
+
+def test_data_flags_given_or_recorded():
+    """--dataset not given: the one data_dir records (None); corpus flags and --corpus_option
+    reach the corpus with their types, only when given."""
+    assert options_from_flags(parse([])).dataset is None
+    assert options_from_flags(parse([])).corpus_options == {}
+    options = options_from_flags(parse([
+        "--dataset=text", "--level=word", "--nolower_case", "--unk_policy=unk",
+        "--corpus_option=verify_checksum=false", "--corpus_option=eval_bytes=5000",
+        "--corpus_option=eval_fraction=0.1", "--max_per_replica_batch=4"]))
+    assert options.dataset == "text" and options.max_per_replica_batch == 4
+    assert options.corpus_options == {"level": "word", "lower_case": False, "unk_policy": "unk",
+                                      "verify_checksum": False, "eval_bytes": 5000,
+                                      "eval_fraction": 0.1}
+
+
+def test_prepare_data_and_train_share_the_corpus_flags_and_layout():
+    """Every corpus option prepare_data.py takes, train.py takes too; prepare_data.py's default
+    records are the layout of train.py's defaults."""
+    import subprocess
+    import sys
+    helps = subprocess.run([sys.executable, os.path.join(REPO, "runners", "prepare_data.py"),
+                            "--helpfull"], capture_output=True, text=True, cwd=REPO,
+                           env=dict(os.environ, PYTHONPATH=REPO))
+    assert "--tgt_len: Segment length (tokens per record).\n    (default: '64')" in helps.stdout
+    assert "--per_replica_batch: Streams per replica.\n    (default: '16')" in helps.stdout
+    from runners.flags_data import CORPUS_FLAGS
+    values = parse([])
+    for name in CORPUS_FLAGS:
+        assert re.search(rf"--(\[no\])?{name}:", helps.stdout), name
+        assert values[name].value is None, name
+    assert (values.tgt_len, values.per_host_train_bsz, values.per_host_valid_bsz) == (64, 16, 0)

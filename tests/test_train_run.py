@@ -182,7 +182,7 @@ def test_batch_not_divisible_by_replicas(tmp_path, two_cpu_devices):
 
 def test_missing_records_name_the_prepare_command(tmp_path):
     options = TrainOptions(model_dir=str(tmp_path / "m"), data_dir=str(tmp_path / "enwik8"),
-                           dataset="enwik8", per_host_train_bsz=4)
+                           dataset="enwik8", per_host_train_bsz=4, download=False)
     with pytest.raises(tf_records.DataError, match=r"runners/prepare_data\.py .*--tgt_len=16"):
         run_training(options, config_fn())
 

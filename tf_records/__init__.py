@@ -17,19 +17,21 @@ Public API (see each module's docstring):
 * ``load_token_stream(data_dir, split, verify=True)`` - int32 ``[N]`` ids of a prepared split
   (the token cache ``prepare`` wrote).
 * Errors: ``DataError`` and subclasses ``CorpusError``, ``DownloadError``, ``VocabularyError``,
-  ``LayoutError``, ``RecordsNotFoundError``, ``RecordsMismatchError``, ``RecordsCorruptError``.
+  ``LayoutError``, ``RecordsNotFoundError``, ``RecordsMismatchError``, ``RecordsCorruptError``
+  (also damaged JSON files), ``VocabularyMismatchError`` (``vocab.txt`` missing or not the one
+  ``corpus-info.json`` describes), ``DataDirError`` (a file as data_dir, read-only, disk full).
 
 TensorFlow is imported lazily (only by the writer and reader), so corpus and vocabulary work does
 not pay for it. This package never imports ``txl_tf`` or ``runners``.
 """
 from tf_records.corpora import CORPORA, get_corpus
 from tf_records.corpora.synthetic import Synthetic as SyntheticCorpus
-from tf_records.errors import (CorpusError, DataError, DownloadError, LayoutError,
+from tf_records.errors import (CorpusError, DataDirError, DataError, DownloadError, LayoutError,
                                RecordsCorruptError, RecordsMismatchError, RecordsNotFoundError,
-                               VocabularyError)
+                               StorageError, VocabularyError, VocabularyMismatchError)
 from tf_records.layout import RecordLayout
 from tf_records.metadata import find_records, prepare_command, read_corpus_info
-from tf_records.prepare import load_vocab, prepare
+from tf_records.prepare import load_vocab, prepare, recorded_corpus
 from tf_records.reader import dataset_from_tokens, make_input_fn
 from tf_records.stream_cache import load as load_token_stream
 from tf_records.text_codec import detokenize, tokenize_text
@@ -37,9 +39,11 @@ from tf_records.tokenize import TextRules
 from tf_records.vocabulary import Vocabulary
 
 __all__ = [
-    "CORPORA", "CorpusError", "DataError", "DownloadError", "LayoutError", "RecordLayout",
-    "RecordsCorruptError", "RecordsMismatchError", "RecordsNotFoundError", "SyntheticCorpus",
-    "TextRules", "Vocabulary", "VocabularyError", "dataset_from_tokens", "detokenize",
-    "find_records", "get_corpus", "load_token_stream", "load_vocab", "make_input_fn", "prepare",
-    "prepare_command", "read_corpus_info", "tokenize_text",
+    "CORPORA", "CorpusError", "DataDirError", "DataError", "DownloadError", "LayoutError",
+    "RecordLayout", "RecordsCorruptError", "RecordsMismatchError", "RecordsNotFoundError",
+    "StorageError", "SyntheticCorpus", "TextRules", "Vocabulary", "VocabularyError",
+    "VocabularyMismatchError",
+    "dataset_from_tokens", "detokenize", "find_records", "get_corpus", "load_token_stream",
+    "load_vocab", "make_input_fn", "prepare", "prepare_command", "read_corpus_info",
+    "recorded_corpus", "tokenize_text",
 ]

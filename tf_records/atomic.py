@@ -1,30 +1,104 @@
 """Atomic file writes: write to a temporary name in the same directory, then ``os.replace``.
 
-An interrupted or failed write never leaves a half-written file under the final name.
+An interrupted or failed write never leaves a half-written file under the final name. Files are
+created with mode ``0o666`` minus the process umask (0644 under the usual 022), so a data
+directory shared with other users stays readable. A write that fails because the directory is
+read-only or its disk is full raises :class:`~tf_records.errors.DataDirError` naming the
+directory.
 """
 import contextlib
+import errno
 import json
 import os
-import tempfile
+import secrets
+
+from tf_records.errors import DataDirError, RecordsCorruptError, StorageError
+
+_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def storage_error(error, path):
+    """The :class:`StorageError` for a write of ``path`` that failed on a full or read-only disk.
+
+    Args:
+      error: the exception raised by the write (``OSError`` or a TensorFlow ``OpError``).
+      path: the file being written.
+
+    Returns:
+      A ``StorageError`` naming the directory and the fix, or None for any other failure.
+    """
+    code, text = getattr(error, "errno", None), str(error)
+    directory = os.path.dirname(os.path.abspath(path))
+    name = os.path.basename(path)
+    if (code in (errno.ENOSPC, errno.EDQUOT) or "No space left" in text
+            or ("requested and" in text and "written" in text)):  # numpy's short-write message
+        return StorageError(
+            f"no space left on {directory} while writing {name} (disk full); nothing was left "
+            "half-written. Free some space there or use another directory.")
+    if code in _READ_ONLY or "Read-only file system" in text or "Permission denied" in text:
+        reason = "read-only" if code == errno.EROFS or "Read-only" in text else "not writable"
+        return StorageError(
+            f"data directory {directory} is {reason}: cannot write {name}. Make it writable, or "
+            "use another directory (--data_dir) and prepare the data there.")
+    return None
+
+
+def ensure_dir(path, what="data_dir"):
+    """Creates directory ``path`` (and its parents) if needed.
+
+    Raises:
+      DataDirError: ``path`` (or a parent) is a file, or the directory cannot be created.
+    """
+    path = os.fspath(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise DataDirError(f"{what} {path} is a file, not a directory; pass a directory (it is "
+                           "created when missing).")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        raise (storage_error(error, os.path.join(path, ".")) or DataDirError(
+            f"cannot create {what} {path}: {error.strerror or error} (a parent is a file?); pass "
+            "another directory.")) from None
+
+
+def new_temp(directory, name):
+    """Creates an empty temporary file ``.<name>.<random>.tmp`` in ``directory``; returns its path.
+
+    Unlike ``tempfile.mkstemp`` (always mode 0600), the file gets ``0o666`` minus the umask.
+    """
+    for _ in range(100):
+        tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        except OSError as error:
+            raise (storage_error(error, os.path.join(directory, name)) or error) from None
+        os.close(fd)
+        return tmp
+    raise FileExistsError(f"no free temporary name for {name} in {directory}")
 
 
 @contextlib.contextmanager
 def atomic_path(path):
     """Yields a temporary path beside ``path``; renames it to ``path`` only if the block succeeds.
 
-    On any exception the temporary file is removed and the exception propagates.
+    On any exception the temporary file is removed and the exception propagates (as a
+    :class:`DataDirError` when the disk is full or read-only).
     """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-    os.close(fd)
+    ensure_dir(directory, "directory")
+    tmp = new_temp(directory, os.path.basename(path))
     try:
         yield tmp
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
             os.remove(tmp)
+        translated = storage_error(error, path) if isinstance(error, OSError) else None
+        if translated is not None:
+            raise translated from None
         raise
 
 
@@ -45,7 +119,29 @@ def write_json(path, obj):
     write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
-def read_json(path):
-    """Reads a JSON file written by :func:`write_json`."""
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+def read_json(path, fix="delete it and rerun runners/prepare_data.py", required=()):
+    """Reads a JSON object written by :func:`write_json`.
+
+    Args:
+      path: the file.
+      fix: what the error message tells the user to do about a damaged file.
+      required: keys the object must hold.
+
+    Returns:
+      The dict.
+
+    Raises:
+      RecordsCorruptError: the file is not UTF-8 JSON, not an object, or lacks a required key.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            obj = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise RecordsCorruptError(f"{path} is not valid JSON ({error}); {fix}.") from None
+    if not isinstance(obj, dict):
+        raise RecordsCorruptError(f"{path} holds a JSON {type(obj).__name__}, not an object; {fix}.")
+    missing = [k for k in required if k not in obj]
+    if missing:
+        raise RecordsCorruptError(f"{path} lacks {', '.join(map(repr, missing))} (damaged or "
+                                  f"written by another program); {fix}.")
+    return obj

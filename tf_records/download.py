@@ -7,6 +7,7 @@ under ``dest``. Without network it fails at once with a message naming the URL a
 """
 import contextlib
 import hashlib
+import http.client
 import os
 import sys
 import time
@@ -57,21 +58,24 @@ class Progress:
             self.stream.flush()
 
 
-def fetch(url, dest, md5=None, sha256=None, size=None, progress=True, timeout=30):
+def fetch(url, dest, md5=None, sha256=None, size=None, progress=True, timeout=15):
     """Downloads ``url`` to ``dest`` atomically and verifies it. Returns ``dest``.
 
-    Raises DownloadError (no network, HTTP error, wrong size or checksum); nothing is left at
-    ``dest`` and the temporary ``dest.part`` is removed.
+    One attempt, no retries: without network it fails at once (a name that does not resolve, a
+    refused connection), and a silent network after ``timeout`` seconds.
+
+    Raises DownloadError (no network, HTTP error, fewer bytes than ``size`` or the server's
+    Content-Length, wrong checksum); nothing is left at ``dest`` and the temporary
+    ``dest.part`` is removed.
     """
     dest = os.fspath(dest)
     os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
     tmp = dest + ".part"
-    hint = (f"Download {url} yourself and pass it with --raw_path=FILE "
-            "(or tf_records.prepare(..., raw_path=FILE)).")
+    hint = f"Download {url} yourself and pass it with --raw_path=FILE."
     try:
         try:
             response = urllib.request.urlopen(url, timeout=timeout)
-        except (urllib.error.URLError, OSError, ValueError) as e:
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as e:
             raise DownloadError(f"cannot download {url}: {getattr(e, 'reason', e)}. {hint}") from None
         with response, open(tmp, "wb") as out:
             total = response.headers.get("Content-Length")
@@ -82,7 +86,7 @@ def fetch(url, dest, md5=None, sha256=None, size=None, progress=True, timeout=30
             while True:
                 try:
                     chunk = response.read(1 << 20)
-                except OSError as e:
+                except (OSError, http.client.HTTPException) as e:
                     raise DownloadError(f"download of {url} interrupted after {got} bytes: {e}. {hint}") from None
                 if not chunk:
                     break
@@ -92,8 +96,10 @@ def fetch(url, dest, md5=None, sha256=None, size=None, progress=True, timeout=30
                 got += len(chunk)
                 bar.update(got)
             bar.close()
-        if size is not None and got != size:
-            raise DownloadError(f"{url}: got {got} bytes, expected {size} (truncated download). {hint}")
+        for expected in {total, size} - {None}:
+            if got != expected:
+                raise DownloadError(f"{url}: got {got} bytes, expected {expected} (truncated "
+                                    f"download). {hint}")
         if md5 and h_md5.hexdigest() != md5:
             raise DownloadError(f"{url}: md5 {h_md5.hexdigest()} != expected {md5} (corrupted). {hint}")
         if sha256 and h_sha.hexdigest() != sha256:

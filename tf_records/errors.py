@@ -16,6 +16,7 @@ class CorpusError(DataError):
 
 class DownloadError(DataError):
     """A download failed (no network, HTTP error, checksum mismatch)."""
+    exit_code = 1  # the network or the server, not the user's input (runners/cli.py)
 
 
 class VocabularyError(DataError):
@@ -35,4 +36,18 @@ class RecordsMismatchError(DataError):
 
 
 class RecordsCorruptError(DataError):
-    """Record files are missing, truncated or fail their checksum."""
+    """A prepared file (records, record metadata, corpus info, token cache) is missing,
+    truncated, malformed or fails its checksum."""
+
+
+class VocabularyMismatchError(VocabularyError):
+    """A data directory's ``vocab.txt`` is missing or differs from its ``corpus-info.json``."""
+
+
+class DataDirError(DataError):
+    """A data directory cannot be used: it is a file, read-only, or its disk is full."""
+
+
+class StorageError(DataDirError):
+    """A write into a data directory failed: its disk is full or it is read-only."""
+    exit_code = 1  # a runtime failure, not a bad input (runners/cli.py)

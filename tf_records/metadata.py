@@ -19,9 +19,11 @@ import glob
 import hashlib
 import os
 import shlex
+import warnings
 
-from tf_records import atomic
-from tf_records.errors import RecordsCorruptError, RecordsMismatchError, RecordsNotFoundError
+from tf_records import atomic, vocabulary
+from tf_records.errors import (DataDirError, RecordsCorruptError, RecordsMismatchError,
+                               RecordsNotFoundError, VocabularyMismatchError)
 from tf_records.layout import RecordLayout
 
 FORMAT = "txl-tf-records-v1"
@@ -30,6 +32,10 @@ VOCAB_FILE = "vocab.txt"
 
 _LAYOUT_KEYS = ("tgt_len", "per_replica_batch", "replicas_per_host", "num_hosts", "num_passes",
                 "last_segment")
+# Keys a reader needs: a file without one of them is damaged (RecordsCorruptError), never a KeyError.
+META_KEYS = _LAYOUT_KEYS + ("vocab_size", "vocab_checksum", "files", "file_bytes", "file_sha256",
+                            "num_steps")
+CORPUS_INFO_KEYS = ("dataset", "level", "vocab_size")
 
 
 def record_file(layout: RecordLayout, split: str, host: int) -> str:
@@ -51,9 +57,64 @@ def file_sha256(path) -> str:
 
 
 def read_corpus_info(data_dir):
-    """The ``corpus-info.json`` of ``data_dir`` or None."""
+    """The ``corpus-info.json`` of ``data_dir`` or None.
+
+    A file written before ``vocab_checksum`` was recorded gets it computed from ``vocab.txt``
+    (with a warning: the vocabulary can then not be checked against what was prepared).
+
+    Raises:
+      RecordsCorruptError: the file is not JSON or lacks one of ``CORPUS_INFO_KEYS``.
+    """
     path = os.path.join(data_dir, CORPUS_INFO)
-    return atomic.read_json(path) if os.path.exists(path) else None
+    if not os.path.exists(path):
+        return None
+    info = atomic.read_json(path, required=CORPUS_INFO_KEYS, fix=(
+        f"restore it, or delete {data_dir} and prepare it again with runners/prepare_data.py"))
+    vocab_path = os.path.join(data_dir, VOCAB_FILE)
+    if "vocab_checksum" not in info and os.path.exists(vocab_path):
+        info["vocab_checksum"] = vocabulary.file_checksum(vocab_path, info["level"])
+        warnings.warn(f"{path} records no vocab_checksum (prepared by an older version): "
+                      f"{vocab_path} is taken as it is ({info['vocab_checksum']}).")
+    return info
+
+
+def check_vocab_file(data_dir, info):
+    """Checks that ``data_dir/vocab.txt`` is the vocabulary ``corpus-info.json`` describes.
+
+    Args:
+      data_dir: a prepared data directory.
+      info: its corpus-info dict (:func:`read_corpus_info`).
+
+    Raises:
+      VocabularyMismatchError: ``vocab.txt`` is missing, or was edited or replaced after preparing
+        (its checksum differs from the recorded ``vocab_checksum``).
+    """
+    path = os.path.join(data_dir, VOCAB_FILE)
+    command = base_command(data_dir, info)
+    if not os.path.exists(path):
+        raise VocabularyMismatchError(
+            f"{path} is missing: {data_dir} cannot be used without the vocabulary it was prepared "
+            f"with. Re-make it with: {command}")
+    got = vocabulary.file_checksum(path, info["level"])
+    if got != info.get("vocab_checksum", got):
+        raise VocabularyMismatchError(
+            f"{path} does not match {os.path.join(data_dir, CORPUS_INFO)} (vocabulary checksum "
+            f"{got}, prepared as {info['vocab_checksum']}): it was edited or replaced. Restore "
+            f"the original, or delete {path} and re-make it with: {command}")
+
+
+def check_data_dir(data_dir):
+    """Raises DataDirError if ``data_dir`` exists but is not a directory."""
+    if os.path.exists(data_dir) and not os.path.isdir(data_dir):
+        raise DataDirError(f"data_dir {data_dir} is a file, not a directory; pass a directory "
+                           "(it is created when missing).")
+
+
+def base_command(data_dir, info) -> str:
+    """``python runners/prepare_data.py --dataset=... --data_dir=... <options>`` (no records)."""
+    parts = ["python", "runners/prepare_data.py", f"--dataset={info.get('dataset', '<dataset>')}",
+             f"--data_dir={data_dir}", "--splits="] + list(info.get("option_flags", []))
+    return " ".join(shlex.quote(p) if "<" not in p else p for p in parts)
 
 
 def prepare_command(data_dir, split, layout: RecordLayout, corpus_info=None) -> str:
@@ -98,17 +159,25 @@ def find_records(data_dir, split, layout: RecordLayout, vocab_size=None, verify=
       RecordsNotFoundError: nothing for this split/layout (the message holds the command).
       RecordsMismatchError: records for this split exist only with other values, or the vocabulary
         in ``data_dir`` changed since they were written (which value differs, how to rebuild).
-      RecordsCorruptError: a file is missing, has the wrong size or fails its checksum.
+      RecordsCorruptError: a file is missing, has the wrong size or fails its checksum, or the
+        metadata JSON / corpus-info.json is not JSON or lacks a key.
+      VocabularyMismatchError: ``vocab.txt`` is missing or differs from ``corpus-info.json``.
+      DataDirError: ``data_dir`` is a file.
     """
     data_dir = os.fspath(data_dir)
-    command = prepare_command(data_dir, split, layout)
+    check_data_dir(data_dir)
+    info = read_corpus_info(data_dir)
+    if info is not None:
+        check_vocab_file(data_dir, info)
+    command = prepare_command(data_dir, split, layout, corpus_info=info)
     path = os.path.join(data_dir, info_file(layout, split))
     if not os.path.exists(path):
         others = sorted(glob.glob(os.path.join(glob.escape(data_dir), f"record_info-{split}.*.json")))
         if others:
             found = []
             for other in others:
-                meta = atomic.read_json(other)
+                meta = atomic.read_json(other, required=_LAYOUT_KEYS, fix=(
+                    f"delete it and re-make the records with: {command}"))
                 found.append(f"  {os.path.basename(other)}: " + "; ".join(_diff(meta, layout)))
             raise RecordsMismatchError(
                 f"no {split} records in {data_dir} match the requested layout "
@@ -117,9 +186,9 @@ def find_records(data_dir, split, layout: RecordLayout, vocab_size=None, verify=
         raise RecordsNotFoundError(
             f"no {split} records in {data_dir} for layout {layout.basename(split)}. Make them with:\n"
             f"  {command}")
-    meta = atomic.read_json(path)
+    meta = atomic.read_json(path, required=META_KEYS, fix=(
+        f"delete it and re-make the records with: {command}"))
     diffs = _diff(meta, layout, vocab_size)
-    info = read_corpus_info(data_dir)
     if info is not None and info.get("vocab_checksum") != meta["vocab_checksum"]:
         diffs.append(f"vocab_checksum: records have {meta['vocab_checksum']}, {data_dir}/"
                      f"{VOCAB_FILE} has {info.get('vocab_checksum')}")
@@ -135,14 +204,23 @@ def find_records(data_dir, split, layout: RecordLayout, vocab_size=None, verify=
 
 
 def verify_host_files(meta, host, checksum=False, command=""):
-    """Checks that ``host``'s files exist with the recorded size (and sha256 if ``checksum``)."""
+    """Checks that ``host``'s files exist with the recorded size (and sha256 if ``checksum``).
+
+    Hashing a file is several times faster than a pass of TensorFlow's per-record CRC check and
+    also catches records rewritten with valid CRCs, so the runners check the sha256 of every file
+    before the first read.
+
+    Raises:
+      RecordsCorruptError: one line naming the damaged file and the command that re-makes it.
+    """
+    fix = (f" Re-make it with: {command}" if command
+           else " Re-make it with runners/prepare_data.py.")
     for name, p in zip(meta["files"][host], meta["paths"][host]):
-        fix = f" Rebuild them with:\n  {command}" if command else ""
         if not os.path.exists(p):
             raise RecordsCorruptError(f"record file {p} is missing.{fix}")
         size = os.path.getsize(p)
-        if size != meta["file_bytes"][name]:
+        if size != meta["file_bytes"].get(name):
             raise RecordsCorruptError(f"record file {p} has {size} bytes, its metadata says "
-                                      f"{meta['file_bytes'][name]} (truncated or overwritten).{fix}")
-        if checksum and file_sha256(p) != meta["file_sha256"][name]:
+                                      f"{meta['file_bytes'].get(name)} (truncated or overwritten).{fix}")
+        if checksum and file_sha256(p) != meta["file_sha256"].get(name):
             raise RecordsCorruptError(f"record file {p} fails its sha256 checksum (corrupted).{fix}")

@@ -34,6 +34,7 @@ def load_vocab(data_dir, corpus_info=None) -> Vocabulary:
     info = corpus_info or metadata.read_corpus_info(data_dir)
     if info is None:
         raise DataError(f"{data_dir} has no {metadata.CORPUS_INFO}; run runners/prepare_data.py first.")
+    metadata.check_vocab_file(data_dir, info)
     return Vocabulary.load(os.path.join(data_dir, metadata.VOCAB_FILE), info["level"],
                            specials=info.get("specials", []), unk_symbol=info.get("unk_symbol"),
                            unk_policy=info.get("unk_policy", "error"))
@@ -50,6 +51,57 @@ def _records_current(data_dir, split, layout, info, desc):
         return metadata.find_records(data_dir, split, layout, verify="checksum")
     except DataError:
         return None
+
+
+def options_diff(recorded: dict, given: dict) -> str:
+    """``key: recorded -> given`` for every corpus option that differs, e.g.
+    ``level: 'word' -> 'char'; lower_case: False -> True``."""
+    keys = sorted(set(recorded) | set(given))
+    return "; ".join(f"{k}: {recorded.get(k)!r} -> {given.get(k)!r}" for k in keys
+                     if recorded.get(k) != given.get(k))
+
+
+def _check_same_options(data_dir, info, corpus):
+    if info.get("options") != corpus.fingerprint():
+        raise DataError(
+            f"{data_dir} already holds {corpus.name} prepared with other options (recorded -> "
+            f"given): {options_diff(info.get('options') or {}, corpus.fingerprint())}. Leave "
+            "these flags out to use it as prepared, or give another --data_dir for the new data.")
+
+
+def recorded_corpus(data_dir, dataset=None, raw_path=None, options=None):
+    """The dataset and corpus options to prepare (or reuse) ``data_dir`` with: what its
+    ``corpus-info.json`` records, overridden by the ``options`` given (and, for the ``text``
+    corpus, ``raw_path`` as ``train_path``). Options only need repeating to change them.
+
+    Args:
+      data_dir: a prepared (or new) data directory.
+      dataset: the dataset asked for, or None (the recorded one; ``builtin`` for a new
+        directory).
+      raw_path: the raw file given, if any.
+      options: corpus options given.
+
+    Returns:
+      ``(dataset, options)``; for a new directory or another dataset, the given ones.
+
+    Raises:
+      DataError: the given options change what ``data_dir`` holds (the message lists
+        ``key: recorded -> given``), or are not options of the dataset.
+    """
+    info = metadata.read_corpus_info(data_dir)
+    recorded = info is not None and "dataset" in info and dataset in (None, info["dataset"])
+    dataset = info["dataset"] if recorded else (dataset or "builtin")
+    given = dict(options or {})
+    if dataset == "text" and raw_path and not given.get("train_path"):
+        given["train_path"] = os.path.abspath(raw_path)
+    if not recorded:
+        return dataset, given
+    defaults = get_corpus(dataset).OPTIONS
+    options = {k: v for k, v in (info.get("options") or {}).items()
+               if k not in defaults or defaults[k] != v}  # the fingerprint fills in the rest
+    options.update(given)
+    _check_same_options(data_dir, info, get_corpus(dataset, **options))
+    return dataset, options
 
 
 def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progress=True,
@@ -82,13 +134,15 @@ def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progr
             raise DataError(f"unknown split {split!r} for {dataset}; splits: {list(corpus.splits)}.")
         if not isinstance(layout, RecordLayout):
             raise DataError(f"layouts[{split!r}] must be a RecordLayout, got {layout!r}.")
-    os.makedirs(data_dir, exist_ok=True)
+    atomic.ensure_dir(data_dir)
     info = metadata.read_corpus_info(data_dir)
-    if info is not None and (info.get("dataset") != dataset or info.get("options") != corpus.fingerprint()):
-        raise DataError(
-            f"{data_dir} already holds {info.get('dataset')} prepared with options "
-            f"{info.get('options')}, not {dataset} with {corpus.fingerprint()}. Use another "
-            "--data_dir (or delete this one).")
+    if info is not None and os.path.exists(os.path.join(data_dir, metadata.VOCAB_FILE)):
+        metadata.check_vocab_file(data_dir, info)  # an edited vocabulary is never overwritten
+    if info is not None and info.get("dataset") != dataset:
+        raise DataError(f"{data_dir} already holds {info.get('dataset')}, not {dataset}. Use "
+                        "another --data_dir (or delete this one).")
+    if info is not None:
+        _check_same_options(data_dir, info, corpus)
     descs = {s: stream_cache.describe(data_dir, s) for s in corpus.splits}
     cached = (info is not None and os.path.exists(os.path.join(data_dir, metadata.VOCAB_FILE))
               and all(d is not None and d["vocab_checksum"] == info["vocab_checksum"]

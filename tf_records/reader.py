@@ -68,23 +68,31 @@ def make_input_fn(data_dir, split, layout: RecordLayout, repeat=True, start_step
         the split's ``num_steps`` when ``repeat``.
       vocab_size: if given, must equal the records' vocabulary size.
       verify: how each host checks its own files before reading: ``"checksum"`` (sha256, default),
-        ``"size"`` or ``"none"``.
+        ``"size"`` or ``"none"``. With one host the check runs here (damaged files raise
+        RecordsCorruptError before anything is built); with several, in each host's
+        ``input_fn``.
 
     The dataset yields ``{"inputs", "labels"}``: int32 ``[per_replica_batch, tgt_len]``, static
     shapes, one element per local replica per step, in replica order. The host index is
     ``input_context.input_pipeline_id``; ``input_context.num_input_pipelines`` must equal
     ``layout.num_hosts``. The metadata is available as ``input_fn.metadata``.
     """
-    # Only this host's files need to be here: each host's input_fn verifies its own files below.
+    # With several hosts only this host's files need to be here: each host's input_fn verifies
+    # its own files. With one host they are verified now, before anything is built on them.
     meta = metadata.find_records(data_dir, split, layout, vocab_size=vocab_size, verify="none")
     command = metadata.prepare_command(data_dir, split, layout)
+    checked = set()  # hosts whose files were verified and not read since
+    if verify != "none" and layout.num_hosts == 1:
+        metadata.verify_host_files(meta, 0, checksum=(verify == "checksum"), command=command)
+        checked.add(0)
 
     def input_fn(input_context=None):
         import tensorflow as tf
 
         host = _host_index(input_context, layout.num_hosts, layout.num_replicas)
-        if verify != "none":
+        if verify != "none" and host not in checked:
             metadata.verify_host_files(meta, host, checksum=(verify == "checksum"), command=command)
+        checked.discard(host)  # a later dataset (e.g. each evaluation) verifies again
         t = layout.tgt_len
         spec = {"inputs": tf.io.FixedLenFeature([t], tf.int64),
                 "labels": tf.io.FixedLenFeature([t], tf.int64)}

@@ -23,7 +23,8 @@ def save(data_dir, split, tokens: np.ndarray, vocab_checksum: str) -> dict:
     bin_path, json_path = paths(data_dir, split)
     tokens = np.ascontiguousarray(tokens, "<i4")
     with atomic.atomic_path(bin_path) as tmp:
-        tokens.tofile(tmp)
+        with open(tmp, "wb") as f:
+            f.write(memoryview(tokens).cast("B"))
     desc = {"split": split, "num_tokens": int(tokens.size), "dtype": "<i4",
             "sha256": tokens_sha256(tokens), "vocab_checksum": vocab_checksum}
     atomic.write_json(json_path, desc)
@@ -35,7 +36,7 @@ def describe(data_dir, split):
     bin_path, json_path = paths(data_dir, split)
     if not (os.path.exists(bin_path) and os.path.exists(json_path)):
         return None
-    desc = atomic.read_json(json_path)
+    desc = atomic.read_json(json_path, required=("num_tokens", "sha256", "vocab_checksum"))
     if os.path.getsize(bin_path) != 4 * desc["num_tokens"]:
         return None
     return desc

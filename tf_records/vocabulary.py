@@ -183,7 +183,7 @@ class Vocabulary:
 
     def checksum(self) -> str:
         """sha256 (hex, first 16 digits) of the level and the file content."""
-        return hashlib.sha256(f"level={self.level}\n{self.to_text()}".encode("utf-8")).hexdigest()[:16]
+        return content_checksum(self.level, self.to_text().encode("utf-8"))
 
     # -- lookup -------------------------------------------------------------------------------
     def __len__(self):
@@ -275,6 +275,21 @@ class Vocabulary:
         if self.level == "char":
             return "".join(self.symbols[i] for i in ids)
         return [self.symbols[i] for i in ids]
+
+
+def content_checksum(level, content: bytes) -> str:
+    """sha256 (hex, first 16 digits) of ``level=<level>\\n`` followed by a vocabulary file's bytes.
+
+    Equals :meth:`Vocabulary.checksum` of the vocabulary a file written by
+    :meth:`Vocabulary.save` holds; any edit of the file changes it.
+    """
+    return hashlib.sha256(f"level={level}\n".encode("utf-8") + content).hexdigest()[:16]
+
+
+def file_checksum(path, level) -> str:
+    """:func:`content_checksum` of the vocabulary file ``path`` (read as bytes, not parsed)."""
+    with open(path, "rb") as f:
+        return content_checksum(level, f.read())
 
 
 def count_symbols(iterable_of_sequences) -> collections.Counter:

@@ -12,8 +12,8 @@ last, so a failure never leaves records that look valid.
 """
 import concurrent.futures
 import contextlib
+import glob
 import os
-import tempfile
 import time
 
 import numpy as np
@@ -24,6 +24,14 @@ from tf_records.example_codec import (WindowRecordEncoder, encode_varint_stream,
 from tf_records.layout import RecordLayout
 
 CHUNK_TOKENS = 1 << 21  # tokens (per feature) serialized at once
+
+
+def _remove_stale_temps(data_dir, names):
+    """Removes temporary record files a killed writer left behind (they may fill the disk)."""
+    for name in names:
+        for stale in glob.glob(os.path.join(glob.escape(data_dir), f".{glob.escape(name)}.*.tmp")):
+            with contextlib.suppress(OSError):
+                os.remove(stale)
 
 
 def write_records(data_dir, split, tokens: np.ndarray, layout: RecordLayout, *, corpus_info: dict,
@@ -43,15 +51,20 @@ def write_records(data_dir, split, tokens: np.ndarray, layout: RecordLayout, *, 
     import tensorflow as tf
 
     data_dir = os.fspath(data_dir)
-    os.makedirs(data_dir, exist_ok=True)
+    atomic.ensure_dir(data_dir)
     tokens = np.asarray(tokens, np.int32)
     offsets = streams.pass_offsets(tokens.size, layout.num_passes, seed)
     matrix, num_steps = streams.stream_matrix(tokens, layout, offsets)
     info_path = os.path.join(data_dir, metadata.info_file(layout, split))
-    with contextlib.suppress(FileNotFoundError):
+    try:
         os.remove(info_path)  # stale metadata must never describe new, partial files
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        raise (atomic.storage_error(error, info_path) or error) from None
 
     names = [metadata.record_file(layout, split, h) for h in range(layout.num_hosts)]
+    _remove_stale_temps(data_dir, names)
     temps = []
     steps_per_chunk = max(1, CHUNK_TOKENS // (layout.per_host_batch * layout.tgt_len))
     total_records = num_steps * layout.num_streams
@@ -60,8 +73,7 @@ def write_records(data_dir, split, tokens: np.ndarray, layout: RecordLayout, *, 
     pool = concurrent.futures.ThreadPoolExecutor(1)
     try:
         for host, name in enumerate(names):
-            fd, tmp = tempfile.mkstemp(prefix="." + name + ".", suffix=".tmp", dir=data_dir)
-            os.close(fd)
+            tmp = atomic.new_temp(data_dir, name)
             temps.append(tmp)
             host_streams = streams.host_streams(layout, host)
 
@@ -98,6 +110,11 @@ def write_records(data_dir, split, tokens: np.ndarray, layout: RecordLayout, *, 
         for tmp, name in zip(temps, names):
             os.replace(tmp, os.path.join(data_dir, name))
         temps = []
+    except (OSError, tf.errors.OpError) as error:  # disk full or read-only: one clear error
+        translated = atomic.storage_error(error, os.path.join(data_dir, names[max(len(temps), 1) - 1]))
+        if translated is None:
+            raise
+        raise translated from None
     finally:
         pool.shutdown()
         for tmp in temps:

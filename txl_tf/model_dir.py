@@ -5,12 +5,19 @@ Layout of `model_dir`:
   checkpoint, ckpt-N.*  TF checkpoints (`tf.train.CheckpointManager`) whose root object has the
                         model under the attribute `model`. Training checkpoints add the
                         optimizer, step and data position beside it; `load_model` reads the
-                        model part of whichever is newest.
+                        model part of whichever is newest (the one the `checkpoint` state file
+                        names, or the highest ckpt-N.index when that file is unreadable); a
+                        damaged one is a `CheckpointReadError` naming it.
 Runners may add their own files (vocabulary, TensorBoard logs); this module ignores them.
 """
+import contextlib
+import gc
 import json
+import logging
 import os
-import tempfile
+import re
+import uuid
+from typing import Dict, List, Optional
 
 import tensorflow as tf
 
@@ -24,19 +31,94 @@ class ModelDirError(FileNotFoundError):
     """A model directory that is missing, incomplete or does not fit its configuration."""
 
 
+class CheckpointReadError(ModelDirError):
+    """A checkpoint whose files are missing, truncated or not a TF checkpoint at all."""
+
+
+# Errors of reading a damaged checkpoint: a missing/garbage .index (NotFoundError, DataLossError
+# "not an sstable"), a truncated .data file (IndexError "Read less bytes than requested"), a
+# checksum mismatch (DataLossError). InvalidArgumentError is a shape mismatch, not damage.
+DAMAGE_ERRORS = (tf.errors.NotFoundError, tf.errors.DataLossError, tf.errors.OutOfRangeError,
+                 tf.errors.UnknownError, IndexError, OSError)
+
+
+def is_damage_error(error: BaseException) -> bool:
+    """Whether `error`, raised while reading a checkpoint, means its files are damaged."""
+    if isinstance(error, tf.errors.InvalidArgumentError):
+        return False
+    return isinstance(error, DAMAGE_ERRORS) or type(error) is tf.errors.OpError
+
+
+@contextlib.contextmanager
+def quiet_tf_warnings():
+    """TensorFlow's own Python warnings off inside the block (e.g. the "Value in checkpoint
+    could not be found" lines of a failed restore, or a state file it cannot parse, which the
+    caller reports in one line of its own)."""
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def first_line(error: BaseException, limit: int = 240) -> str:
+    """The first line of an error message, at most `limit` characters."""
+    lines = str(error).strip().splitlines()
+    text = lines[0] if lines else type(error).__name__
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+_CHECKPOINT_FILE = re.compile(r"^(?P<name>.+)-(?P<number>\d+)\.(index|data-\d+-of-\d+)$")
+
+
+def checkpoint_problem(checkpoint_path: str) -> Optional[str]:
+    """Why the checkpoint `checkpoint_path` (a prefix) cannot be read, or None when every tensor
+    of it reads back with its checksum. Reads one tensor at a time; changes no variable."""
+    if not tf.io.gfile.exists(checkpoint_path + ".index"):
+        return f"{os.path.basename(checkpoint_path)}.index is missing"
+    try:
+        reader = tf.train.load_checkpoint(checkpoint_path)
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+    except Exception as error:  # noqa: BLE001 - classified just below
+        if not is_damage_error(error):
+            raise
+        return f"its files cannot be read ({first_line(error, 160)})"
+    return None
+
+
+def checkpoint_files(directory: str, name: str = "ckpt") -> Dict[int, List[str]]:
+    """The checkpoint files of `directory` by checkpoint number, found by listing it (the
+    `checkpoint` state file is not needed): {60: ["ckpt-60.data-00000-of-00001",
+    "ckpt-60.index"], ...}."""
+    found = {}
+    if not os.path.isdir(directory):
+        return found
+    for entry in sorted(os.listdir(directory)):
+        match = _CHECKPOINT_FILE.match(entry)
+        if match and match.group("name") == name:
+            found.setdefault(int(match.group("number")), []).append(entry)
+    return found
+
+
 def write_json_atomic(path: str, payload) -> None:
     """Write JSON through a temporary file in the same directory, then rename it into place."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
+    # A unique name opened with "x" (not mkstemp, whose files are 0600): the umask applies.
+    tmp = os.path.join(directory, f".tmp-{os.getpid()}-{uuid.uuid4().hex}.json")
     try:
-        with os.fdopen(fd, "w") as f:
+        with open(tmp, "x") as f:
             json.dump(payload, f, indent=2, sort_keys=True)
             f.write("\n")
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as error:
         if os.path.exists(tmp):
             os.remove(tmp)
+        if isinstance(error, OSError) and error.filename is None:  # e.g. ENOSPC from write()
+            raise OSError(error.errno, error.strerror, path) from None
         raise
 
 
@@ -76,24 +158,54 @@ def save_model(model: TransformerXL, model_dir: str, max_to_keep: int = 3) -> st
     return manager.save()
 
 
-def latest_checkpoint(model_dir: str):
-    """Path prefix of the newest checkpoint in `model_dir`, or None."""
-    return tf.train.latest_checkpoint(model_dir)
+def latest_checkpoint(model_dir: str) -> Optional[str]:
+    """Path prefix of the newest checkpoint in `model_dir`, or None.
+
+    The one the `checkpoint` state file names when it is readable and its .index exists;
+    otherwise (state file garbage or missing) the highest-numbered `ckpt-N` with an .index.
+    """
+    path = None
+    try:
+        with quiet_tf_warnings():  # a state file TF cannot parse: the files are listed below
+            path = tf.train.latest_checkpoint(model_dir)
+    except (ValueError, tf.errors.OpError):  # a state file with an empty path
+        pass
+    if path is not None:
+        return path
+    numbers = [n for n, names in checkpoint_files(model_dir).items()
+               if f"ckpt-{n}.index" in names]
+    return os.path.join(model_dir, f"ckpt-{max(numbers)}") if numbers else None
 
 
 def restore_weights(model: TransformerXL, checkpoint_path: str) -> None:
     """Load the model part of a txl-tf checkpoint into `model`; every model variable must be
     found with its shape, else a `ModelDirError` says which configuration differs."""
-    try:
-        status = tf.train.Checkpoint(model=model).read(checkpoint_path)
-        status.expect_partial()
-        status.assert_existing_objects_matched()
-    except (ValueError, AssertionError, tf.errors.InvalidArgumentError) as error:
-        raise ModelDirError(
-            f"the checkpoint {checkpoint_path} does not fit a model of this configuration "
-            f"({error}). Check that config.json (n_layer, d_model, n_head * d_head, n_token, "
-            "cutoffs, div_val, untie_r, ...) is the one the checkpoint was written with."
-        ) from None
+    if not tf.io.gfile.exists(checkpoint_path + ".index"):
+        raise CheckpointReadError(
+            f"{checkpoint_path}.index not found: {checkpoint_path!r} is not a checkpoint "
+            "(give a model directory or a checkpoint prefix such as <dir>/ckpt-60).")
+    problem = None
+    with quiet_tf_warnings():
+        try:
+            status = tf.train.Checkpoint(model=model).read(checkpoint_path)
+            status.expect_partial()
+            status.assert_existing_objects_matched()
+        except (ValueError, AssertionError, tf.errors.InvalidArgumentError) as error:
+            problem = ModelDirError(
+                f"the checkpoint {checkpoint_path} does not fit a model of this configuration "
+                f"({first_line(error)}). Check that config.json (n_layer, d_model, n_head * "
+                "d_head, n_token, cutoffs, div_val, untie_r, ...) is the one the checkpoint was "
+                "written with.")
+        except Exception as error:  # noqa: BLE001 - classified just below
+            if not is_damage_error(error):
+                raise
+            problem = CheckpointReadError(
+                f"the checkpoint {checkpoint_path} cannot be read: its files are damaged or not "
+                f"a TF checkpoint ({first_line(error)}).")
+        if problem is not None:
+            gc.collect()  # the failed restore warns of its unmatched values when collected
+    if problem is not None:
+        raise problem
 
 
 def load_model(model_dir: str, **overrides) -> TransformerXL:
@@ -111,7 +223,7 @@ def load_model(model_dir: str, **overrides) -> TransformerXL:
     checkpoint = latest_checkpoint(model_dir)
     if checkpoint is None:
         raise ModelDirError(
-            f"no checkpoint in {model_dir!r} (config.json is there but no 'checkpoint' state "
+            f"no checkpoint in {model_dir!r} (config.json is there but no ckpt-N.index "
             "file); the training run may not have saved yet.")
     model = TransformerXL(config)
     restore_weights(model, checkpoint)

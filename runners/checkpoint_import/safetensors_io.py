@@ -93,6 +93,9 @@ def write(path, arrays, metadata=None):
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
     try:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes 0600; the file is for others too
         with os.fdopen(fd, "wb") as f:
             f.write(struct.pack("<Q", len(text)))
             f.write(text)

@@ -48,7 +48,8 @@ def char_corpus(texts: dict, lower_case=False, count_splits=None, vocab=None, mi
         vocab = Vocabulary.build(counter, "char", min_freq=min_freq, max_size=max_size,
                                  unk_symbol=unk_symbol, unk_policy=unk_policy)
     streams = {s: vocab.encode_chars(t) for s, t in texts.items()}
-    return BuiltCorpus(vocab, TextRules("char", lower_case=lower_case), streams, dict(info or {}))
+    return BuiltCorpus(vocab, TextRules("char", lower_case=lower_case), streams,
+                       with_unk_counts(info, streams, vocab))
 
 
 def word_corpus(line_sources: dict, rules: TextRules, count_splits, specials=(), vocab=None,
@@ -82,4 +83,21 @@ def word_corpus(line_sources: dict, rules: TextRules, count_splits, specials=(),
         if ids.size == 0:
             raise CorpusError(f"the {s} split is empty.")
         streams[s] = ids
-    return BuiltCorpus(vocab, rules, streams, dict(info or {}))
+    return BuiltCorpus(vocab, rules, streams, with_unk_counts(info, streams, vocab, progress))
+
+
+def with_unk_counts(info, streams: dict, vocab: Vocabulary, progress=None) -> dict:
+    """``info`` plus ``unk_tokens`` ({split: tokens mapped to the unk symbol}) when the
+    vocabulary has one; each split with unknown symbols is reported on stderr (``progress``)."""
+    info = dict(info or {})
+    unk = vocab.unk_id
+    if unk is None or vocab.unk_policy != "unk":
+        return info
+    counts = {s: int(np.count_nonzero(np.asarray(ids) == unk)) for s, ids in streams.items()}
+    info["unk_tokens"] = counts
+    for s, n in counts.items():
+        if n:
+            log(progress, f"{s}: {n:,} of {len(streams[s]):,} tokens "
+                          f"({100 * n / max(len(streams[s]), 1):.2f}%) are not in the vocabulary "
+                          f"and map to {vocab.unk_symbol}")
+    return info

@@ -10,8 +10,9 @@ Options:
   add_eos: append ``<eos>`` to every line (word level; default True).
   vocab_from: ``train`` (default) or ``all`` splits are counted.
   min_freq, max_size: vocabulary limits (char and word level).
-  unk_policy: ``error`` (default) or ``unk`` (adds ``<unk>`` for word level, ``\\ufffd`` for char
-    level; unknown and pruned symbols map to it).
+  unk_policy: ``unk`` (default: adds ``<unk>`` for word level, ``\\ufffd`` for char level;
+    symbols of valid/test missing from the vocabulary and pruned symbols map to it, counted per
+    split in corpus-info.json ``unk_tokens``) or ``error``.
   full_bytes: byte level: True (default) = the 256-byte vocabulary (id == byte value); False =
     only the bytes that occur, by count.
   vocab_path: use this existing vocabulary file instead of building one.
@@ -33,7 +34,7 @@ class TextFiles(Corpus):
     cutoffs = ()
     OPTIONS = {"level": "byte", "train_path": None, "valid_path": None, "test_path": None,
                "eval_fraction": 0.05, "lower_case": False, "add_eos": True, "vocab_from": "train",
-               "min_freq": 0, "max_size": None, "unk_policy": "error", "full_bytes": True,
+               "min_freq": 0, "max_size": None, "unk_policy": "unk", "full_bytes": True,
                "vocab_path": None, "backend": "tf_text"}
 
     def __init__(self, **options):
