@@ -9,7 +9,8 @@ Every runner calls `quiet_start()` before it imports TensorFlow and hands its `m
         cli.run(main)
 
 Console: `quiet_start` sets `TF_CPP_MIN_LOG_LEVEL=2` unless the user set it, and drops the lines
-TensorFlow's C++ libraries print while they load, before they read that variable ("All log
+TensorFlow's C++ libraries print while they load, whatever that variable says (`=0` shows
+them all: it is how a user asks for TensorFlow's own start-up log) ("All log
 messages before absl::InitializeLog()", oneDNN, "Could not find cuda drivers", the `cuInit`
 error of a machine without GPU); every other line printed meanwhile is passed on. Measured with
 TensorFlow 2.21 on a CPU machine: the oneDNN and cuda-driver lines (printed twice, as two
@@ -58,12 +59,12 @@ _MEMORY_FIX = ("lower --batch_size / --per_host_train_bsz, --mem_len or --tgt_le
 def quiet_start() -> None:
     """Imports TensorFlow without its C++ start-up lines (see the module docstring).
 
-    Does nothing when the user set `TF_CPP_MIN_LOG_LEVEL` (then every line is shown) or when
+    Does nothing when the user set `TF_CPP_MIN_LOG_LEVEL=0` (then every line is shown) or when
     TensorFlow is already imported.
     """
-    if "TF_CPP_MIN_LOG_LEVEL" in os.environ or "tensorflow" in sys.modules:
+    if os.environ.get("TF_CPP_MIN_LOG_LEVEL") == "0" or "tensorflow" in sys.modules:
         return
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as captured:
@@ -228,17 +229,18 @@ def classify(error: BaseException):
     if isinstance(error, MemoryError):
         detail = f": {error}" if str(error) else ""
         return RUNTIME_ERROR, f"out of memory{detail}; {_MEMORY_FIX}."
+    if isinstance(error, (ValueError, OSError, RuntimeError)) and _is_project_class(error):
+        return getattr(error, "exit_code", USAGE_ERROR), str(error)  # txl-tf's own message
     full = _disk_full(error)
     if full is not None:
         return full
     tf_result = _tf_error(error)
     if tf_result is not None:
         return tf_result
-    if isinstance(error, OSError) and not _is_project_class(error):
+    if isinstance(error, OSError):
         return _os_error(error)
-    if isinstance(error, (ValueError, OSError, RuntimeError)) and (
-            _is_project_class(error) or (type(error) is ValueError and _raised_by_project(error))):
-        return getattr(error, "exit_code", USAGE_ERROR), str(error)
+    if type(error) is ValueError and _raised_by_project(error):
+        return USAGE_ERROR, str(error)
     return None
 
 

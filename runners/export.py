@@ -115,8 +115,8 @@ def check_paths(model_dir, export_dir):
         raise ExportInputError(f"--export_dir {export_dir}: {existing} is a file, not a "
                                "directory.")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise ExportInputError(f"--export_dir {export_dir}: {existing} is not writable; give a "
-                               "directory you can write to.")
+        raise ExportRuntimeError(f"--export_dir {export_dir}: {existing} is not writable "
+                                 "(read-only); give a directory you can write to.")
 
 
 def remove_stale_temporaries(export_dir):

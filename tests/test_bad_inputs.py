@@ -126,7 +126,7 @@ CASES = [
      2, r"out of memory before the first step: .*mem_len 1000000000.*GiB"),
     ("evaluate_two_sources", "evaluate", ["--model_dir={model}", "--data_dir={data}",
                                           "--text_file={root}/text.txt"],
-     2, r"exactly one of --data_dir .* or --text_file"),
+     2, r"give one of --data_dir \(with --split\) or --text_file, not both"),
     ("evaluate_missing_data_dir", "evaluate", ["--model_dir={model}", "--data_dir={new}"],
      2, r"--data_dir=.* does not exist"),
     ("evaluate_missing_checkpoint", "evaluate", ["--model_dir={model}",
@@ -289,16 +289,16 @@ def _with_tmpfs(options, mount_point):
 TMPFS_CASES = [  # (id, tmpfs options, runner, args with {mnt} and {model}, exit code, regex)
     ("prepare_read_only", "ro,size=64k", "prepare_data",
      ["--dataset=builtin", "--max_bytes=400000", "--data_dir={mnt}/d", "--noprogress"],
-     1, r"{mnt}/d is read-only; choose a writable directory"),
+     1, r"the directory holding {mnt}/d is read-only: cannot create it"),
     ("prepare_disk_full", "size=64k", "prepare_data",
      ["--dataset=builtin", "--max_bytes=400000", "--data_dir={mnt}/d", "--noprogress"],
-     1, r"no space left on the device holding {mnt}/d; free space there"),
+     1, r"no space left on {mnt}/d while writing \S+ \(disk full\)"),
     ("export_read_only", "ro,size=64k", "export",
      ["--model_dir={model}", "--export_dir={mnt}/e", "--notext_signatures"],
-     1, r"{mnt}/e is read-only; choose a writable directory"),
+     1, r"{mnt} is not writable \(read-only\)"),
     ("export_disk_full", "size=100k", "export",
      ["--model_dir={model}", "--export_dir={mnt}/e", "--notext_signatures"],
-     1, r"no space left on the device holding {mnt}/e"),
+     1, r"no space left on {mnt}/e"),
 ]
 
 

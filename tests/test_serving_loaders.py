@@ -416,7 +416,7 @@ def export_cli(*args, wrapper=()):
 
 def assert_one_line_error(proc, code, *words):
     assert proc.returncode == code, (proc.returncode, proc.stderr[-2000:])
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("export.py: error")]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     for word in words:
         assert word in lines[0], lines[0]
@@ -479,8 +479,8 @@ def test_export_read_only_and_full_export_dir(served, tmp_path):
     if read_only is None or full is None:
         pytest.skip("no private mount namespace here (needs root and unshare)")
     args = [f"--model_dir={served['model_dir']}", f"--export_dir={target}"]
-    assert_one_line_error(export_cli(*args, wrapper=read_only + ["sh"]), 2, "not writable")
+    assert_one_line_error(export_cli(*args, wrapper=read_only + ["sh"]), 1, "not writable")
     proc = export_cli(*args, wrapper=full + ["sh"])
     assert_one_line_error(proc, 1, f"no space left on {target}")
-    assert proc.stderr.strip().splitlines()[-1].startswith("export.py: error")  # ls: empty
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: ")  # ls: empty
     assert os.listdir(target) == ["1"]

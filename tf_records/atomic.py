@@ -17,29 +17,33 @@ from tf_records.errors import DataDirError, RecordsCorruptError, StorageError
 _READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
-def storage_error(error, path):
+def storage_error(error, path, what=None):
     """The :class:`StorageError` for a write of ``path`` that failed on a full or read-only disk.
 
     Args:
       error: the exception raised by the write (``OSError`` or a TensorFlow ``OpError``).
-      path: the file being written.
+      path: the file being written (or, with ``what``, the directory being created).
+      what: the role of the directory being created (e.g. "data_dir"), or None for a file.
 
     Returns:
       A ``StorageError`` naming the directory and the fix, or None for any other failure.
     """
     code, text = getattr(error, "errno", None), str(error)
-    directory = os.path.dirname(os.path.abspath(path))
-    name = os.path.basename(path)
+    path = os.path.abspath(path)
+    directory, name = (os.path.dirname(path), os.path.basename(path)) if what is None else (
+        path, None)
+    doing = f"writing {name}" if name else f"creating {what} {path}"
     if (code in (errno.ENOSPC, errno.EDQUOT) or "No space left" in text
             or ("requested and" in text and "written" in text)):  # numpy's short-write message
         return StorageError(
-            f"no space left on {directory} while writing {name} (disk full); nothing was left "
+            f"no space left on {directory} while {doing} (disk full); nothing was left "
             "half-written. Free some space there or use another directory.")
     if code in _READ_ONLY or "Read-only file system" in text or "Permission denied" in text:
         reason = "read-only" if code == errno.EROFS or "Read-only" in text else "not writable"
+        where = directory if name else f"the directory holding {path}"
         return StorageError(
-            f"data directory {directory} is {reason}: cannot write {name}. Make it writable, or "
-            "use another directory (--data_dir) and prepare the data there.")
+            f"{where} is {reason}: cannot {'write ' + name if name else 'create it'}. Make it "
+            "writable, or use another directory (--data_dir) and prepare the data there.")
     return None
 
 
@@ -56,7 +60,7 @@ def ensure_dir(path, what="data_dir"):
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as error:
-        raise (storage_error(error, os.path.join(path, ".")) or DataDirError(
+        raise (storage_error(error, path, what) or DataDirError(
             f"cannot create {what} {path}: {error.strerror or error} (a parent is a file?); pass "
             "another directory.")) from None
 
