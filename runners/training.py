@@ -314,6 +314,11 @@ def run_training(options: TrainOptions,
     for name in ("save_steps", "eval_steps"):
         if getattr(o, name) < 0:
             raise TrainError(f"--{name} must be >= 0, got {getattr(o, name)}.")
+    if o.warmup_steps > o.train_steps >= 1:  # a short run of a recipe: warm up all the way
+        print(f"note: --warmup_steps={o.warmup_steps} is longer than --train_steps="
+              f"{o.train_steps}: the learning rate warms up over all {o.train_steps} steps.",
+              flush=True)
+        o = dataclasses.replace(o, warmup_steps=o.train_steps)
     try:
         schedule = WarmupCosineSchedule(o.learning_rate, o.warmup_steps, o.train_steps,
                                         o.min_lr_ratio)
