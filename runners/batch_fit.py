@@ -8,15 +8,17 @@ whose gradients are accumulated before the one update (`runners/trainer.py`): th
 less activation memory.
 
 The limit is `--max_per_replica_batch` when given (> 0), else an estimate: the activation memory
-of one stream (`stream_bytes`) against the memory of one device (`device_memory_bytes`: the
+of one stream (`txl_tf.memory_estimate.training_bytes_per_stream`) against the memory of one device (`device_memory_bytes`: the
 available RAM on a CPU, the total memory of a GPU from `nvidia-smi`; unknown on a TPU, where
 no limit is applied).
 """
-import os
 import subprocess
 from typing import NamedTuple, Optional
 
 import tensorflow as tf
+
+from txl_tf.memory_estimate import (approx_parameters, available_memory_bytes,
+                                    training_bytes_per_stream)
 
 # Fraction of a device's memory the activations may take (the rest: weights, gradients, Adam
 # slots, TensorFlow's temporaries and allocator slack).
@@ -31,47 +33,8 @@ class Fit(NamedTuple):
     reason: Optional[str]
 
 
-def stream_bytes(config, bytes_per_value: int = 4) -> int:
-    """Estimated training memory of one stream [tgt_len] (activations kept for the backward pass
-    and the memory rows), in bytes: a rough figure, meant to catch batches that are several
-    times too big, not to fill a device to the last byte.
-
-    Per layer, with Q = tgt_len, M = mem_len, K = Q + M, H heads of size Dh, width D, inner F:
-    5 attention maps H*Q*K (content and position scores, the shifted positions, the
-    probabilities and their dropout), the projections K*(D + 4*H*Dh) + Q*(H*Dh + 6*D + 2*F), and
-    the memory M*D; the output layer keeps 3 [Q, V'] (logits, log-probabilities, their
-    gradient) with V' the plain softmax size or the head of the adaptive softmax. For the
-    enwik8 recipe (24 layers, d_model 1024, tgt_len = mem_len = 768) that is 6.3 GB a stream.
-
-    Args:
-      config: a `txl_tf.TransformerXLConfig`.
-      bytes_per_value: 4 (float32 activations).
-
-    Returns:
-      bytes, an int.
-    """
-    c = config
-    q, m = c.tgt_len, c.mem_len
-    k, hd = q + m, c.n_head * c.d_head
-    per_layer = (5 * c.n_head * q * k + k * (c.d_model + 4 * hd)
-                 + q * (hd + 6 * c.d_model + 2 * c.d_inner) + m * c.d_model)
-    vocab = c.n_token if not c.cutoffs else c.cutoffs[0] + len(c.cutoffs)
-    output = 3 * q * vocab + 2 * q * c.d_model
-    return int(bytes_per_value * (c.n_layer * per_layer + output))
 
 
-def _available_ram() -> Optional[int]:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
 
 
 def _gpu_memory() -> Optional[int]:
@@ -100,7 +63,7 @@ def device_memory_bytes(strategy: tf.distribute.Strategy, local_replicas: int):
         return None, "TPU"
     if "GPU" in kinds:
         return _gpu_memory(), "GPU"
-    ram = _available_ram()
+    ram = available_memory_bytes()
     return (None if ram is None else ram // max(local_replicas, 1)), "CPU"
 
 
@@ -135,13 +98,6 @@ def choose_grad_accum(per_replica: int, given: int, max_streams: Optional[int],
     return Fit(k, chunk, reason)
 
 
-def approx_parameters(config) -> int:
-    """About the number of weights: per layer the attention projections (q, k, v, output and
-    the position projection: 5 * D * H*Dh) and the feed-forward (2 * D * F), plus the embedding
-    and the softmax (2 * V * D)."""
-    c = config
-    hd = c.n_head * c.d_head
-    return c.n_layer * (5 * c.d_model * hd + 2 * c.d_model * c.d_inner) + 2 * c.n_token * c.d_model
 
 
 def fit_per_replica_batch(config, per_replica: int, given: int, max_per_replica_batch: int,
@@ -162,7 +118,7 @@ def fit_per_replica_batch(config, per_replica: int, given: int, max_per_replica_
     memory, kind = device_memory_bytes(strategy, local_replicas)
     if memory is None:
         return Fit(given, per_replica // given, None)
-    per_stream = stream_bytes(config)
+    per_stream = training_bytes_per_stream(config)
     budget = ACTIVATION_SHARE * memory - 16 * approx_parameters(config)
     max_streams = int(budget // per_stream)
     why = (f"estimate: {per_stream / 2**30:.2f} GiB per stream, {memory / 2**30:.1f} GiB of "

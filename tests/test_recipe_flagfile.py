@@ -25,6 +25,7 @@ import tensorflow as tf
 import tf_records
 import txl_tf
 from runners import batch_fit, strategy as strategy_lib
+from txl_tf import memory_estimate
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(REPO, "runners", "train.py")
@@ -158,11 +159,11 @@ def test_grad_accum_is_the_smallest_divisor_that_fits(per_replica, given, limit,
 def test_memory_estimate_splits_the_enwik8_recipe_on_a_16_gb_cpu(monkeypatch):
     config = txl_tf.TransformerXLConfig(n_token=204, n_layer=24, d_model=1024, n_head=8,
                                         d_head=128, d_inner=3072, tgt_len=768, mem_len=768)
-    monkeypatch.setattr(batch_fit, "_available_ram", lambda: 16 * 2**30)
+    monkeypatch.setattr(batch_fit, "available_memory_bytes", lambda: 16 * 2**30)
     strategy = tf.distribute.get_strategy()
     fit = batch_fit.fit_per_replica_batch(config, 64, 1, 0, strategy, 1)
-    per_stream = batch_fit.stream_bytes(config)
-    budget = batch_fit.ACTIVATION_SHARE * 16 * 2**30 - 16 * batch_fit.approx_parameters(config)
+    per_stream = memory_estimate.training_bytes_per_stream(config)
+    budget = batch_fit.ACTIVATION_SHARE * 16 * 2**30 - 16 * memory_estimate.approx_parameters(config)
     assert fit.chunk * per_stream <= budget < 2 * fit.chunk * per_stream
     assert fit.grad_accum_steps * fit.chunk == 64 and "estimate" in fit.reason
     small = config.replace(n_layer=2, d_model=64, n_head=2, d_head=32, d_inner=128, tgt_len=32,

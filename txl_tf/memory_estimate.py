@@ -6,6 +6,9 @@ never have run:
   * the attention scores [B, H, Q, M + Q] of a layer: two of them while a layer runs (scores and
     probabilities); in training the tape keeps the probabilities of every layer as well.
 Weights, feed-forward activations, logits and framework overhead come on top.
+
+`training_bytes_per_stream` is the fuller estimate (every activation a training step keeps) with
+which a run splits a replica's streams into gradient-accumulation chunks that fit.
 """
 import os
 from typing import Optional
@@ -85,3 +88,64 @@ def check_step_fits(config: TransformerXLConfig, batch_size: int, training: bool
             f"{config.n_layer} layers need at least {need / 2**30:,.1f} GiB for the memory and "
             f"attention alone, this machine has {available / 2**30:,.1f} GiB; lower mem_len, "
             "tgt_len or the batch size.")
+
+
+def training_bytes_per_stream(config: TransformerXLConfig, bytes_per_value: int = 4) -> int:
+    """Estimated training memory of one stream [tgt_len] (activations kept for the backward pass
+    and the memory rows), in bytes: a rough figure, meant to catch batches that are several
+    times too big, not to fill a device to the last byte.
+
+    Per layer, with Q = tgt_len, M = mem_len, K = Q + M, H heads of size Dh, width D, inner F:
+    5 attention maps H*Q*K (content and position scores, the shifted positions, the
+    probabilities and their dropout), the projections K*(D + 4*H*Dh) + Q*(H*Dh + 6*D + 2*F), and
+    the memory M*D; the output layer keeps 3 [Q, V'] (logits, log-probabilities, their
+    gradient) with V' the plain softmax size or the head of the adaptive softmax. For the
+    enwik8 recipe (24 layers, d_model 1024, tgt_len = mem_len = 768) that is 6.3 GB a stream.
+
+    Args:
+      config: the model configuration.
+      bytes_per_value: 4 (float32 activations).
+
+    Returns:
+      bytes, an int.
+    """
+    c = config
+    q, m = c.tgt_len, c.mem_len
+    k, hd = q + m, c.n_head * c.d_head
+    per_layer = (5 * c.n_head * q * k + k * (c.d_model + 4 * hd)
+                 + q * (hd + 6 * c.d_model + 2 * c.d_inner) + m * c.d_model)
+    vocab = c.n_token if not c.cutoffs else c.cutoffs[0] + len(c.cutoffs)
+    output = 3 * q * vocab + 2 * q * c.d_model
+    return int(bytes_per_value * (c.n_layer * per_layer + output))
+
+
+def approx_parameters(config: TransformerXLConfig) -> int:
+    """About the number of weights: per layer the attention projections (q, k, v, output and
+    the position projection: 5 * D * H*Dh) and the feed-forward (2 * D * F), plus the embedding
+    and the softmax (2 * V * D)."""
+    c = config
+    hd = c.n_head * c.d_head
+    per_layer = 5 * c.d_model * hd + 2 * c.d_model * c.d_inner
+    return c.n_layer * per_layer + 2 * c.n_token * c.d_model
+
+
+def available_memory_bytes() -> Optional[int]:
+    """The RAM available now (MemAvailable), capped by `machine_memory_bytes`; None when unknown."""
+    free = _mem_available()
+    limit = machine_memory_bytes()
+    known = [v for v in (free, limit) if v is not None]
+    return min(known) if known else None
+
+
+def _mem_available() -> Optional[int]:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
