@@ -31,7 +31,7 @@ cli.quiet_start()
 from absl import app, flags  # noqa: E402
 
 from runners.checkpoint_import import huggingface, importer  # noqa: E402
-from runners.checkpoint_import.errors import WeightImportError  # noqa: E402
+from runners.checkpoint_import.errors import WeightImportError, read_json_object  # noqa: E402
 from runners.checkpoint_import.vocab_pickle import load_vocab_pickle  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -83,23 +83,6 @@ def _vocabulary(corpus):
     return None, dataset
 
 
-def _read_corpus_info(path):
-    """The --corpus_info JSON object, or a WeightImportError naming the file."""
-    if not os.path.isfile(path):
-        raise WeightImportError(f"--corpus_info={path} does not exist; give the "
-                                "corpus-info.json shipped with the weights.")
-    try:
-        with open(path, encoding="utf-8") as f:
-            corpus = json.load(f)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise WeightImportError(f"--corpus_info={path} is not a JSON file ({error}); give the "
-                                "corpus-info.json shipped with the weights.") from None
-    if not isinstance(corpus, dict):
-        raise WeightImportError(f"--corpus_info={path} holds a {type(corpus).__name__}, not a "
-                                "JSON object with vocab_size / cutoffs.")
-    return corpus
-
-
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
@@ -108,7 +91,9 @@ def main(argv):
     if os.path.exists(FLAGS.model_dir) and not os.path.isdir(FLAGS.model_dir):
         raise WeightImportError(f"--model_dir={FLAGS.model_dir} is a file; give a new or "
                                 "empty directory.")
-    corpus = _read_corpus_info(FLAGS.corpus_info) if FLAGS.corpus_info else None
+    corpus = read_json_object(
+        FLAGS.corpus_info, f"--corpus_info={FLAGS.corpus_info}",
+        "the corpus-info.json shipped with the weights") if FLAGS.corpus_info else None
     symbols, dataset = _vocabulary(corpus)
     if FLAGS.source == "tf1":
         if not FLAGS.checkpoint:

@@ -28,7 +28,7 @@ import os
 import numpy as np
 
 from runners.checkpoint_import import hdf5_weights, safetensors_io
-from runners.checkpoint_import.errors import WeightImportError
+from runners.checkpoint_import.errors import WeightImportError, read_json_object
 from runners.checkpoint_import.source_weights import SourceWeights
 
 WEIGHT_FILES = ("model.safetensors", "tf_model.h5", "pytorch_model.bin")
@@ -45,18 +45,8 @@ def read_config(input_dir):
         raise WeightImportError(f"--input_dir={input_dir} is not a directory; give a Hugging "
                                 "Face TransfoXL directory (config.json plus a weight file).")
     path = os.path.join(input_dir, "config.json")
-    if not os.path.isfile(path):
-        raise WeightImportError(f"{path} not found: --input_dir must be a Hugging Face TransfoXL "
-                                "directory (config.json plus a weight file).")
-    try:
-        with open(path, encoding="utf-8") as f:
-            hf = json.load(f)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise WeightImportError(f"{path} is not a JSON file ({error}); it must be the "
-                                "config.json of a Hugging Face TransfoXL model.") from None
-    if not isinstance(hf, dict):
-        raise WeightImportError(f"{path} holds a {type(hf).__name__}, not a TransfoXL "
-                                "configuration object.")
+    hf = read_json_object(path, path, "the config.json of a Hugging Face TransfoXL model "
+                          "(--input_dir: config.json plus a weight file)")
     bad = [k for k in REQUIRED_INTEGERS
            if not isinstance(hf.get(k), int) or isinstance(hf.get(k), bool) or hf[k] < 1]
     if bad:
