@@ -19,8 +19,6 @@ import os
 import re
 import sys
 
-# Runnable as `python runners/evaluate.py` from the repository root without installing.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from runners import cli  # noqa: E402
 
 cli.quiet_start()
@@ -138,7 +136,8 @@ def run(argv_flags):
     import tensorflow as tf
 
     import txl_tf
-    from runners import evaluation, model_vocab
+    from txl_tf.inference import evaluation
+    from tf_records import model_vocab
     from tf_records.layout import RecordLayout
     from tf_records.tokenize import encode_text
 

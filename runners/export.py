@@ -7,7 +7,7 @@ Example:
 writes /models/txl/<version>/ (version: --version, default one more than the highest existing),
 under a temporary name first, so a serving process watching /models/txl never sees half a model.
 Signatures: serving_default (= score), score, nll, init_mems, generate, and with
---text_signatures (default) generate_text and score_text; see runners/serving_module.py.
+--text_signatures (default) generate_text and score_text; see txl_tf/inference/serving.py.
 
 Every request is bounded by limits fixed here and checked inside the graph: --max_seq_len
 (tokens per row of score / nll / generate), --max_num_tokens (tokens generated per call),
@@ -33,8 +33,6 @@ import shutil
 import sys
 import time
 
-# Runnable as `python runners/export.py` from the repository root without installing.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from runners import cli  # noqa: E402
 
 cli.quiet_start()
@@ -66,7 +64,7 @@ def define_flags():
                          "(default: tgt_len).")
     flags.DEFINE_boolean("text_signatures", True, "Add generate_text and score_text (need "
                          "tensorflow_text ops where the SavedModel is loaded).")
-    from runners.serving_module import ServingLimits
+    from txl_tf.inference.serving import ServingLimits
     defaults = ServingLimits()
     flags.DEFINE_integer("max_seq_len", defaults.max_seq_len, "Longest tokens / prompt row "
                          "(tokens) a request may send to score, nll or generate.")
@@ -138,7 +136,7 @@ def load(model_dir, text_signatures):
     import tensorflow as tf
 
     import txl_tf
-    from runners import model_vocab
+    from tf_records import model_vocab
 
     try:
         config = txl_tf.load_config(model_dir)
@@ -198,7 +196,7 @@ def export(model_dir, export_dir, version=None, overwrite=False, tgt_len=None, m
     Args:
       model_dir, export_dir: as the flags.
       version: int or None (highest existing + 1).
-      limits: a `runners.serving_module.ServingLimits` (default: its defaults).
+      limits: a `txl_tf.inference.serving.ServingLimits` (default: its defaults).
       The others: run settings of the signatures (None: the model's).
 
     Returns:
@@ -207,7 +205,7 @@ def export(model_dir, export_dir, version=None, overwrite=False, tgt_len=None, m
     Raises:
       ExportInputError: a bad argument or path. ExportRuntimeError: reading or writing failed.
     """
-    from runners.serving_module import ServingLimits, ServingModule
+    from txl_tf.inference.serving import ServingLimits, ServingModule
 
     check_paths(model_dir, export_dir)
     limits = limits or ServingLimits()
@@ -263,7 +261,7 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     f = FLAGS
     cli.check_directories(model_dir=f.model_dir, export_dir=f.export_dir)
-    from runners.serving_module import ServingLimits
+    from txl_tf.inference.serving import ServingLimits
     limits = ServingLimits(f.max_seq_len, f.max_num_tokens, f.max_text_bytes, f.max_batch_size)
     out = export(f.model_dir, f.export_dir, f.version, f.overwrite, f.tgt_len, f.mem_len,
                  f.clamp_len, f.same_length, f.gen_mem_len, f.gen_seg_len, f.text_signatures,

@@ -17,8 +17,6 @@ import os
 import sys
 import time
 
-# Runnable as `python runners/generate.py` from the repository root without installing.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from runners import cli  # noqa: E402
 
 cli.quiet_start()
@@ -117,8 +115,8 @@ def run(f, out=sys.stdout):
     import numpy as np
 
     import txl_tf
-    from runners import model_vocab
-    from runners.generation import Generator
+    from tf_records import model_vocab
+    from txl_tf.inference.generation import Generator
 
     if not f.model_dir:
         raise GenerateInputError("--model_dir is required.")

@@ -17,22 +17,21 @@ The result is read by `txl_tf.load_model(model_dir)`, `runners/evaluate.py`, `ge
 `export.py` and `train.py --init_checkpoint`. The configuration is inferred from the source;
 run settings (segment and memory lengths, clamp_len, same_length, dropout) come from the flags
 below when given. The vocabulary pickle is read with a restricted unpickler that never runs code
-from the file (see runners/checkpoint_import/vocab_pickle.py).
+from the file (see tf_records/reference_vocab.py).
 """
 import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from runners import cli  # noqa: E402
 
 cli.quiet_start()
 
 from absl import app, flags  # noqa: E402
 
-from runners.checkpoint_import import huggingface, importer  # noqa: E402
-from runners.checkpoint_import.errors import WeightImportError, read_json_object  # noqa: E402
-from runners.checkpoint_import.vocab_pickle import load_vocab_pickle  # noqa: E402
+from txl_tf.convert import huggingface, importer  # noqa: E402
+from txl_tf.convert.errors import WeightImportError, read_json_object  # noqa: E402
+from tf_records.reference_vocab import load_vocab_pickle  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("source", None, ["tf1", "huggingface"], "Kind of the source weights.")

@@ -13,8 +13,6 @@ import json
 import os
 import sys
 
-# Runnable as `python runners/prepare_data.py` from the repository root without installing.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from runners import cli  # noqa: E402
 
 cli.quiet_start()
@@ -22,7 +20,7 @@ cli.quiet_start()
 from absl import app, flags  # noqa: E402
 
 import tf_records  # noqa: E402
-from runners import flags_data  # noqa: E402
+from runners.cli import data_flags as flags_data  # noqa: E402
 
 FLAGS = flags.FLAGS
 

@@ -17,17 +17,17 @@ resumes from the last checkpoint: same weights, optimizer state, data position a
 import os
 import sys
 
-# Runnable as `python runners/train.py` from the repository root without installing.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from runners import cli  # noqa: E402
 
 cli.quiet_start()
 
 from absl import app, flags  # noqa: E402
 
-from runners import flags_data, flags_model, xla_clustering  # noqa: E402
-from runners.strategy import STRATEGIES  # noqa: E402
-from runners.training import PRECISIONS  # noqa: E402
+from runners.cli import data_flags as flags_data  # noqa: E402
+from runners.cli import model_flags as flags_model  # noqa: E402
+from txl_tf.training import xla_clustering  # noqa: E402
+from txl_tf.training.distribute import STRATEGIES  # noqa: E402
+from txl_tf.training.run import PRECISIONS  # noqa: E402
 
 # The no-flags default: a small model that learns the built-in corpus in a few CPU minutes.
 SMALL_MODEL = dict(n_layer=4, d_model=128, n_head=4, d_head=32, d_inner=512, tgt_len=64,
@@ -112,7 +112,7 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
     flags.DEFINE_bool("xla_fusion", False, "CPU speed: XLA auto-clusters and fuses the "
                       "element-wise ops while TensorFlow's oneDNN kernels run the matrix "
                       "products (twice the float32 rate in mixed_bfloat16 on AVX512_BF16 CPUs); "
-                      "see runners/xla_clustering.py.", flag_values=fv)
+                      "see txl_tf/training/xla_clustering.py.", flag_values=fv)
     flags.DEFINE_integer("logical_cpus", 0, "Split the CPU into this many logical devices (e.g. "
                          "2 to try --strategy=mirrored --devices=/CPU:0,/CPU:1 without GPUs).",
                          flag_values=fv)
@@ -134,7 +134,7 @@ def _option_value(text: str):
 
 
 def options_from_flags(f):
-    from runners.training import TrainError, TrainOptions
+    from txl_tf.training.run import TrainError, TrainOptions
     corpus_options = {}
     for item in f.corpus_option:
         if "=" not in item:
@@ -170,7 +170,7 @@ def main(argv):
         cpus = tf.config.list_physical_devices("CPU")
         tf.config.set_logical_device_configuration(
             cpus[0], [tf.config.LogicalDeviceConfiguration()] * FLAGS.logical_cpus)
-    from runners.training import run_training
+    from txl_tf.training.run import run_training
     from txl_tf.memory_estimate import check_step_fits
 
     cli.check_directories(model_dir=FLAGS.model_dir, data_dir=FLAGS.data_dir)

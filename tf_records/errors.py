@@ -16,7 +16,7 @@ class CorpusError(DataError):
 
 class DownloadError(DataError):
     """A download failed (no network, HTTP error, checksum mismatch)."""
-    exit_code = 1  # the network or the server, not the user's input (runners/cli.py)
+    exit_code = 1  # the network or the server, not the user's input (runners/cli/__init__.py)
 
 
 class VocabularyError(DataError):
@@ -50,4 +50,4 @@ class DataDirError(DataError):
 
 class StorageError(DataDirError):
     """A write into a data directory failed: its disk is full or it is read-only."""
-    exit_code = 1  # a runtime failure, not a bad input (runners/cli.py)
+    exit_code = 1  # a runtime failure, not a bad input (runners/cli/__init__.py)

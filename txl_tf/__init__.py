@@ -6,18 +6,18 @@ Public API:
   TransformerXLBlock, AdaptiveEmbedding, AdaptiveSoftmax; functions rel_shift,
   attention_mask, update_memory.
 """
-from txl_tf.adaptive_embedding import AdaptiveEmbedding
-from txl_tf.adaptive_softmax import AdaptiveSoftmax
-from txl_tf.attention_mask import attention_mask
+from txl_tf.layers.adaptive_embedding import AdaptiveEmbedding
+from txl_tf.layers.adaptive_softmax import AdaptiveSoftmax
+from txl_tf.layers.attention_mask import attention_mask
 from txl_tf.config import ConfigError, TransformerXLConfig
-from txl_tf.feed_forward import PositionwiseFeedForward
-from txl_tf.memory import update_memory
+from txl_tf.layers.feed_forward import PositionwiseFeedForward
+from txl_tf.layers.memory import update_memory
 from txl_tf.model_dir import (ModelDirError, latest_checkpoint, load_config, load_model,
                               restore_weights, save_config, save_model)
-from txl_tf.positional_encoding import RelativePositionalEncoding
-from txl_tf.relative_attention import RelativeMultiHeadAttention, rel_shift
-from txl_tf.transformer_xl import TransformerXL
-from txl_tf.transformer_xl_block import TransformerXLBlock
+from txl_tf.layers.positional_encoding import RelativePositionalEncoding
+from txl_tf.layers.relative_attention import RelativeMultiHeadAttention, rel_shift
+from txl_tf.model import TransformerXL
+from txl_tf.layers.transformer_xl_block import TransformerXLBlock
 
 __all__ = [
     "AdaptiveEmbedding", "AdaptiveSoftmax", "ConfigError", "ModelDirError",

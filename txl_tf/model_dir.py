@@ -22,7 +22,7 @@ from typing import Dict, List, Optional
 import tensorflow as tf
 
 from txl_tf.config import TransformerXLConfig
-from txl_tf.transformer_xl import TransformerXL
+from txl_tf.model import TransformerXL
 
 CONFIG_FILE = "config.json"
 

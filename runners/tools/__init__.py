@@ -1,0 +1,1 @@
+"""Developer tools: benchmarks, the Hugging Face parity check and the local cluster launcher."""

@@ -1,0 +1,389 @@
+"""Bad inputs to the runners, run as a user runs them: `python runners/<name>.py ...`.
+
+Each case asserts the exit code (2 usage error, 1 runtime failure; runners/cli/__init__.py), that stderr
+names the problem in one `error: ...` line, that there is no traceback, and that nothing already
+written changed: the shared model and data directories are compared byte for byte before and
+after every case, and an output path a refused run was pointed at must not exist afterwards.
+TF_CPP_MIN_LOG_LEVEL is removed from the environment, so each case also checks the quiet start.
+"""
+import hashlib
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TINY = ["--n_layer=2", "--d_model=32", "--n_head=2", "--d_head=16", "--d_inner=64",
+        "--tgt_len=16", "--mem_len=16", "--per_host_train_bsz=4"]
+# TensorFlow's C++ start-up lines that runners/cli/__init__.py keeps off the console.
+START_UP_NOISE = ("absl::InitializeLog", "oneDNN", "cuda", "cuInit", "cpu_feature_guard")
+HF_CONFIG = ('{"vocab_size": 20, "n_layer": 2, "d_model": 16, "d_embed": 16, "n_head": 2, '
+             '"d_head": 8, "d_inner": 32, "cutoffs": [], "div_val": 1}')
+
+
+def run_runner(name, args, cwd, wrap=()):
+    """`python runners/<name>.py args` as a user runs it (no TF_CPP_MIN_LOG_LEVEL set)."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["PYTHONPATH"] = REPO
+    command = list(wrap) + [sys.executable, os.path.join(REPO, "runners", f"{name}.py")] + args
+    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=600)
+
+
+def snapshot(*dirs):
+    """{path: sha256 of the bytes} of every file under `dirs`."""
+    out = {}
+    for top in dirs:
+        for root, _, files in os.walk(top):
+            for name in files:
+                path = os.path.join(root, name)
+                with open(path, "rb") as f:
+                    out[path] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """A tiny trained model directory, its data directory and bad input files."""
+    root = tmp_path_factory.mktemp("bad_inputs")
+    model, data = str(root / "model"), str(root / "data")
+    trained = run_runner("train", TINY + [
+        f"--model_dir={model}", f"--data_dir={data}", "--corpus_option=max_bytes=20000",
+        "--train_steps=2", "--warmup_steps=1", "--steps_per_loop=2", "--log_steps=2",
+        "--save_steps=2", "--eval_steps=2", "--max_eval_batches=1"], cwd=str(root))
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    files = {
+        "a_file": b"not a directory\n",
+        "empty.txt": b"",
+        "text.txt": b"The quick brown fox jumps over the lazy dog. " * 20,
+        "latin1.txt": "caf\u00e9 na\u00efve".encode("latin-1"),
+        "garbage.json": b"this is { not json",
+        "list.json": b"[1, 2, 3]",
+    }
+    for name, content in files.items():
+        (root / name).write_bytes(content)
+    hf = {  # Hugging Face directories, each broken in one way
+        "hf_not_json": {"config.json": b"not json{"},
+        "hf_bert": {"config.json": b'{"model_type": "bert", "hidden_size": 768}'},
+        "hf_garbage_safetensors": {"config.json": HF_CONFIG.encode(),
+                                   "model.safetensors": os.urandom(300)},
+        "hf_list_header": {"config.json": HF_CONFIG.encode(),
+                           "model.safetensors": struct.pack("<Q", 16) + b'["a", "b", "c"] '},
+        "hf_bad_entry": {"config.json": HF_CONFIG.encode(),
+                         "model.safetensors": struct.pack("<Q", 24) + b'{"w": {"dtype": "F32"}}'
+                         + b" "},
+        "hf_garbage_h5": {"config.json": HF_CONFIG.encode(), "tf_model.h5": os.urandom(300)},
+        "hf_no_weights": {"config.json": HF_CONFIG.encode()},
+    }
+    for directory, contents in hf.items():
+        (root / directory).mkdir()
+        for name, content in contents.items():
+            (root / directory / name).write_bytes(content)
+    return {"root": str(root), "model": model, "data": data}
+
+
+# (id, runner, args, exit code, regex the error line must match). In args, {model} and {data}
+# are the shared directories, {root} their parent (bad files), {new} a path that must stay absent.
+CASES = [
+    # Paths and flags of train.py.
+    ("train_model_dir_is_file", "train", ["--model_dir={root}/a_file", "--data_dir={data}"],
+     2, r"--model_dir=.*a_file is a file, not a directory"),
+    ("train_data_dir_is_file", "train", ["--model_dir={new}", "--data_dir={root}/a_file"],
+     2, r"--data_dir=.*a_file is a file, not a directory"),
+    ("train_impossible_mem_len", "train",
+     TINY + ["--mem_len=1000000000", "--model_dir={new}", "--data_dir={data}",
+             "--corpus_option=max_bytes=20000"],
+     2, r"out of memory before the first step: .*mem_len 1000000000.*GiB.*lower mem_len"),
+    ("train_missing_device", "train",
+     TINY + ["--strategy=one_device", "--devices=/GPU:7", "--model_dir={new}",
+             "--data_dir={data}", "--corpus_option=max_bytes=20000"],
+     2, r"device /GPU:7 not found; this machine has /CPU:0"),
+    ("train_unknown_flag", "train", ["--model_dir={new}", "--no_such_flag=1"],
+     2, r"no_such_flag"),
+    ("train_bad_integer", "train", ["--model_dir={new}", "--train_steps=many"],
+     2, r"train_steps"),
+    ("train_missing_raw_path", "train",
+     ["--model_dir={new}", "--data_dir={new}", "--raw_path={root}/no_such_archive.zip"],
+     2, r"--raw_path=.*no_such_archive.zip does not exist"),
+    # evaluate.py
+    ("evaluate_model_dir_is_file", "evaluate", ["--model_dir={root}/a_file",
+                                                "--text_file={root}/text.txt"],
+     2, r"--model_dir=.*a_file is a file"),
+    ("evaluate_missing_model_dir", "evaluate", ["--model_dir={new}",
+                                                "--text_file={root}/text.txt"],
+     2, r"not a txl-tf model directory"),
+    ("evaluate_empty_text", "evaluate", ["--model_dir={model}", "--text_file={root}/empty.txt"],
+     2, r"--text_file=.*empty.txt is empty"),
+    ("evaluate_missing_text", "evaluate", ["--model_dir={model}", "--text_file={new}"],
+     2, r"--text_file=.* does not exist"),
+    ("evaluate_impossible_mem_len", "evaluate",
+     ["--model_dir={model}", "--text_file={root}/text.txt", "--mem_len=1000000000",
+      "--batch_size=1", "--tb_dir={new}"],
+     2, r"out of memory before the first step: .*mem_len 1000000000.*GiB"),
+    ("evaluate_two_sources", "evaluate", ["--model_dir={model}", "--data_dir={data}",
+                                          "--text_file={root}/text.txt"],
+     2, r"give one of --data_dir \(with --split\) or --text_file, not both"),
+    ("evaluate_missing_data_dir", "evaluate", ["--model_dir={model}", "--data_dir={new}"],
+     2, r"--data_dir=.* does not exist"),
+    ("evaluate_missing_checkpoint", "evaluate", ["--model_dir={model}",
+                                                 "--text_file={root}/text.txt",
+                                                 "--checkpoint={model}/ckpt-999"],
+     2, r"--checkpoint=.*ckpt-999: no such checkpoint"),
+    ("evaluate_zero_batch", "evaluate", ["--model_dir={model}", "--text_file={root}/text.txt",
+                                         "--batch_size=0"],
+     2, r"--batch_size must be >= 1, got 0"),
+    # generate.py
+    ("generate_missing_vocab_file", "generate", ["--model_dir={model}", "--prompt=hi",
+                                                 "--vocab_file={new}"],
+     2, r"--vocab_file=.* does not exist"),
+    ("generate_negative_num_tokens", "generate", ["--model_dir={model}", "--prompt=hi",
+                                                  "--num_tokens=-1"],
+     2, r"--num_tokens must be >= 0, got -1"),
+    ("generate_model_dir_is_file", "generate", ["--model_dir={root}/a_file", "--prompt=hi"],
+     2, r"--model_dir=.*a_file is a file"),
+    ("generate_prompt_not_utf8", "generate", ["--model_dir={model}",
+                                              "--prompt_file={root}/latin1.txt"],
+     2, r"--prompt_file=.*latin1.txt is not UTF-8 text \(byte 0xe9 at offset 3\)"),
+    ("generate_mem_len_zero", "generate", ["--model_dir={model}", "--prompt=hi", "--mem_len=0"],
+     2, r"--mem_len=0: .*needs --mem_len >= 1"),
+    ("generate_missing_prompt_file", "generate", ["--model_dir={model}",
+                                                  "--prompt_file={new}"],
+     2, r"does not exist"),
+    ("generate_bad_top_p", "generate", ["--model_dir={model}", "--prompt=hi", "--top_p=2"],
+     2, r"--top_p must be in \(0, 1\]"),
+    # export.py
+    ("export_model_dir_is_file", "export", ["--model_dir={root}/a_file", "--export_dir={new}"],
+     2, r"--model_dir=.*a_file is a file"),
+    ("export_export_dir_is_file", "export", ["--model_dir={model}",
+                                             "--export_dir={root}/a_file"],
+     2, r"--export_dir=.*a_file is a file"),
+    # prepare_data.py
+    ("prepare_missing_raw_path", "prepare_data", ["--dataset=text", "--level=char",
+                                                  "--raw_path={root}/no_such.txt",
+                                                  "--data_dir={new}"],
+     2, r"--raw_path=.*no_such.txt does not exist"),
+    ("prepare_unknown_dataset", "prepare_data", ["--dataset=nosuch", "--data_dir={new}"],
+     2, r"--dataset=nosuch: value should be one of"),
+    ("prepare_bad_level", "prepare_data", ["--dataset=text", "--level=sentence",
+                                           "--raw_path={root}/text.txt", "--data_dir={new}"],
+     2, r"--level=sentence: value should be one of <byte\|char\|word>"),
+    ("prepare_option_of_another_corpus", "prepare_data", ["--dataset=builtin", "--level=char",
+                                                          "--data_dir={new}"],
+     2, r"--dataset=builtin does not take --level"),
+    ("prepare_data_dir_is_file", "prepare_data", ["--dataset=builtin",
+                                                  "--data_dir={root}/a_file"],
+     2, r"--data_dir=.*a_file is a file"),
+    # import_weights.py
+    ("import_hf_config_not_json", "import_weights",
+     ["--source=huggingface", "--input_dir={root}/hf_not_json", "--model_dir={new}"],
+     2, r"hf_not_json/config.json is not a JSON file"),
+    ("import_hf_config_of_another_model", "import_weights",
+     ["--source=huggingface", "--input_dir={root}/hf_bert", "--model_dir={new}"],
+     2, r"hf_bert/config.json is not a TransfoXL configuration: vocab_size, .* \(model_type "
+        r"'bert'\)"),
+    ("import_hf_garbage_safetensors", "import_weights",
+     ["--source=huggingface", "--input_dir={root}/hf_garbage_safetensors", "--model_dir={new}"],
+     2, r"hf_garbage_safetensors/model.safetensors: .*(not a safetensors file|not JSON)"),
+    ("import_hf_safetensors_header_list", "import_weights",
+     ["--source=huggingface", "--input_dir={root}/hf_list_header", "--model_dir={new}"],
+     2, r"model.safetensors: the safetensors header is not a JSON object"),
+    ("import_hf_safetensors_bad_entry", "import_weights",
+     ["--source=huggingface", "--input_dir={root}/hf_bad_entry", "--model_dir={new}"],
+     2, r"model.safetensors: header entry 'w' is not a safetensors tensor"),
+    ("import_hf_garbage_h5", "import_weights",
+     ["--source=huggingface", "--input_dir={root}/hf_garbage_h5", "--model_dir={new}"],
+     2, r"hf_garbage_h5/tf_model.h5 is not a readable HDF5 file"),
+    ("import_hf_no_weight_file", "import_weights",
+     ["--source=huggingface", "--input_dir={root}/hf_no_weights", "--model_dir={new}"],
+     2, r"hf_no_weights has none of \['model.safetensors'"),
+    ("import_hf_missing_input_dir", "import_weights",
+     ["--source=huggingface", "--input_dir={root}/no_such_dir", "--model_dir={new}"],
+     2, r"--input_dir=.*no_such_dir is not a directory"),
+    ("import_garbage_corpus_info", "import_weights",
+     ["--source=tf1", "--checkpoint={model}", "--corpus_info={root}/garbage.json",
+      "--model_dir={new}"],
+     2, r"--corpus_info=.*garbage.json is not a JSON file"),
+    ("import_corpus_info_not_object", "import_weights",
+     ["--source=tf1", "--checkpoint={model}", "--corpus_info={root}/list.json",
+      "--model_dir={new}"],
+     2, r"--corpus_info=.*list.json holds a list"),
+    ("import_tf1_not_a_checkpoint", "import_weights",
+     ["--source=tf1", "--checkpoint={root}/a_file", "--model_dir={new}"],
+     2, r"cannot read a TF checkpoint at .*a_file"),
+    ("import_tf1_foreign_checkpoint", "import_weights",
+     ["--source=tf1", "--checkpoint={model}", "--model_dir={new}"],
+     2, r"not a checkpoint of the reference TF Transformer-XL"),
+    ("import_model_dir_is_file", "import_weights",
+     ["--source=huggingface", "--input_dir={root}/hf_no_weights", "--model_dir={root}/a_file"],
+     2, r"--model_dir=.*a_file is a file"),
+    ("import_without_source", "import_weights", ["--model_dir={new}"],
+     2, r"--source must have a value"),
+]
+
+
+def _check_one_error_line(proc, code, pattern):
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == code, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, proc.stderr[-3000:]
+    assert re.search(pattern, errors[0]), errors[0]
+    noise = [w for w in START_UP_NOISE if w in proc.stderr]
+    assert not noise, proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize("runner,args,code,pattern", [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line_and_nothing_changes(shared, tmp_path, runner, args, code,
+                                                   pattern):
+    new = str(tmp_path / "new")
+    values = dict(shared, new=new)
+    before = snapshot(shared["model"], shared["data"], shared["root"])
+    proc = run_runner(runner, [a.format(**values) for a in args], cwd=str(tmp_path))
+    _check_one_error_line(proc, code, pattern)
+    assert snapshot(shared["model"], shared["data"], shared["root"]) == before
+    if any("{new}" in a for a in args):
+        assert not os.path.exists(new), os.listdir(new)
+
+
+def test_verbosity_1_adds_the_traceback(shared, tmp_path):
+    proc = run_runner("evaluate", [f"--model_dir={shared['model']}",
+                                   f"--text_file={shared['root']}/empty.txt", "--verbosity=1"],
+                      cwd=str(tmp_path))
+    assert proc.returncode == 2
+    assert "Traceback" in proc.stderr and "EvalInputError" in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: --text_file=")
+
+
+def test_normal_run_starts_quietly(shared, tmp_path):
+    """Evaluating the tiny model prints no TensorFlow C++ start-up line; the user's own
+    TF_CPP_MIN_LOG_LEVEL is respected (then TensorFlow's lines are shown)."""
+    args = [f"--model_dir={shared['model']}", f"--text_file={shared['root']}/text.txt",
+            "--batch_size=1", "--tb_dir=", "--noprogress"]
+    proc = run_runner("evaluate", args, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert '"tokens"' in proc.stdout
+    assert not [w for w in START_UP_NOISE if w in proc.stderr], proc.stderr
+    assert not re.search(r"^[IWE]\d{4} ", proc.stderr, re.M), proc.stderr
+
+
+def _private_mount_works():
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return False
+    probe = subprocess.run([unshare, "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
+                           capture_output=True)
+    return probe.returncode == 0
+
+
+def _with_tmpfs(options, mount_point):
+    """A command prefix that runs the runner with a private tmpfs at `mount_point`."""
+    return [shutil.which("unshare"), "-m", "sh", "-c",
+            'mount -t tmpfs -o "$0" tmpfs "$1" && shift 1 && exec "$@"', options, mount_point]
+
+
+TMPFS_CASES = [  # (id, tmpfs options, runner, args with {mnt} and {model}, exit code, regex)
+    ("prepare_read_only", "ro,size=64k", "prepare_data",
+     ["--dataset=builtin", "--max_bytes=400000", "--data_dir={mnt}/d", "--noprogress"],
+     1, r"the directory holding {mnt}/d is read-only: cannot create it"),
+    ("prepare_disk_full", "size=64k", "prepare_data",
+     ["--dataset=builtin", "--max_bytes=400000", "--data_dir={mnt}/d", "--noprogress"],
+     1, r"no space left on {mnt}/d while writing \S+ \(disk full\)"),
+    ("export_read_only", "ro,size=64k", "export",
+     ["--model_dir={model}", "--export_dir={mnt}/e", "--notext_signatures"],
+     1, r"{mnt} is not writable \(read-only\)"),
+    ("export_disk_full", "size=100k", "export",
+     ["--model_dir={model}", "--export_dir={mnt}/e", "--notext_signatures"],
+     1, r"no space left on {mnt}/e"),
+]
+
+
+@pytest.mark.skipif(not _private_mount_works(),
+                    reason="needs `unshare -m` and tmpfs mounts (root or user namespaces)")
+@pytest.mark.parametrize("options,runner,args,code,pattern", [c[1:] for c in TMPFS_CASES],
+                         ids=[c[0] for c in TMPFS_CASES])
+def test_runtime_failures_on_a_small_tmpfs(shared, tmp_path, options, runner, args, code,
+                                           pattern):
+    """A read-only or full file system (a private tmpfs mount of the runner's process)."""
+    mount_point = str(tmp_path / "mnt")
+    os.mkdir(mount_point)
+    before = snapshot(shared["model"])
+    proc = run_runner(runner, [a.format(mnt=mount_point, **shared) for a in args],
+                      cwd=str(tmp_path), wrap=_with_tmpfs(options, mount_point))
+    _check_one_error_line(proc, code, pattern.format(mnt=re.escape(mount_point)))
+    assert snapshot(shared["model"]) == before
+
+
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="needs prlimit (util-linux)")
+def test_out_of_memory_during_the_work_is_one_line(shared, tmp_path):
+    """Sizes below the memory lower bound of this machine, under a 3 GB address-space limit:
+    TensorFlow's ResourceExhaustedError becomes one line with exit code 1."""
+    args = [f"--model_dir={shared['model']}", f"--text_file={shared['root']}/text.txt",
+            "--batch_size=16", "--mem_len=400000", "--tb_dir=", "--noprogress"]
+    before = snapshot(shared["model"])
+    proc = run_runner("evaluate", args, cwd=str(tmp_path),
+                      wrap=[shutil.which("prlimit"), "--as=3000000000"])
+    _check_one_error_line(proc, 1, r"out of memory allocating a tensor of shape \[16,400\d*,32\]"
+                                   r"; lower --batch_size")
+    assert snapshot(shared["model"]) == before
+
+
+def test_memory_estimate_counts_what_the_model_holds():
+    """The memory term is the bytes of the model's own memory tensors; training keeps more."""
+    import txl_tf
+    from txl_tf.memory_estimate import MemoryEstimateError, check_step_fits, step_memory_bytes
+
+    config = txl_tf.TransformerXLConfig(n_token=30, n_layer=3, d_model=16, n_head=2, d_head=8,
+                                        d_inner=32, tgt_len=5, mem_len=7)
+    mems = txl_tf.TransformerXL(config).init_mems(4, 7)
+    held = sum(int(m.numpy().nbytes) for m in mems)
+    no_attention = step_memory_bytes(config, 4, tgt_len=0, mem_len=7)
+    assert no_attention == held
+    scores = 4 * config.n_head * 5 * (5 + 7) * 4  # one [B, H, Q, M + Q] float32 tensor
+    assert step_memory_bytes(config, 4) == held + 2 * scores
+    assert step_memory_bytes(config, 4, training=True) == held + (config.n_layer + 1) * scores
+    check_step_fits(config, 4, available=held + 2 * scores)
+    with pytest.raises(MemoryEstimateError, match=r"tgt_len 5, mem_len 7, batch 4"):
+        check_step_fits(config, 4, available=held + 2 * scores - 1)
+
+
+def test_error_classes_map_to_exit_codes():
+    """runners/cli/__init__.py: runtime failures 1, usage errors 2, anything else a bug (None)."""
+    import errno
+    import fractions
+
+    import tensorflow as tf
+
+    from runners import cli
+    from txl_tf.training.run import TrainError
+
+    def raised(fn):
+        try:
+            fn()
+        except BaseException as error:  # noqa: BLE001
+            return error
+        raise AssertionError("no exception")
+
+    oom = tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor with "
+                                           "shape[8,100,32] and type float")
+    assert cli.classify(oom) == (1, "out of memory allocating a tensor of shape [8,100,32]; "
+                                    f"{cli._MEMORY_FIX}.")
+    assert cli.classify(tf.errors.DataLossError(None, None, "corrupted record at 12"))[0] == 1
+    assert cli.classify(MemoryError())[0] == 1
+    assert cli.classify(OSError(errno.EROFS, "Read-only file system", "/x/y")) == (
+        1, "/x/y is read-only; choose a writable directory or fix its permissions.")
+    assert cli.classify(TrainError("bad flag"))[1] == "bad flag"
+    assert cli.classify(TrainError("bad flag"))[0] == 2
+
+    class DamagedDuringWork(TrainError):
+        exit_code = 1
+
+    assert cli.classify(DamagedDuringWork("damaged ckpt-4.index")) == (1, "damaged ckpt-4.index")
+    assert cli.classify(raised(lambda: int("many")))[0] == 2  # raised by txl-tf's own code
+    # A ValueError raised inside a library's Python code (not a check of txl-tf) is a bug.
+    assert cli.classify(raised(lambda: fractions.Fraction("many"))) is None
+    assert cli.classify(KeyError("file_bytes")) is None

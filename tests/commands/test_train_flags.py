@@ -1,0 +1,115 @@
+"""runners/train.py flags and flagfiles: every recipe parses, builds a valid model config and a
+consistent run; typos are errors (the reference silently ignored them)."""
+import os
+import re
+
+import pytest
+from absl import flags
+
+import txl_tf
+from runners.cli import model_flags as flags_model
+from runners.train import define_flags, options_from_flags
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Vocabulary sizes of the corpora (reference-implementation.md section 2.2).
+N_TOKEN = {"builtin": 256, "enwik8": 204, "text8": 27, "wt103": 267735, "lm1b": 793471}
+# (n_layer, d_model, n_head x d_head, d_inner, tgt_len, global batch, lr, steps) per recipe,
+# from reference-implementation.md section 4.1.
+RECIPES = {
+    "enwik8.flags": (24, 1024, 1024, 3072, 768, 64, 2.5e-4, 400000),
+    "text8.flags": (24, 1024, 1024, 3072, 768, 64, 2.5e-4, 400000),
+    "wt103.flags": (18, 1024, 1024, 4096, 384, 128, 2.5e-4, 4000000),
+    "lm1b.flags": (24, 1280, 1280, 8192, 32, 512, 1e-4, 1200000),
+    "enwik8_base.flags": (12, 512, 512, 2048, 512, 24, 2.5e-4, 400000),
+    "wt103_base.flags": (16, 410, 410, 2100, 150, 60, 2.5e-4, 400000),
+}
+# The training flagfiles (evaluate.py's eval_*.flags are not for train.py).
+FLAGFILES = [os.path.join(REPO, "runners", name) for name in ["default.flags", *RECIPES]]
+
+
+def parse(args):
+    values = flags.FlagValues()
+    define_flags(values)
+    values(["train.py"] + args)
+    return values
+
+
+def test_no_flags_defaults_are_the_small_default_flagfile():
+    defaults = parse([])
+    spelled = parse([f"--flagfile={os.path.join(REPO, 'runners', 'default.flags')}"])
+    for name in defaults:
+        assert defaults[name].value == spelled[name].value or name == "cutoffs", name
+
+
+@pytest.mark.parametrize("path", FLAGFILES, ids=os.path.basename)
+def test_flagfile_builds_a_consistent_run(path):
+    values = parse([f"--flagfile={path}"])
+    options = options_from_flags(values)
+    config = flags_model.config_from_flags(values, N_TOKEN[options.dataset])
+    name = os.path.basename(path)
+    if name in RECIPES:
+        layers, d, heads, inner, tgt, batch, lr, steps = RECIPES[name]
+        assert (config.n_layer, config.d_model, config.n_head * config.d_head, config.d_inner,
+                config.tgt_len, options.train_batch_size, options.learning_rate,
+                options.train_steps) == (layers, d, heads, inner, tgt, batch, lr, steps)
+        assert config.mem_len == config.tgt_len and options.clip == 0.25
+    with open(path) as f:
+        assert f.readline().startswith("#"), "a flagfile starts with what it reproduces"
+
+
+def test_unknown_flag_in_a_flagfile_is_an_error(tmp_path):
+    path = tmp_path / "typo.flags"
+    path.write_text("--n_layer=2\n--num_host=2\n")
+    with pytest.raises(flags.Error, match="num_host"):
+        parse([f"--flagfile={path}"])
+
+
+def test_config_mismatch_names_the_fields():
+    base = txl_tf.TransformerXLConfig(n_token=50, n_layer=2, d_model=16, n_head=2, d_head=8,
+                                      d_inner=32)
+    with pytest.raises(txl_tf.ConfigError, match=r"d_head: flags give 4[\s\S]*n_head \* d_head: flags give 16"):
+        flags_model.check_against_checkpoint_config(base.replace(n_head=4, d_head=4),
+                                                    base.replace(n_head=4, d_head=8), "ckpt")
+    flags_model.check_against_checkpoint_config(base.replace(mem_len=9, dropout=0.0), base, "x")
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_recipes_choose_the_strategy_of_the_machine(name):
+    """The recipes say --strategy=auto (TPU when given or attached, else GPUs, else the CPU);
+    --strategy on the command line after the flagfile still forces one."""
+    path = os.path.join(REPO, "runners", name)
+    assert parse([f"--flagfile={path}"]).strategy == "auto"
+    assert parse([f"--flagfile={path}", "--strategy=tpu"]).strategy == "tpu"
+
+
+def test_data_flags_given_or_recorded():
+    """--dataset not given: the one data_dir records (None); corpus flags and --corpus_option
+    reach the corpus with their types, only when given."""
+    assert options_from_flags(parse([])).dataset is None
+    assert options_from_flags(parse([])).corpus_options == {}
+    options = options_from_flags(parse([
+        "--dataset=text", "--level=word", "--nolower_case", "--unk_policy=unk",
+        "--corpus_option=verify_checksum=false", "--corpus_option=eval_bytes=5000",
+        "--corpus_option=eval_fraction=0.1", "--max_per_replica_batch=4"]))
+    assert options.dataset == "text" and options.max_per_replica_batch == 4
+    assert options.corpus_options == {"level": "word", "lower_case": False, "unk_policy": "unk",
+                                      "verify_checksum": False, "eval_bytes": 5000,
+                                      "eval_fraction": 0.1}
+
+
+def test_prepare_data_and_train_share_the_corpus_flags_and_layout():
+    """Every corpus option prepare_data.py takes, train.py takes too; prepare_data.py's default
+    records are the layout of train.py's defaults."""
+    import subprocess
+    import sys
+    helps = subprocess.run([sys.executable, os.path.join(REPO, "runners", "prepare_data.py"),
+                            "--helpfull"], capture_output=True, text=True, cwd=REPO,
+                           env=dict(os.environ, PYTHONPATH=REPO))
+    assert "--tgt_len: Segment length (tokens per record).\n    (default: '64')" in helps.stdout
+    assert "--per_replica_batch: Streams per replica.\n    (default: '16')" in helps.stdout
+    from runners.cli.data_flags import CORPUS_FLAGS
+    values = parse([])
+    for name in CORPUS_FLAGS:
+        assert re.search(rf"--(\[no\])?{name}:", helps.stdout), name
+        assert values[name].value is None, name
+    assert (values.tgt_len, values.per_host_train_bsz, values.per_host_valid_bsz) == (64, 16, 0)

@@ -1,0 +1,245 @@
+"""SavedModel export: in-graph tokenization, fresh-process loading, saved_model_cli, bad input."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import txl_tf
+from runners import export
+from txl_tf.inference import evaluation
+from txl_tf.inference.generation import Generator
+from tf_records.model_vocab import ModelVocab, write_model_vocab
+from txl_tf.inference.serving import ServingModule
+from tf_records.tokenize import TextRules, decode_ids, encode_text
+from tf_records.vocabulary import Vocabulary
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+
+
+def tiny_model(n_token, seed=0, **kw):
+    base = dict(n_token=n_token, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32,
+                tgt_len=4, mem_len=6, dropout=0.0, dropatt=0.0, init_std=0.5)
+    base.update(kw)
+    keras.utils.set_random_seed(seed)
+    return txl_tf.TransformerXL(txl_tf.TransformerXLConfig(**base))
+
+
+WORD_TEXT = "The  cat\u00a0sat\r\non É mat.\n\n  a\tcat\u2003sat  \nthe end"
+
+
+def vocab_cases(tmp_path):
+    """(name, vocab, rules, text) for every level."""
+    words = sorted({w for line in WORD_TEXT.lower().splitlines() for w in line.split()})
+    chars = sorted(set(WORD_TEXT.lower()))
+    return [
+        ("byte", Vocabulary(list(range(255, -1, -1)), "byte"), TextRules("byte", drop_bytes=(10,)),
+         "h\u00e9llo\nw\u00f6rld \u20ac\n"),
+        ("char", Vocabulary(chars, "char"), TextRules("char", lower_case=True), WORD_TEXT),
+        ("word", Vocabulary(["<eos>"] + words, "word", specials=["<eos>"]),
+         TextRules("word", lower_case=True, eos="<eos>"), WORD_TEXT),
+        ("lm1b", Vocabulary(["<S>"] + words, "word", specials=["<S>"]),
+         TextRules("word", lower_case=True, double_eos="<S>"), WORD_TEXT),
+    ]
+
+
+@pytest.mark.parametrize("case", ["byte", "char", "word", "lm1b"])
+def test_in_graph_tokenization_equals_tf_records(tmp_path, case):
+    import tensorflow_text  # noqa: F401
+
+    name, vocab, rules, text = [c for c in vocab_cases(tmp_path) if c[0] == case][0]
+    write_model_vocab(str(tmp_path), vocab, rules)
+    mv = ModelVocab(vocab, rules, {}, str(tmp_path / "vocab.txt"))
+    module = ServingModule(tiny_model(len(vocab)), 6, -1, False, 4, 8, 4, model_vocab=mv)
+    expected = encode_text(text, rules, vocab)
+    got = module._text_to_ids(tf.constant(text), continuing=False).numpy()
+    np.testing.assert_array_equal(got, expected)
+    rng = np.random.RandomState(0)
+    for ids in [expected, rng.randint(0, len(vocab), size=40), np.zeros([0], np.int32)]:
+        if case == "byte":
+            ids = np.asarray(expected)  # random bytes need not be UTF-8
+        decoded = module._ids_to_text(tf.constant(ids, tf.int32)).numpy().decode("utf-8")
+        assert decoded == decode_ids(ids, rules, vocab), (ids, decoded)
+
+
+# ------------------------------------------------------------------------------------------
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+    path, text_mode = sys.argv[1], sys.argv[2] == "text"
+    if text_mode:
+        import tensorflow_text  # noqa: F401
+    loaded = tf.saved_model.load(path)
+    assert ("tensorflow_text" in sys.modules) == text_mode
+    sig = loaded.signatures
+    inp = dict(np.load(sys.argv[3]))
+    out = {"signatures": sorted(sig.keys())}
+    mems = sig["init_mems"](batch_size=tf.constant(2))["mems"]
+    out["init_mems_shape"] = mems.shape.as_list()
+    r = sig["score"](tokens=tf.constant(inp["tokens"]), mems=mems)
+    r2 = sig["score"](tokens=tf.constant(inp["tokens2"]), mems=r["mems"])
+    d = sig["serving_default"](tokens=tf.constant(inp["tokens"]), mems=mems)
+    out["default_equals_score"] = bool(np.array_equal(d["log_probs"], r["log_probs"]))
+    n = sig["nll"](tokens=tf.constant(inp["tokens"]), labels=tf.constant(inp["labels"]),
+                   mems=tf.zeros([2, 2, 0, 16]))
+    g = sig["generate"](prompt=tf.constant(inp["prompt"]), num_tokens=tf.constant(9),
+                        temperature=tf.constant(0.0), top_k=tf.constant(0),
+                        top_p=tf.constant(1.0), seed=tf.constant(0, tf.int64))
+    s = sig["generate"](prompt=tf.constant(inp["prompt"]), num_tokens=tf.constant(9),
+                        temperature=tf.constant(1.2), top_k=tf.constant(6),
+                        top_p=tf.constant(0.9), seed=tf.constant(5, tf.int64))
+    arrays = dict(log_probs=r["log_probs"], mems=r["mems"], log_probs2=r2["log_probs"],
+                  mems2=r2["mems"], nll=n["nll"], nll_mems=n["mems"], greedy=g["tokens"],
+                  sampled=s["tokens"])
+    errors = {}
+    try:
+        sig["score"](tokens=tf.constant(inp["tokens"]), mems=tf.zeros([3, 2, 4, 16]))
+    except tf.errors.InvalidArgumentError as e:
+        errors["mems"] = e.message
+    try:
+        sig["generate"](prompt=tf.constant([[1, 99]]), num_tokens=tf.constant(2),
+                        temperature=tf.constant(0.0), top_k=tf.constant(0),
+                        top_p=tf.constant(1.0), seed=tf.constant(0, tf.int64))
+    except tf.errors.InvalidArgumentError as e:
+        errors["prompt"] = e.message
+    if text_mode:
+        t = sig["generate_text"](text=tf.constant(["w1 w2\\nw3", "w4 w5 w6 w7 w8 w9 w1"]),
+                                 num_tokens=tf.constant(7), temperature=tf.constant(0.0),
+                                 top_k=tf.constant(0), top_p=tf.constant(1.0),
+                                 seed=tf.constant(0, tf.int64))
+        out["generate_text"] = [x.decode() for x in t["text"].numpy()]
+        out["prompt_tokens"] = t["prompt_tokens"].numpy().tolist()
+        st = sig["score_text"](text=tf.constant([inp["score_text"].item()]))
+        out["score_text"] = {k: v.numpy().tolist() for k, v in st.items()}
+        try:
+            sig["generate_text"](text=tf.constant(["w1 zebra"]), num_tokens=tf.constant(2),
+                                 temperature=tf.constant(0.0), top_k=tf.constant(0),
+                                 top_p=tf.constant(1.0), seed=tf.constant(0, tf.int64))
+        except tf.errors.InvalidArgumentError as e:
+            errors["unknown"] = e.message
+        out["asset"] = open(loaded.vocab_file.asset_path.numpy().decode()).read()
+    out["errors"] = errors
+    np.savez(sys.argv[4], **{k: np.asarray(v) for k, v in arrays.items()})
+    print(json.dumps(out))
+""")
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    root = tmp_path_factory.mktemp("export")
+    model_dir = str(root / "model")
+    model = tiny_model(12, seed=3, clamp_len=5)
+    txl_tf.save_model(model, model_dir)
+    vocab = Vocabulary(["<eos>"] + [f"w{i}" for i in range(11)], "word", specials=["<eos>"])
+    write_model_vocab(model_dir, vocab, TextRules("word", eos="<eos>"))
+    settings = dict(mem_len=6, clamp_len=5, same_length=True, gen_mem_len=40)
+    full = export.export(model_dir, str(root / "full"), text_signatures=True, **settings)
+    ids = export.export(model_dir, str(root / "ids"), text_signatures=False, **settings)
+    return dict(root=root, model_dir=model_dir, model=model, vocab=vocab, full=full, ids=ids,
+                settings=settings)
+
+
+def run_loaded(exported, which):
+    root = exported["root"]
+    rng = np.random.RandomState(0)
+    inputs = dict(tokens=rng.randint(0, 12, size=(2, 5)).astype(np.int32),
+                  tokens2=rng.randint(0, 12, size=(2, 3)).astype(np.int32),
+                  labels=rng.randint(0, 12, size=(2, 5)).astype(np.int32),
+                  prompt=rng.randint(0, 12, size=(2, 7)).astype(np.int32),
+                  score_text=np.array("w1 w2 w3 w4 w5\nw6 w7 w8 w9 w10 w1 w2\nw3\n"))
+    np.savez(root / "inputs.npz", **inputs)
+    script = root / "load.py"
+    script.write_text(SCRIPT)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run(
+        [sys.executable, str(script), exported[which]["export_path"],
+         "text" if which == "full" else "ids", str(root / "inputs.npz"),
+         str(root / f"out-{which}.npz")], capture_output=True, text=True, env=env,
+        timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return inputs, json.loads(proc.stdout.strip().splitlines()[-1]), dict(
+        np.load(root / f"out-{which}.npz"))
+
+
+def check_id_signatures(exported, inputs, arrays):
+    model = exported["model"]
+    kw = dict(mem_len=6, clamp_len=5, same_length=True)
+    first = model(inputs["tokens"], mems=model.init_mems(2, 6), **kw)
+    second = model(inputs["tokens2"], mems=first["mems"], **kw)
+    np.testing.assert_allclose(arrays["log_probs"], first["log_probs"], atol=1e-5)
+    np.testing.assert_allclose(arrays["mems"], np.stack(first["mems"]), atol=1e-5)
+    np.testing.assert_allclose(arrays["log_probs2"], second["log_probs"], atol=1e-5)
+    np.testing.assert_allclose(arrays["mems2"], np.stack(second["mems"]), atol=1e-5)
+    nll = model(inputs["tokens"], mems=None, labels=inputs["labels"], **kw)
+    np.testing.assert_allclose(arrays["nll"], nll["nll"], atol=1e-5)
+    assert arrays["nll_mems"].shape == (2, 2, 5, 16)
+    gen = Generator(model, mem_len=40, clamp_len=5)
+    np.testing.assert_array_equal(arrays["greedy"], gen.generate(inputs["prompt"], 9, 0.0))
+    np.testing.assert_array_equal(arrays["sampled"],
+                                  gen.generate(inputs["prompt"], 9, 1.2, 6, 0.9, 5))
+
+
+def test_id_signatures_load_with_tensorflow_alone(exported):
+    inputs, out, arrays = run_loaded(exported, "ids")
+    assert out["signatures"] == ["generate", "init_mems", "nll", "score", "serving_default"]
+    assert out["init_mems_shape"] == [2, 2, 6, 16] and out["default_equals_score"]
+    check_id_signatures(exported, inputs, arrays)
+    assert "mems must be float32 [n_layer=2" in out["errors"]["mems"]
+    assert "prompt must be token ids < 12, the vocabulary size" in out["errors"]["prompt"]
+
+
+def test_full_export_runs_every_signature_with_tensorflow_text(exported):
+    inputs, out, arrays = run_loaded(exported, "full")
+    assert out["signatures"] == ["generate", "generate_text", "init_mems", "nll", "score",
+                                 "score_text", "serving_default"]
+    check_id_signatures(exported, inputs, arrays)
+    model, vocab = exported["model"], exported["vocab"]
+    rules = TextRules("word", eos="<eos>")
+    gen = Generator(model, mem_len=40, clamp_len=5)
+    for prompt, text, count in zip(["w1 w2\nw3", "w4 w5 w6 w7 w8 w9 w1"],
+                                   out["generate_text"], out["prompt_tokens"]):
+        ids = encode_text(prompt, rules, vocab)[:-1]  # the last line goes on: no <eos>
+        assert count == len(ids)
+        new = gen.generate(ids[None], 7, 0.0)[0]
+        full = decode_ids(np.concatenate([ids, new]), rules, vocab)
+        assert text == full[len(decode_ids(ids, rules, vocab)):]
+    ids = encode_text(str(inputs["score_text"]), rules, vocab)
+    batches, steps = evaluation.stream_batches(ids, 1, 4, "pad")
+    expected = evaluation.Evaluator(model, mem_len=6, clamp_len=5, same_length=True).evaluate(
+        batches, 1, steps, progress=False)
+    assert out["score_text"]["tokens"] == [expected.tokens] == [len(ids) - 1]
+    np.testing.assert_allclose(out["score_text"]["loss"], [expected.loss], rtol=1e-5)
+    assert "zebra" in out["errors"]["unknown"]
+    assert out["asset"] == vocab.to_text()
+
+
+def test_saved_model_cli_lists_every_signature(exported):
+    for which, names in [("ids", ()), ("full", ("generate_text", "score_text"))]:
+        proc = subprocess.run([os.path.join(BIN, "saved_model_cli"), "show", "--all", "--dir",
+                               exported[which]["export_path"]], capture_output=True, text=True,
+                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        for name in ("serving_default", "score", "nll", "init_mems", "generate") + names:
+            assert f"signature_def['{name}']" in proc.stdout
+        assert "shape: (2, -1, -1, 16)" in proc.stdout  # mems: static n_layer and d_model
+        assert ("generate_text" in proc.stdout) == bool(names)
+
+
+def test_export_bad_input(exported, tmp_path):
+    with pytest.raises(export.ExportInputError, match="exists"):
+        export.export(exported["model_dir"], str(exported["root"] / "ids"), version=1,
+                      text_signatures=False)
+    with pytest.raises(export.ExportInputError, match="does not exist"):
+        export.export(str(tmp_path / "missing"), str(tmp_path / "out"))
+    bare = tmp_path / "bare"
+    txl_tf.save_model(tiny_model(12), str(bare))
+    with pytest.raises(export.ExportInputError, match="notext_signatures"):
+        export.export(str(bare), str(tmp_path / "out"))
+    assert not os.path.exists(tmp_path / "out" / "1")

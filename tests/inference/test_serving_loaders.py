@@ -1,0 +1,486 @@
+"""The exported SavedModel through the loaders its users have, each in a fresh process.
+
+* TF1's session-based loader (`tf.compat.v1.saved_model.loader.load` + `Session.run` of the
+  SignatureDef's tensor names), as TF Serving's C++ LoadSavedModel runs a SavedModel: the id
+  signatures with TensorFlow alone, the text ones after `import tensorflow_text`;
+* `saved_model_cli run` (for the text signatures, the same CLI with the TF Text ops registered);
+* `tf.saved_model.load`.
+Every signature gives the Keras model's outputs (<= 1e-5) through all three. Then the bad
+requests (ids, limits, sampling settings, empty inputs) through the session loader and
+`tf.saved_model.load`, and the bad invocations of runners/export.py.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+import txl_tf
+from txl_tf.inference import evaluation
+from txl_tf.inference.generation import Generator
+from tf_records.model_vocab import write_model_vocab
+from tf_records.tokenize import TextRules, decode_ids, encode_text
+from tf_records.vocabulary import Vocabulary
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXPORT = os.path.join(REPO, "runners", "export.py")
+SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=REPO)
+N_TOKEN, N_LAYER, D_MODEL, MEM_LEN = 12, 2, 16, 6
+RUN = dict(mem_len=MEM_LEN, clamp_len=5, same_length=True)
+LIMITS = dict(max_seq_len=24, max_num_tokens=16, max_text_bytes=120, max_batch_size=3)
+RULES = TextRules("word", eos="<eos>")
+TEXTS = ["w1 w2\nw3", "w4 w5 w6 w7 w8 w9 w1"]
+SCORE_TEXT = "w1 w2 w3 w4 w5\nw6 w7 w8 w9 w10 w1 w2\nw3\n"
+
+
+def run(args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, env=ENV, timeout=600, **kw)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A tiny word-level model directory and its export by runners/export.py."""
+    root = tmp_path_factory.mktemp("serving")
+    model_dir = str(root / "model")
+    keras.utils.set_random_seed(3)
+    model = txl_tf.TransformerXL(txl_tf.TransformerXLConfig(
+        n_token=N_TOKEN, n_layer=N_LAYER, d_model=D_MODEL, n_head=2, d_head=8, d_inner=32,
+        tgt_len=4, mem_len=MEM_LEN, dropout=0.0, dropatt=0.0, init_std=0.5))
+    txl_tf.save_model(model, model_dir)
+    vocab = Vocabulary(["<eos>"] + [f"w{i}" for i in range(11)], "word", specials=["<eos>"])
+    write_model_vocab(model_dir, vocab, RULES)
+    proc = run([sys.executable, EXPORT, f"--model_dir={model_dir}",
+                f"--export_dir={root / 'export'}", "--mem_len=6", "--clamp_len=5",
+                "--same_length", "--gen_mem_len=40"]
+               + [f"--{k}={v}" for k, v in LIMITS.items()])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "INFO" not in proc.stderr  # absl's INFO log is off by default
+    return dict(root=root, model_dir=model_dir, model=model, vocab=vocab,
+                path=info["export_path"], info=info)
+
+
+def requests():
+    """(name, signature, inputs) of every signature; "@name.key" is an output of an earlier
+    request. generate is greedy or seeded, hence deterministic."""
+    rng = np.random.RandomState(0)
+    i32, f32 = np.int32, np.float32
+    sampling = dict(temperature=f32(0.0), top_k=i32(0), top_p=f32(1.0), seed=np.int64(0))
+    ids = [
+        ("init", "init_mems", dict(batch_size=i32(2))),
+        ("score", "score", dict(tokens=rng.randint(0, N_TOKEN, (2, 5)).astype(i32),
+                                mems="@init.mems")),
+        ("score2", "score", dict(tokens=rng.randint(0, N_TOKEN, (2, 3)).astype(i32),
+                                 mems="@score.mems")),
+        ("default", "serving_default", dict(tokens=rng.randint(0, N_TOKEN, (2, 4)).astype(i32),
+                                            mems=np.zeros([N_LAYER, 2, 0, D_MODEL], f32))),
+        ("nll", "nll", dict(tokens=rng.randint(0, N_TOKEN, (2, 5)).astype(i32),
+                            labels=rng.randint(0, N_TOKEN, (2, 5)).astype(i32),
+                            mems=np.zeros([N_LAYER, 2, 0, D_MODEL], f32))),
+        ("greedy", "generate", dict(prompt=rng.randint(0, N_TOKEN, (2, 7)).astype(i32),
+                                    num_tokens=i32(9), **sampling)),
+        ("sampled", "generate", dict(prompt=rng.randint(0, N_TOKEN, (2, 7)).astype(i32),
+                                     num_tokens=i32(9), temperature=f32(1.2), top_k=i32(6),
+                                     top_p=f32(0.9), seed=np.int64(5))),
+    ]
+    text = [
+        ("gen_text", "generate_text", dict(text=np.array(TEXTS, "S"), num_tokens=i32(7),
+                                           **sampling)),
+        ("score_text", "score_text", dict(text=np.array([SCORE_TEXT], "S"))),
+    ]
+    return ids, text
+
+
+LOADER = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import tensorflow as tf
+    loader, kind, path, inputs, output = sys.argv[1:6]
+    if kind == "text":
+        import tensorflow_text  # noqa: F401
+    inputs = np.load(inputs)
+    requests = {}
+    for key in inputs.files:
+        name, signature, arg = key.split(".")
+        requests.setdefault((name, signature), {})[arg] = inputs[key]
+    out = {}
+
+    def resolve(value):
+        if value.dtype.kind == "U" and str(value).startswith("@"):
+            return out[str(value)[1:]]
+        return value
+
+    if loader == "session":
+        sess = tf.compat.v1.Session(graph=tf.Graph())
+        meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], path)
+
+        def call(signature, feeds):
+            sig = meta.signature_def[signature]
+            fetch = {k: v.name for k, v in sig.outputs.items()}
+            return sess.run(fetch, {sig.inputs[k].name: v for k, v in feeds.items()})
+    else:
+        loaded = tf.saved_model.load(path)
+
+        def call(signature, feeds):
+            result = loaded.signatures[signature](
+                **{k: tf.constant(v) for k, v in feeds.items()})
+            return {k: v.numpy() for k, v in result.items()}
+
+    for (name, signature), feeds in requests.items():
+        for k, v in call(signature, {k: resolve(v) for k, v in feeds.items()}).items():
+            out[f"{name}.{k}"] = v.astype("S") if v.dtype == object else v  # no pickle
+    assert ("tensorflow_text" in sys.modules) == (kind == "text")
+    np.savez(output, **out)
+""")
+
+
+def save_requests(path, reqs):
+    """Requests into one .npz (key name.signature.input; strings as fixed-width bytes)."""
+    arrays = {f"{n}.{s}.{k}": np.asarray(v) for n, s, feeds in reqs for k, v in feeds.items()}
+    np.savez(path, **arrays)
+
+
+def through_loader(served, loader, kind, reqs):
+    root = served["root"]
+    script = root / "loader.py"
+    script.write_text(LOADER)
+    save_requests(root / f"in-{kind}.npz", reqs)
+    out = root / f"out-{loader}-{kind}.npz"
+    proc = run([sys.executable, str(script), loader, kind, served["path"],
+                str(root / f"in-{kind}.npz"), str(out)], cwd=str(root))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return dict(np.load(out))
+
+
+def through_saved_model_cli(served, kind, reqs):
+    """Every request as `saved_model_cli run`: arrays through --inputs (.npy files), the
+    memory of a previous call through its --outdir .npy file."""
+    root = served["root"] / f"cli-{kind}"
+    root.mkdir(exist_ok=True)
+    if kind == "text":  # saved_model_cli itself, with the TF Text ops registered first
+        cli = [sys.executable, "-c", "import sys, tensorflow_text; from tensorflow.python.tools."
+               "saved_model_cli import main; sys.argv[0] = 'saved_model_cli'; sys.exit(main())"]
+    else:
+        cli = [SAVED_MODEL_CLI]
+    out = {}
+    for name, signature, feeds in reqs:
+        inputs = []
+        for key, value in feeds.items():
+            if isinstance(value, str):  # "@request.output"
+                request, output = value[1:].split(".")
+                inputs.append(f"{key}={root / request / output}.npy")
+            else:
+                np.save(root / f"{name}-{key}.npy", np.asarray(value))
+                inputs.append(f"{key}={root / f'{name}-{key}.npy'}")
+        proc = run(cli + ["run", "--dir", served["path"], "--tag_set", "serve",
+                          "--signature_def", signature, "--inputs", ";".join(inputs),
+                          "--outdir", str(root / name), "--overwrite"])
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "Result for output key" in proc.stdout
+        for f in os.listdir(root / name):
+            try:
+                out[f"{name}.{f[:-4]}"] = np.load(root / name / f, allow_pickle=False)
+            except ValueError:  # strings: their .npy needs pickle; read what the CLI printed
+                out[f"{name}.{f[:-4]}"] = proc.stdout.split(
+                    f"Result for output key {f[:-4]}:")[1].split("Result for output key")[0]
+    return out
+
+
+def keras_outputs(served, ids_reqs, text_reqs):
+    """What the Keras model gives for the same requests."""
+    model = served["model"]
+    req = {n: feeds for n, _, feeds in ids_reqs + text_reqs}
+    out = {"init.mems": np.zeros([N_LAYER, 2, MEM_LEN, D_MODEL], np.float32)}
+    mems = list(out["init.mems"])
+    for name in ("score", "score2"):
+        result = model(req[name]["tokens"], mems=mems, **RUN)
+        out[f"{name}.log_probs"] = result["log_probs"].numpy()
+        out[f"{name}.mems"] = np.stack(result["mems"])
+        mems = result["mems"]
+    result = model(req["default"]["tokens"], mems=None, **RUN)
+    out["default.log_probs"] = result["log_probs"].numpy()
+    out["default.mems"] = np.stack(result["mems"])
+    result = model(req["nll"]["tokens"], mems=None, labels=req["nll"]["labels"], **RUN)
+    out["nll.nll"], out["nll.mems"] = result["nll"].numpy(), np.stack(result["mems"])
+    gen = Generator(model, mem_len=40, clamp_len=5)
+    for name in ("greedy", "sampled"):
+        f = req[name]
+        out[f"{name}.tokens"] = gen.generate(f["prompt"], int(f["num_tokens"]),
+                                             float(f["temperature"]), int(f["top_k"]),
+                                             float(f["top_p"]), int(f["seed"]))
+    texts, counts = [], []
+    for prompt in TEXTS:
+        ids = encode_text(prompt, RULES, served["vocab"])[:-1]  # the last line goes on
+        new = gen.generate(ids[None], 7, 0.0)[0]
+        full = decode_ids(np.concatenate([ids, new]), RULES, served["vocab"])
+        texts.append(full[len(decode_ids(ids, RULES, served["vocab"])):].encode())
+        counts.append(len(ids))
+    out["gen_text.text"], out["gen_text.prompt_tokens"] = np.array(texts, object), counts
+    ids = encode_text(SCORE_TEXT, RULES, served["vocab"])
+    batches, steps = evaluation.stream_batches(ids, 1, 4, "pad")
+    result = evaluation.Evaluator(model, **RUN).evaluate(batches, 1, steps, progress=False)
+    out["score_text.loss"], out["score_text.tokens"] = [result.loss], [result.tokens]
+    return out
+
+
+def assert_same(got, expected, loader):
+    assert sorted(got) == sorted(expected), (loader, sorted(got))
+    for key, value in expected.items():
+        value, actual = np.asarray(value), got[key]
+        if isinstance(actual, str):  # printed by saved_model_cli
+            printed = actual.split()
+            assert all(repr(v) in actual for v in value.tolist()), (loader, key, printed)
+        elif value.dtype.kind in "OSU":
+            assert np.asarray(actual).astype(object).tolist() == value.tolist(), (loader, key)
+        else:
+            actual = np.asarray(actual)
+            assert actual.shape == value.shape, (loader, key, actual.shape)
+            np.testing.assert_allclose(actual, value, atol=1e-5, rtol=0, err_msg=loader + key)
+
+
+def test_every_signature_equals_keras_through_every_loader(served):
+    ids_reqs, text_reqs = requests()
+    expected = keras_outputs(served, ids_reqs, text_reqs)
+    keras_loss = expected.pop("score_text.loss")  # compared below, with nll_sum
+    results = {
+        "session": {**through_loader(served, "session", "ids", ids_reqs),
+                    **through_loader(served, "session", "text", text_reqs)},
+        "tf.saved_model.load": through_loader(served, "tf2", "text", ids_reqs + text_reqs),
+        "saved_model_cli": {**through_saved_model_cli(served, "ids", ids_reqs),
+                            **through_saved_model_cli(served, "text", text_reqs)},
+    }
+    for loader, got in results.items():
+        loss, nll_sum = got.pop("score_text.loss"), got.pop("score_text.nll_sum")
+        assert_same(got, expected, loader)
+        scored = expected["score_text.tokens"][0]
+        np.testing.assert_allclose(loss * scored, nll_sum, rtol=1e-6)
+        np.testing.assert_allclose(loss, keras_loss, atol=1e-5, err_msg=loader)
+
+
+# -- bad requests -----------------------------------------------------------------------------
+BAD = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+    loader, path, cases = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    DTYPES = dict(tokens=np.int32, labels=np.int32, prompt=np.int32, num_tokens=np.int32,
+                  top_k=np.int32, batch_size=np.int32, temperature=np.float32,
+                  top_p=np.float32, mems=np.float32, seed=np.int64, text=object)
+    if loader == "session":
+        sess = tf.compat.v1.Session(graph=tf.Graph())
+        meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], path)
+    else:
+        loaded = tf.saved_model.load(path)
+    messages = {}
+    for name, (signature, feeds) in cases.items():
+        feeds = {k: np.zeros(v["zeros"], np.float32) if isinstance(v, dict)
+                 else np.array(v, DTYPES[k]) for k, v in feeds.items()}
+        try:
+            if loader == "session":
+                sig = meta.signature_def[signature]
+                sess.run({k: v.name for k, v in sig.outputs.items()},
+                         {sig.inputs[k].name: v for k, v in feeds.items()})
+            else:
+                loaded.signatures[signature](**{k: tf.constant(v) for k, v in feeds.items()})
+            messages[name] = None
+        except tf.errors.InvalidArgumentError as error:
+            messages[name] = error.message
+    print(json.dumps(messages))
+""")
+
+GREEDY = dict(temperature=0.0, top_k=0, top_p=1.0, seed=0)
+MEMS0 = {"zeros": [N_LAYER, 1, 0, D_MODEL]}
+LIMIT = "a limit of this export (runners/export.py --{0})"
+# name: (signature, inputs, words the error must contain)
+BAD_REQUESTS = {
+    "score id >= n_token": ("score", dict(tokens=[[1, 12]], mems=MEMS0),
+                            ["tokens must be token ids < 12, the vocabulary size"]),
+    "score negative id": ("score", dict(tokens=[[-1, 2]], mems=MEMS0),
+                          ["tokens must be token ids >= 0 (vocabulary size 12)"]),
+    "score empty tokens": ("score", dict(tokens=np.zeros([1, 0], int).tolist(), mems=MEMS0),
+                           ["tokens is empty"]),
+    "score too long": ("score", dict(tokens=[[1] * 25], mems=MEMS0),
+                       ["the length of tokens exceeds max_seq_len=24",
+                        LIMIT.format("max_seq_len")]),
+    "score mems longer than mem_len": (
+        "score", dict(tokens=[[1]], mems={"zeros": [N_LAYER, 1, MEM_LEN + 1, D_MODEL]}),
+        [f"mems hold at most mem_len={MEM_LEN} positions"]),
+    "score mems of another batch": ("score", dict(tokens=[[1]], mems={"zeros": [2, 2, 0, 16]}),
+                                    ["mems must be float32 [n_layer=2, batch (that of tokens)"]),
+    "nll token id >= n_token": ("nll", dict(tokens=[[13]], labels=[[1]], mems=MEMS0),
+                                ["tokens must be token ids < 12"]),
+    "nll label id >= n_token": ("nll", dict(tokens=[[1]], labels=[[40]], mems=MEMS0),
+                                ["labels must be token ids < 12, the vocabulary size"]),
+    "init_mems negative batch": ("init_mems", dict(batch_size=-1),
+                                 ["batch_size must be >= 0"]),
+    "init_mems batch 1e9": ("init_mems", dict(batch_size=10 ** 9),
+                            ["the batch size of init_mems exceeds max_batch_size=3",
+                             LIMIT.format("max_batch_size")]),
+    "score batch too large": ("score", dict(tokens=[[1]] * 4, mems={"zeros": [2, 4, 0, 16]}),
+                              ["the batch size of tokens exceeds max_batch_size=3"]),
+    "score_text batch too large": ("score_text", dict(text=["w1 w2"] * 4),
+                                   ["the batch size of text exceeds max_batch_size=3"]),
+    "generate prompt id >= n_token": ("generate", dict(prompt=[[1, 99]], num_tokens=2,
+                                                       **GREEDY),
+                                      ["prompt must be token ids < 12, the vocabulary size"]),
+    "generate empty prompt": ("generate", dict(prompt=np.zeros([1, 0], int).tolist(),
+                                               num_tokens=2, **GREEDY), ["prompt is empty"]),
+    "generate prompt too long": ("generate", dict(prompt=[[1] * 25], num_tokens=2, **GREEDY),
+                                 ["the length of prompt exceeds max_seq_len=24"]),
+    "generate num_tokens 1e9": ("generate", dict(prompt=[[1]], num_tokens=10 ** 9, **GREEDY),
+                                ["num_tokens exceeds max_num_tokens=16",
+                                 LIMIT.format("max_num_tokens")]),
+    "generate num_tokens < 0": ("generate", dict(prompt=[[1]], num_tokens=-1, **GREEDY),
+                                ["num_tokens must be >= 0"]),
+    "temperature < 0": ("generate", dict(prompt=[[1]], num_tokens=2, **{
+        **GREEDY, "temperature": -0.5}), ["temperature must be a finite number >= 0"]),
+    "temperature NaN": ("generate", dict(prompt=[[1]], num_tokens=2, **{
+        **GREEDY, "temperature": float("nan")}), ["temperature must be a finite number >= 0"]),
+    "temperature inf": ("generate", dict(prompt=[[1]], num_tokens=2, **{
+        **GREEDY, "temperature": float("inf")}), ["temperature must be a finite number >= 0"]),
+    "top_k < 0": ("generate", dict(prompt=[[1]], num_tokens=2, **{**GREEDY, "top_k": -3}),
+                  ["top_k must be >= 0"]),
+    "top_p 0": ("generate", dict(prompt=[[1]], num_tokens=2, **{**GREEDY, "top_p": 0.0}),
+                ["top_p must be in (0, 1]"]),
+    "top_p > 1": ("generate", dict(prompt=[[1]], num_tokens=2, **{**GREEDY, "top_p": 1.5}),
+                  ["top_p must be in (0, 1]"]),
+    "generate_text top_p > 1": ("generate_text", dict(text=["w1"], num_tokens=2, **{
+        **GREEDY, "top_p": 2.0}), ["top_p must be in (0, 1]"]),
+    "generate_text empty prompt": ("generate_text", dict(text=[""], num_tokens=2, **GREEDY),
+                                   ["the prompt has no tokens"]),
+    "generate_text too long": ("generate_text", dict(text=["w1 " * 41], num_tokens=2,
+                                                     **GREEDY),
+                               ["the UTF-8 length of a text exceeds max_text_bytes=120",
+                                LIMIT.format("max_text_bytes")]),
+    "generate_text num_tokens 1e9": ("generate_text", dict(text=["w1"], num_tokens=10 ** 9,
+                                                           **GREEDY),
+                                     ["num_tokens exceeds max_num_tokens=16"]),
+    "score_text empty text": ("score_text", dict(text=[""]),
+                              ["score_text needs texts of at least 2 tokens"]),
+    "score_text one token": ("score_text", dict(text=["\n"]),  # <eos> alone
+                             ["score_text needs texts of at least 2 tokens"]),
+    "score_text too long": ("score_text", dict(text=["w1 w2\n", "w1 " * 41]),
+                            ["the UTF-8 length of a text exceeds max_text_bytes=120"]),
+}
+
+
+@pytest.mark.parametrize("loader", ["session", "tf2"])
+def test_bad_requests_fail_with_a_named_error(served, loader):
+    cases = {name: [signature, {k: (v if isinstance(v, dict) else np.asarray(v).tolist())
+                                for k, v in feeds.items()}]
+             for name, (signature, feeds, _) in BAD_REQUESTS.items()}
+    script = served["root"] / "bad.py"
+    script.write_text(BAD)
+    proc = run([sys.executable, str(script), loader, served["path"], json.dumps(cases)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    messages = json.loads(proc.stdout.strip().splitlines()[-1])
+    for name, (_, _, words) in BAD_REQUESTS.items():
+        assert messages[name] is not None, f"{name}: accepted"
+        for word in words:
+            assert word in messages[name], (name, messages[name])
+
+
+def test_each_weight_is_saved_once(served):
+    """The SavedModel's checkpoint holds exactly the tf.Variables the signatures read, one per
+    Keras weight (no second copy that the restore op would fill instead)."""
+    import tensorflow as tf
+
+    saved = dict(tf.train.list_variables(os.path.join(served["path"], "variables",
+                                                      "variables")))
+    saved.pop("_CHECKPOINTABLE_OBJECT_GRAPH")
+    assert all(k.startswith("weights/") for k in saved), sorted(saved)
+    assert any(k.startswith("weights/transformer_xl.Sr_r_bias/") for k in saved), sorted(saved)
+    assert sorted(map(tuple, saved.values())) == sorted(
+        tuple(v.shape) for v in served["model"].variables)
+
+
+def test_the_limits_are_recorded_in_the_export(served):
+    path = os.path.join(served["path"], "assets.extra", "txl_export.json")
+    with open(path) as f:
+        recorded = json.load(f)
+    assert recorded["limits"] == LIMITS == served["info"]["limits"]
+    assert recorded["signatures"] == served["info"]["signatures"]
+
+
+# -- export.py's own errors -------------------------------------------------------------------
+def export_cli(*args, wrapper=()):
+    return run(list(wrapper) + [sys.executable, EXPORT, "--notext_signatures"] + list(args))
+
+
+def assert_one_line_error(proc, code, *words):
+    assert proc.returncode == code, (proc.returncode, proc.stderr[-2000:])
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+def test_export_usage_errors(served, tmp_path):
+    model_dir = served["model_dir"]
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    cases = [
+        ([f"--model_dir={model_dir}", f"--export_dir={a_file}"], ["is a file"]),
+        ([f"--model_dir={tmp_path / 'missing'}", f"--export_dir={tmp_path / 'e'}"],
+         ["does not exist"]),
+        ([f"--model_dir={tmp_path}", f"--export_dir={tmp_path / 'e'}"], ["no config.json"]),
+        ([f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'e'}", "--max_seq_len=0"],
+         ["--max_seq_len must be >= 1"]),
+        ([f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'e'}", "--max_text_bytes=-5"],
+         ["--max_text_bytes must be >= 1"]),
+        ([f"--export_dir={tmp_path / 'e'}"], ["--model_dir and --export_dir are required"]),
+    ]
+    for args, words in cases:
+        assert_one_line_error(export_cli(*args), 2, *words)
+    no_checkpoint = tmp_path / "no_checkpoint"
+    no_checkpoint.mkdir()
+    shutil.copy(os.path.join(model_dir, "config.json"), no_checkpoint)
+    assert_one_line_error(export_cli(f"--model_dir={no_checkpoint}",
+                                     f"--export_dir={tmp_path / 'e'}"), 2, "no checkpoint")
+    assert a_file.read_text() == "x" and not os.path.exists(tmp_path / "e" / "1")
+
+
+def test_export_damaged_checkpoint_is_a_runtime_error(served, tmp_path):
+    model_dir = tmp_path / "model"
+    shutil.copytree(served["model_dir"], model_dir)
+    data = [f for f in os.listdir(model_dir) if ".data-" in f]
+    with open(model_dir / data[0], "r+b") as f:
+        f.truncate(100)
+    proc = export_cli(f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'e'}")
+    assert_one_line_error(proc, 1, "cannot read the checkpoint")
+    assert not os.path.exists(tmp_path / "e" / "1")
+
+
+def private_mount(script):
+    """`sh -c script` in a private mount namespace, or None where this machine has none."""
+    if not shutil.which("unshare"):
+        return None
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
+    return ["unshare", "-m", "sh", "-c", script] if probe.returncode == 0 else None
+
+
+def test_export_read_only_and_full_export_dir(served, tmp_path):
+    """A read-only export_dir is a usage error (2); a full disk a runtime error (1) that
+    names it; neither leaves a version or temporary directory behind."""
+    target = tmp_path / "exports"
+    target.mkdir()
+    (target / "1").mkdir()  # an earlier version, which must survive
+    read_only = private_mount(f'mount --bind "{target}" "{target}" && '
+                              f'mount -o remount,bind,ro "{target}" "{target}" && exec "$@"')
+    full = private_mount(f'mount -t tmpfs -o size=256k tmpfs "{target}" && "$@"; '
+                         f'code=$?; ls -A "{target}" >&2; exit $code')
+    if read_only is None or full is None:
+        pytest.skip("no private mount namespace here (needs root and unshare)")
+    args = [f"--model_dir={served['model_dir']}", f"--export_dir={target}"]
+    assert_one_line_error(export_cli(*args, wrapper=read_only + ["sh"]), 1, "not writable")
+    proc = export_cli(*args, wrapper=full + ["sh"])
+    assert_one_line_error(proc, 1, f"no space left on {target}")
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: ")  # ls: empty
+    assert os.listdir(target) == ["1"]

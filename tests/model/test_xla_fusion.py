@@ -1,0 +1,102 @@
+"""`--xla_fusion` (txl_tf/training/xla_clustering.py): XLA auto-clusters the element-wise ops, oneDNN
+keeps the matmuls. The setting is process-wide and read when TensorFlow loads, so everything
+here runs in child processes."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from txl_tf.training import xla_clustering
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TINY = ["--n_layer=2", "--d_model=32", "--n_head=2", "--d_head=16", "--d_inner=64",
+        "--tgt_len=16", "--mem_len=16"]
+SYNTHETIC = {"train_tokens": 12_000, "eval_tokens": 2_000, "num_symbols": 16, "period": 24}
+
+CHILD = r"""
+import os, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from txl_tf.training import xla_clustering
+print("before", os.environ.get("TF_XLA_FLAGS", ""), flush=True)
+xla_clustering.enable_elementwise_clustering()
+import tensorflow as tf
+a = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+b = np.ones([4, 5], np.float32)
+f = tf.function(lambda a, b: tf.nn.softmax(tf.exp(tf.matmul(a, b)) * 2.0 + 1.0))
+expected = np.exp(a @ b) * 2 + 1
+expected = np.exp(expected - expected.max(-1, keepdims=True))
+np.testing.assert_allclose(f(a, b).numpy(), expected / expected.sum(-1, keepdims=True), rtol=1e-5)
+print("after", os.environ["TF_XLA_FLAGS"], flush=True)
+"""
+
+
+def test_missing_flags_keep_what_the_user_set():
+    assert xla_clustering._missing_flags({}) == list(xla_clustering.CLUSTER_FLAGS)
+    user = {"TF_XLA_FLAGS": "--tf_xla_auto_jit=1 --tf_xla_min_cluster_size=2"}
+    assert xla_clustering._missing_flags(user) == ["--tf_xla_cpu_global_jit",
+                                                   "--tf_xla_ops_to_cluster=FUSIBLE"]
+    assert xla_clustering._missing_flags(
+        {"TF_XLA_FLAGS": " ".join(xla_clustering.CLUSTER_FLAGS)}) == []
+
+
+def test_enabling_reexecutes_with_the_flags_and_clusters():
+    env = {k: v for k, v in os.environ.items() if k != "TF_XLA_FLAGS"}
+    env.update(TF_XLA_FLAGS="--tf_xla_min_cluster_size=2", TF_CPP_MIN_LOG_LEVEL="0")
+    result = subprocess.run([sys.executable, "-c", CHILD, REPO], capture_output=True, text=True,
+                            timeout=300, env=env, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-3000:]
+    # First run without the flags, then (re-executed) with them, the user's flag kept.
+    before = re.findall(r"^before (.*)$", result.stdout, re.M)
+    assert before == ["--tf_xla_min_cluster_size=2",
+                      "--tf_xla_min_cluster_size=2 " + " ".join(xla_clustering.CLUSTER_FLAGS)]
+    assert "Compiled cluster using XLA" in result.stderr
+
+
+def _train(tmp_path, name, *extra):
+    model_dir = tmp_path / name
+    command = [sys.executable, os.path.join(REPO, "runners", "train.py"),
+               f"--model_dir={model_dir}", f"--data_dir={tmp_path / 'data'}",
+               "--dataset=synthetic", "--per_host_train_bsz=4", "--learning_rate=1e-2",
+               "--warmup_steps=2", "--train_steps=10", "--steps_per_loop=5", "--log_steps=5",
+               "--save_steps=10", "--eval_steps=0", "--max_eval_batches=2", *TINY,
+               *[f"--corpus_option={k}={v}" for k, v in SYNTHETIC.items()], *extra]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
+    env.pop("TF_XLA_FLAGS", None)
+    result = subprocess.run(command, cwd=str(tmp_path), env=env, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(model_dir / "train_summary.json") as f:
+        return json.load(f)
+
+
+def test_training_with_xla_fusion_follows_the_plain_run(tmp_path):
+    """Same data, seed and dropout masks (the hashed masks do not depend on XLA): the fused run
+    differs from the plain one only by float32 rounding."""
+    plain = _train(tmp_path, "plain", "--dropout=0.1")
+    fused = _train(tmp_path, "fused", "--dropout=0.1", "--xla_fusion")
+    assert fused["step"] == plain["step"] == 10
+    assert fused["train_loss"] == pytest.approx(plain["train_loss"], rel=1e-4)
+    assert fused["valid_loss"] == pytest.approx(plain["valid_loss"], rel=1e-4)
+
+
+def test_benchmark_with_xla_fusion(tmp_path):
+    base = [sys.executable, os.path.join(REPO, "runners", "tools", "benchmark.py"), "--n_token=30",
+            *TINY, "--batch_size=2", "--steps=1", "--rounds=1", "--bench_warmup=1",
+            "--matmul_size=64", "--nomeasure_memory", "--precision=mixed_bfloat16", "--xla_fusion"]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    env.pop("TF_XLA_FLAGS", None)
+    refused = subprocess.run(base, capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
+    assert refused.returncode != 0
+    assert "pass --nojit_compile with it" in refused.stderr
+    result = subprocess.run(base + ["--nojit_compile"], capture_output=True, text=True,
+                            timeout=600, cwd=REPO, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (line,) = re.findall(r"^BENCHMARK_JSON (.*)$", result.stdout, re.M)
+    record = json.loads(line)
+    assert record["xla_fusion"] is True and record["jit_compile"] is False
+    assert record["peak_dtype"] == "bfloat16"
+    assert record["train_tokens_per_s"] > 0 and record["eval_tokens_per_s"] > 0

@@ -1,0 +1,97 @@
+"""Benchmark runner: it runs on a tiny configuration and reports every figure; its FLOPs count
+matches the matrix products in the model's own graph. No timing assertions."""
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+import txl_tf
+from runners.tools import benchmark_flops
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _graph_matmul_flops(graph):
+    """2 x multiply-adds of every contraction in a graph, read from the ops' static shapes."""
+    total = 0.0
+    for op in graph.get_operations():
+        if op.type == "Einsum":
+            equation = op.get_attr("equation").decode()
+            inputs, output = equation.split("->")
+            sizes = {}
+            for spec, tensor in zip(inputs.split(","), op.inputs):
+                for label, size in zip(spec, tensor.shape.as_list()):
+                    sizes[label] = size
+            if set(inputs.replace(",", "")) == set(output):
+                continue  # no contracted index: an outer product, not a matmul
+            total += 2.0 * math.prod(sizes.values())
+        elif op.type in ("MatMul", "BatchMatMulV2", "BatchMatMulV3"):
+            a, b = (t.shape.as_list() for t in op.inputs)
+            ta = op.get_attr("transpose_a") if op.type == "MatMul" else op.get_attr("adj_x")
+            tb = op.get_attr("transpose_b") if op.type == "MatMul" else op.get_attr("adj_y")
+            m, k = (a[-1], a[-2]) if ta else (a[-2], a[-1])
+            n = b[-2] if tb else b[-1]
+            out = op.outputs[0].shape.as_list()
+            total += 2.0 * math.prod(out[:-2]) * m * n * k
+    return total
+
+
+@pytest.mark.parametrize("attn_type,d_embed", [(0, 16), (0, 8), (2, 16)])
+def test_forward_flops_match_the_model_graph(attn_type, d_embed):
+    config = txl_tf.TransformerXLConfig(
+        n_token=40, n_layer=2, d_model=16, n_head=2, d_head=4, d_inner=24, d_embed=d_embed,
+        tgt_len=6, mem_len=0 if attn_type == 2 else 5, attn_type=attn_type, dropout=0.0,
+        dropatt=0.0)
+    model = txl_tf.TransformerXL(config)
+    b, q, m = 3, 6, config.mem_len
+    mems = model.init_mems(b) or None
+
+    @tf.function
+    def forward(tokens, mems):
+        return model(tokens, mems=mems, labels=tokens, training=False)["nll"]
+
+    tokens = tf.zeros([b, q], tf.int32)
+    graph = forward.get_concrete_function(tokens, mems).graph
+    counted = _graph_matmul_flops(graph)
+    total, _ = benchmark_flops.forward_flops(config, b, q, m)
+    assert counted == pytest.approx(total, rel=1e-9)
+    assert benchmark_flops.forward_flops_per_token(config, b, q, m) == pytest.approx(
+        total / (b * q))
+    train = benchmark_flops.train_flops_per_token(config, b, q, m)
+    assert 2.0 * total / (b * q) < train <= 3.0 * total / (b * q)
+
+
+def test_benchmark_runs_on_a_tiny_config_and_reports_every_figure(tmp_path):
+    out = tmp_path / "bench.json"
+    args = [sys.executable, os.path.join(REPO, "runners", "tools", "benchmark.py"),
+            "--n_token=30", "--n_layer=2", "--d_model=16", "--n_head=2", "--d_head=8",
+            "--d_inner=32", "--tgt_len=8", "--mem_len=8", "--batch_size=2", "--steps=1",
+            "--rounds=1", "--bench_warmup=1", "--matmul_size=64", "--memory_mem_lens=0,8",
+            "--compare_vanilla", "--vanilla_lens=8", "--vanilla_predictions=1",
+            f"--json_out={out}"]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    result = subprocess.run(args, capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = re.findall(r"^BENCHMARK_JSON (.*)$", result.stdout, re.M)
+    assert len(lines) == 1
+    record = json.loads(lines[0])
+    assert json.loads(out.read_text()) == record
+    for key in ("train_tokens_per_s", "eval_tokens_per_s", "train_step_s", "eval_step_s",
+                "peak_rss_mb", "train_flops_per_token", "eval_flops_per_token",
+                "matmul_peak_flops", "mfu_train", "mfu_eval"):
+        assert isinstance(record[key], float) and record[key] > 0, key
+    assert record["mfu_train"] == pytest.approx(
+        record["train_flops_per_token"] * record["train_tokens_per_s"]
+        / record["matmul_peak_flops"])
+    assert [m["mem_len"] for m in record["memory"]] == [0, 8]
+    assert all(m["process_peak_rss_mb"] > 0 for m in record["memory"])
+    (row,) = record["vanilla"]
+    assert row["attn_len"] == 8 and row["slowdown"] > 0
+    for key in ("tensorflow", "keras", "cpu", "cores"):
+        assert key in record["machine"]
+    assert "train tokens/s" in result.stdout and "MFU train" in result.stdout

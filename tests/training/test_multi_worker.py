@@ -1,0 +1,406 @@
+"""`--strategy=multi_worker_mirrored`: two `runners/train.py` processes on 127.0.0.1 train together.
+
+Two workers (TF_CONFIG, one CPU replica each, records for 2 hosts x 1 replica) are compared with
+one process holding two replicas (MirroredStrategy on two logical CPUs, records for 1 host x 2
+replicas) and with one replica (1 host x 1 replica), all on the same global batch of 4 streams:
+
+* the 2 x 1 and 1 x 2 layouts give global replica r the same streams (host h's replica 0 holds
+  what replica h holds in the single-host file);
+* the two workers' per-step losses, final weights, Adam slots and memory equal those of one process
+  with two replicas (and, within summation-order rounding, one replica);
+* each worker reads only its own host's files: worker w's data directory holds garbage (zeros of
+  the right size) in place of the other host's records;
+* only the chief writes into model_dir: when mount namespaces are available (root), worker 1
+  runs with model_dir mounted read-only, so any write there would fail the run;
+* with dropout on, the two workers still equal the two replicas of one process (replica w draws
+  its own masks, in either setting);
+* a worker killed with SIGKILL in the middle of training (the job then killed and restarted, as a
+  scheduler does; dropout on) resumes from the last checkpoint and ends with the weights,
+  optimizer state and memory of the undisturbed run;
+* a non-chief worker waits for the records the chief makes.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorboard.backend.event_processing import event_accumulator
+
+import tf_records
+import txl_tf
+from txl_tf.training import checkpoints as checkpointing
+from runners.tools.launch_local_cluster import kill_workers, tf_configs
+from txl_tf.training.run import TrainOptions, run_training
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TRAIN = os.path.join(REPO, "runners", "train.py")
+TINY = dict(n_layer=2, d_model=32, n_head=2, d_head=16, d_inner=64, tgt_len=16, mem_len=16)
+SYNTHETIC = {"train_tokens": 12_000, "eval_tokens": 2_000, "num_symbols": 16, "period": 24}
+GLOBAL_BATCH, STEPS, SAVE_STEPS = 4, 24, 8
+RUN = dict(learning_rate=3e-3, warmup_steps=2, train_steps=STEPS, steps_per_loop=4, log_steps=1,
+           save_steps=SAVE_STEPS, eval_steps=0, max_eval_batches=2)
+TIMEOUT = 240  # seconds per two-worker job (about 30 s on an idle 2-core machine)
+
+
+def layout(hosts, replicas, split="train"):
+    return tf_records.RecordLayout(tgt_len=TINY["tgt_len"],
+                                   per_replica_batch=GLOBAL_BATCH // (hosts * replicas),
+                                   replicas_per_host=replicas, num_hosts=hosts)
+
+
+DROPOUT = 0.1  # the dropout runs: replicas draw their own masks, which must survive a restart
+
+
+def config_fn(n_token, cutoffs, dropout=0.0):
+    return txl_tf.TransformerXLConfig(n_token=n_token, cutoffs=cutoffs, dropout=dropout,
+                                      dropatt=dropout, **TINY)
+
+
+# ------------------------------------------------------------------------------------ fixtures
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """One prepared corpus (layouts 2x1, 1x2, 1x1) and, per worker, a copy in which the other
+    host's 2x1 records are zeros of the same size (reading them would fail)."""
+    root = tmp_path_factory.mktemp("multi_worker")
+    full = str(root / "data")
+    for hosts, replicas in ((2, 1), (1, 2), (1, 1)):
+        for split in ("train", "valid"):
+            tf_records.prepare("synthetic", full, layouts={split: layout(hosts, replicas)},
+                               download=False, progress=False, **SYNTHETIC)
+    per_worker = []
+    for w in range(2):
+        copy = str(root / f"data-worker{w}")
+        shutil.copytree(full, copy)
+        for split in ("train", "valid"):
+            other = os.path.join(copy, f"{layout(2, 1).basename(split)}.host-{1 - w:03d}.tfrecords")
+            size = os.path.getsize(other)
+            with open(other, "wb") as f:
+                f.write(b"\0" * size)
+        per_worker.append(copy)
+    return dict(root=root, full=full, per_worker=per_worker)
+
+
+def read_only_wrapper(directory):
+    """A command prefix that runs a program with `directory` mounted read-only (a private mount
+    namespace), or None when this machine does not allow it (not root, no unshare)."""
+    script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && exec "$@"'
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", script + "", directory, "sh", "-c",
+                            f"touch '{directory}/probe' 2>/dev/null && echo writable || echo ro"],
+                           capture_output=True, text=True) if shutil.which("unshare") else None
+    if probe is None or probe.returncode != 0 or probe.stdout.strip() != "ro":
+        return None
+    return ["unshare", "-m", "sh", "-c", script, directory]
+
+
+def worker_command(data, model_dir, worker, extra=(), dropout=0.0):
+    flags = [f"--model_dir={model_dir}", f"--data_dir={data['per_worker'][worker]}",
+             "--dataset=synthetic", f"--per_host_train_bsz={GLOBAL_BATCH // 2}",
+             "--strategy=multi_worker_mirrored", f"--dropout={dropout}", f"--dropatt={dropout}"]
+    flags += [f"--{k}={v}" for k, v in {**TINY, **RUN}.items()]
+    flags += [f"--corpus_option={k}={v}" for k, v in SYNTHETIC.items()]
+    return [sys.executable, TRAIN] + flags + list(extra)
+
+
+def start_job(data, model_dir, log_name, read_only_nonchief=False, dropout=0.0):
+    """Start both workers; worker 1 optionally with model_dir read-only. Returns (processes,
+    log paths)."""
+    os.makedirs(model_dir, exist_ok=True)
+    wrapper = read_only_wrapper(model_dir) if read_only_nonchief else None
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO, PYTHONUNBUFFERED="1")
+    processes, logs = [], []
+    try:
+        for w, config in enumerate(tf_configs(2)):
+            log = os.path.join(str(data["root"]), f"{log_name}-worker{w}.log")
+            command = worker_command(data, model_dir, w, dropout=dropout)
+            worker_env = dict(env, TF_CONFIG=config)
+            if w == 1:
+                # Its temporary files go to a directory of the test (checked afterwards).
+                worker_env["TMPDIR"] = os.path.join(model_dir + "-tmp-worker1")
+                os.makedirs(worker_env["TMPDIR"], exist_ok=True)
+                if wrapper:
+                    command = wrapper + command
+            with open(log, "ab") as out:
+                processes.append(subprocess.Popen(command, cwd=str(data["root"]),
+                                                  env=worker_env, stdout=out,
+                                                  stderr=subprocess.STDOUT))
+            logs.append(log)
+    except BaseException:
+        kill_workers(processes)
+        raise
+    return processes, logs, wrapper is not None
+
+
+def tail(path, n=3000):
+    with open(path, errors="replace") as f:
+        return f.read()[-n:]
+
+
+def wait_job(processes, logs, timeout=TIMEOUT):
+    deadline = time.time() + timeout
+    try:
+        while any(p.poll() is None for p in processes):
+            failed = [i for i, p in enumerate(processes) if p.poll() not in (None, 0)]
+            if failed or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        codes = [p.poll() for p in processes]
+    finally:
+        kill_workers(processes)
+    assert codes == [0, 0], "\n".join(f"worker {i} ({c}):\n{tail(log)}"
+                                      for i, (c, log) in enumerate(zip(codes, logs)))
+
+
+def losses(model_dir):
+    acc = event_accumulator.EventAccumulator(os.path.join(model_dir, "train"),
+                                             size_guidance={"tensors": 0})
+    acc.Reload()
+    return {e.step: float(tf.make_ndarray(e.tensor_proto)) for e in acc.Tensors("loss")}
+
+
+def state(model_dir):
+    """Model and optimizer variables of the newest checkpoint of model_dir."""
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
+    names = sorted(n for n in reader.get_variable_to_shape_map()
+                   if n.startswith(("model/", "optimizer/")))
+    return {n: reader.get_tensor(n) for n in names}
+
+
+def memory(model_dir, workers):
+    """The memory of every worker after the last step, concatenated in global replica order."""
+    parts = [checkpointing.read_memory(model_dir, w, STEPS) for w in range(workers)]
+    assert all(p is not None for p in parts), parts
+    return [np.concatenate(layer, axis=0) for layer in zip(*parts)]
+
+
+def assert_same_state(a, b, atol, rtol=1e-5):
+    assert a.keys() == b.keys() and len(a) > 10
+    for name in a:
+        np.testing.assert_allclose(a[name], b[name], atol=atol, rtol=rtol, err_msg=name)
+
+
+@pytest.fixture(scope="module")
+def two_workers(data):
+    model_dir = str(data["root"] / "two_workers")
+    processes, logs, read_only = start_job(data, model_dir, "two_workers",
+                                           read_only_nonchief=True)
+    wait_job(processes, logs)
+    return dict(model_dir=model_dir, logs=logs, read_only=read_only)
+
+
+def in_process_run(data, name, strategy, replicas, dropout=0.0):
+    options = TrainOptions(model_dir=str(data["root"] / name), data_dir=data["full"],
+                           dataset="synthetic", corpus_options=SYNTHETIC,
+                           per_host_train_bsz=GLOBAL_BATCH, **RUN)
+    summary = run_training(options, lambda n, c: config_fn(n, c, dropout), strategy=strategy)
+    assert summary["replicas"] == replicas and summary["step"] == STEPS
+    return options.model_dir
+
+
+@pytest.fixture(scope="module")
+def two_replicas(data):
+    devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
+    assert len(devices) == 2
+    return in_process_run(data, "two_replicas", tf.distribute.MirroredStrategy(devices), 2)
+
+
+@pytest.fixture(scope="module")
+def two_workers_dropout(data):
+    model_dir = str(data["root"] / "two_workers_dropout")
+    processes, logs, _ = start_job(data, model_dir, "two_workers_dropout", dropout=DROPOUT)
+    wait_job(processes, logs)
+    return model_dir
+
+
+@pytest.fixture(scope="module")
+def one_replica(data):
+    return in_process_run(data, "one_replica", tf.distribute.get_strategy(), 1)
+
+
+# --------------------------------------------------------------------------------------- tests
+def read_records(path):
+    out = []
+    for raw in tf.data.TFRecordDataset(path).as_numpy_iterator():
+        example = tf.train.Example.FromString(raw)
+        out.append(list(example.features.feature["inputs"].int64_list.value))
+    return np.array(out)
+
+
+def test_two_host_layout_gives_global_replica_r_the_streams_of_replica_r(data):
+    """The premise of the comparison: in both layouts global replica r = host * local + local
+    replica sees the same streams at every step."""
+    b = GLOBAL_BATCH // 2
+    single = read_records(os.path.join(data["full"],
+                                       f"{layout(1, 2).basename('train')}.host-000.tfrecords"))
+    steps = single.shape[0] // GLOBAL_BATCH
+    assert steps > STEPS
+    for host in range(2):
+        name = f"{layout(2, 1).basename('train')}.host-{host:03d}.tfrecords"
+        own = read_records(os.path.join(data["full"], name))
+        assert own.shape == (steps * b, TINY["tgt_len"])
+        for step in range(steps):
+            np.testing.assert_array_equal(
+                own[step * b:(step + 1) * b],
+                single[step * GLOBAL_BATCH + host * b:step * GLOBAL_BATCH + (host + 1) * b])
+    # Not trivially equal: the two replicas' streams differ.
+    assert not np.array_equal(single[:b], single[b:2 * b])
+
+
+def test_two_workers_train_like_one_process_with_two_replicas(two_workers, two_replicas,
+                                                              one_replica):
+    workers = losses(two_workers["model_dir"])
+    replicas = losses(two_replicas)
+    single = losses(one_replica)
+    assert sorted(workers) == sorted(replicas) == list(range(1, STEPS + 1))
+    print(f"\nloss after step n (global batch {GLOBAL_BATCH} x tgt_len {TINY['tgt_len']}):")
+    print(f"{'n':>3} {'1 replica':>12} {'2 replicas':>12} {'2 workers':>12}")
+    for n in sorted(workers):
+        print(f"{n:>3} {single[n]:12.7f} {replicas[n]:12.7f} {workers[n]:12.7f}")
+    np.testing.assert_allclose([workers[n] for n in sorted(workers)],
+                               [replicas[n] for n in sorted(workers)], rtol=1e-6)
+    np.testing.assert_allclose([single[n] for n in sorted(workers)],
+                               [replicas[n] for n in sorted(workers)], rtol=1e-4)
+
+    # The final validation (each worker evaluates its own host's valid streams) agrees too.
+    valid = {}
+    for name, model_dir in (("workers", two_workers["model_dir"]), ("replicas", two_replicas)):
+        with open(os.path.join(model_dir, "train_summary.json")) as f:
+            valid[name] = json.load(f)["valid_loss"]
+    print(f"validation loss at step {STEPS}: 2 replicas {valid['replicas']:.7f}, "
+          f"2 workers {valid['workers']:.7f}")
+    assert valid["workers"] == pytest.approx(valid["replicas"], rel=1e-6)
+
+    w, r, s = state(two_workers["model_dir"]), state(two_replicas), state(one_replica)
+    diff_wr = max(float(np.abs(w[k] - r[k]).max()) for k in w)
+    diff_rs = max(float(np.abs(r[k] - s[k]).max()) for k in r)
+    print(f"final weights + Adam slots, max abs difference: 2 workers vs 2 replicas {diff_wr:.3g}; "
+          f"2 replicas vs 1 replica {diff_rs:.3g}")
+    assert_same_state(w, r, atol=1e-6)
+    assert_same_state(s, r, atol=2e-4, rtol=1e-3)  # summation order differs with 1 replica
+    mem_w, mem_r = memory(two_workers["model_dir"], 2), memory(two_replicas, 1)
+    for x, y in zip(mem_w, mem_r):
+        np.testing.assert_allclose(x, y, atol=1e-5, rtol=1e-5)
+    # The weights moved between checkpoints (so the equality is not trivial).
+    first = tf.train.load_checkpoint(os.path.join(two_workers["model_dir"], f"ckpt-{SAVE_STEPS}"))
+    moved = max(float(np.abs(first.get_tensor(k) - w[k]).max())
+                for k in w if k.startswith("model/"))
+    assert moved > 1e-2, moved
+
+
+def test_only_the_chief_writes_into_model_dir(two_workers):
+    chief_log, other_log = (tail(p, 100_000) for p in two_workers["logs"])
+    assert "train_summary " in chief_log and "train_summary " not in other_log
+    assert "step 24/24" in chief_log and "step 24/24" not in other_log
+    model_dir = two_workers["model_dir"]
+    # The chief wrote the memory of both workers (the non-chief has none of its own to write).
+    steps = [sorted(checkpointing.memory_steps(model_dir, w)) for w in range(2)]
+    assert steps[0] == steps[1] and steps[0][-1] == STEPS, steps
+    assert set(steps[0]) <= set(range(SAVE_STEPS, STEPS + 1, SAVE_STEPS)), steps
+    names = sorted(os.listdir(model_dir))
+    assert not [n for n in names if n.startswith(".tmp")], names
+    # Worker 1 saved its share of each checkpoint into a temporary directory and deleted it.
+    leftovers = [os.path.join(root, f) for root, _, files in os.walk(model_dir + "-tmp-worker1")
+                 for f in files if "txl-nonchief-ckpt" in root]
+    assert not leftovers, leftovers
+    if not two_workers["read_only"]:
+        pytest.skip("no private read-only mount here (needs root and unshare): worker 1 could "
+                    "not be run with a read-only model_dir")
+    # Worker 1 ran with model_dir read-only and still finished: it wrote nothing there.
+
+
+def test_two_workers_with_dropout_equal_two_replicas(data, two_workers_dropout, two_workers):
+    """Dropout on: each replica draws its own masks from the (mirrored) seed-generator state
+    and its replica id, so worker w must draw what replica w of one process draws."""
+    devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
+    replicas = in_process_run(data, "two_replicas_dropout", tf.distribute.MirroredStrategy(devices),
+                              2, dropout=DROPOUT)
+    workers, one_process = losses(two_workers_dropout), losses(replicas)
+    assert sorted(workers) == sorted(one_process) == list(range(1, STEPS + 1))
+    np.testing.assert_allclose([workers[n] for n in sorted(workers)],
+                               [one_process[n] for n in sorted(workers)], rtol=1e-6)
+    assert_same_state(state(two_workers_dropout), state(replicas), atol=1e-6)
+    # Dropout was on: the losses differ from the dropout-free run's.
+    plain = losses(two_workers["model_dir"])
+    assert max(abs(workers[n] - plain[n]) for n in range(2, STEPS + 1)) > 1e-3
+
+
+def test_killed_worker_resumes_to_the_undisturbed_weights(data, two_workers_dropout):
+    """Dropout on, so the dropout RNG state must be restored too."""
+    undisturbed_dir = two_workers_dropout
+    model_dir = str(data["root"] / "killed")
+    processes, logs, _ = start_job(data, model_dir, "killed", dropout=DROPOUT)
+    state_file = os.path.join(model_dir, "checkpoint")
+    try:
+        deadline = time.time() + TIMEOUT
+        while (not os.path.exists(state_file) and all(p.poll() is None for p in processes)
+               and time.time() < deadline):
+            time.sleep(0.01)
+        assert all(p.poll() is None for p in processes), "\n".join(tail(log) for log in logs)
+        processes[1].send_signal(signal.SIGKILL)  # worker 1 dies in the middle of training
+        processes[1].wait(timeout=30)
+        # Worker 0 now fails or blocks in a collective; the scheduler stops the whole job.
+        try:
+            processes[0].wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            pass
+    finally:
+        kill_workers(processes)
+    assert processes[1].returncode == -signal.SIGKILL
+    assert not os.path.exists(os.path.join(model_dir, "train_summary.json")), \
+        "the job ended before the kill"
+    killed_at = int(tf.train.latest_checkpoint(model_dir).rsplit("-", 1)[1])
+    assert SAVE_STEPS <= killed_at < STEPS
+
+    processes, logs, _ = start_job(data, model_dir, "restarted", dropout=DROPOUT)
+    wait_job(processes, logs)
+    chief = tail(logs[0], 100_000)
+    resumed_at = int(chief.split("resuming at step ")[1].split()[0])
+    assert resumed_at == killed_at
+    with open(os.path.join(model_dir, "train_summary.json")) as f:
+        summary = json.load(f)
+    assert summary["resumed"] and summary["step"] == STEPS
+
+    undisturbed, resumed = state(undisturbed_dir), state(model_dir)
+    diff = max(float(np.abs(undisturbed[k] - resumed[k]).max()) for k in undisturbed)
+    print(f"\nkilled worker 1 after checkpoint {killed_at}, job restarted: final weights + Adam "
+          f"slots vs the undisturbed run, max abs difference {diff:.3g}")
+    assert_same_state(resumed, undisturbed, atol=1e-6)
+    for x, y in zip(memory(model_dir, 2), memory(undisturbed_dir, 2)):
+        np.testing.assert_allclose(x, y, atol=1e-6, rtol=1e-5)
+    # The restarted job's losses continue the undisturbed sequence step for step (the data
+    # position and memory were restored, not restarted).
+    after = losses(model_dir)
+    before = losses(undisturbed_dir)
+    assert [n for n in after if n > killed_at] == list(range(killed_at + 1, STEPS + 1))
+    np.testing.assert_allclose([after[n] for n in range(killed_at + 1, STEPS + 1)],
+                               [before[n] for n in range(killed_at + 1, STEPS + 1)], rtol=1e-6)
+
+
+def test_non_chief_waits_for_the_records_the_chief_makes(tmp_path):
+    """A fresh job: the chief prepares the records while the other workers wait for them (a
+    non-chief that gave up at once made every first multi-worker launch fail)."""
+    import threading
+
+    from txl_tf.training.run import ensure_records
+
+    options = TrainOptions(data_dir=str(tmp_path / "data"), dataset="synthetic",
+                           corpus_options=SYNTHETIC)
+    layouts = {"train": layout(2, 1), "valid": layout(2, 1)}
+    with pytest.raises(tf_records.DataError):
+        ensure_records(options, layouts, may_prepare=False, wait_seconds=0)
+    found = {}
+    waiter = threading.Thread(target=lambda: found.update(
+        ensure_records(options, layouts, may_prepare=False, wait_seconds=120)))
+    waiter.start()
+    time.sleep(1.5)
+    assert waiter.is_alive() and not found  # still waiting: nothing written yet
+    chief = ensure_records(options, layouts, may_prepare=True)
+    waiter.join(timeout=120)
+    assert not waiter.is_alive()
+    assert sorted(found) == ["train", "valid"]
+    assert found["train"]["files"] == chief["train"]["files"]

@@ -1,0 +1,229 @@
+"""What TPUStrategy needs from the training step, proven on the CPU (there is no TPU here).
+
+* The replica training step (`Trainer._replica_train_step`: forward with the adaptive softmax
+  and its cutoffs, backward, all-reduce, clip, Adam) compiled by XLA (`jit_compile=True`, what
+  TPUStrategy does to the function given to `strategy.run`) gives the losses, gradient norms,
+  weights, optimizer slots and memory of the same step run by TensorFlow's own kernels, over
+  several steps with the memory carried and padded (-1) labels.
+* The compiled training loop runs no Python per step (the step function is traced once; a
+  second call with another number of steps does not retrace it), contains no string,
+  print or py_func op, and loops on device (a `While` op).
+* The distributed training data has static per-replica shapes `[per_replica_batch, tgt_len]`.
+* The step also compiles under XLA in mixed_bfloat16 (the TPU precision) and follows float32.
+* The records follow the strategy's input hosts (a pod slice: hosts x cores per host), and
+  `--tpu=local` uses a TPU VM's own chips.
+"""
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tf_records
+import txl_tf
+from txl_tf.training.optimizer import make_optimizer
+from txl_tf.training.trainer import Trainer
+
+# Word-level shape: adaptive softmax with two tail bins, div_val 2 (projected bins).
+CUTOFF_CONFIG = txl_tf.TransformerXLConfig(
+    n_token=40, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, d_embed=16, div_val=2,
+    cutoffs=(10, 25), tgt_len=8, mem_len=8, dropout=0.0, dropatt=0.0)
+BATCH, STEPS = 3, 4
+HOST_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc", "PrintV2", "Print", "StringFormat",
+            "AsString", "StringJoin"}
+
+
+def make_trainer(config, seed=3, lr=1e-2):
+    keras.utils.set_random_seed(seed)
+    strategy = tf.distribute.get_strategy()
+    model = txl_tf.TransformerXL(config)
+    optimizer = make_optimizer(lr)
+    return Trainer(model, optimizer, strategy, clip=0.25)
+
+
+def batches():
+    """STEPS batches of contiguous streams whose labels hit every bin, with some padding."""
+    rng = np.random.default_rng(0)
+    t = CUTOFF_CONFIG.tgt_len
+    stream = rng.integers(0, CUTOFF_CONFIG.n_token, size=(BATCH, STEPS * t + 1)).astype(np.int32)
+    out = []
+    for s in range(STEPS):
+        labels = stream[:, s * t + 1:(s + 1) * t + 1].copy()
+        if s == STEPS - 1:
+            labels[0, -3:] = -1  # padded tail (last_segment=pad)
+        out.append({"inputs": tf.constant(stream[:, s * t:(s + 1) * t]),
+                    "labels": tf.constant(labels)})
+    return out
+
+
+def run_steps(jit_compile):
+    trainer = make_trainer(CUTOFF_CONFIG)
+    step = tf.function(trainer._replica_train_step, jit_compile=jit_compile)
+    mems = trainer.model.init_mems(BATCH)
+    losses, norms = [], []
+    for batch in batches():
+        mems, nll_sum, tokens, norm, _ = step(batch, mems)
+        losses.append(float(nll_sum / tokens))
+        norms.append(float(norm))
+    opt = trainer.optimizer
+    return dict(losses=losses, norms=norms,
+                weights=[v.numpy() for v in trainer.model.trainable_variables],
+                slots=[v.numpy() for v in opt._momentums + opt._velocities],
+                mems=[m.numpy() for m in mems], step=step)
+
+
+def test_xla_compiled_training_step_equals_the_plain_step():
+    data = batches()
+    labels = np.concatenate([b["labels"].numpy().ravel() for b in data])
+    for lo, hi in ((0, 10), (10, 25), (25, 40)):  # every bin of the softmax is exercised
+        assert ((labels >= lo) & (labels < hi)).sum() > 5
+    plain = run_steps(jit_compile=False)
+    xla = run_steps(jit_compile=True)
+    # Really compiled by XLA (an HLO module exists for the step).
+    zero_mems = [tf.zeros([BATCH, CUTOFF_CONFIG.mem_len, CUTOFF_CONFIG.d_model])
+                 for _ in range(CUTOFF_CONFIG.n_layer)]
+    hlo = xla["step"].experimental_get_compiler_ir(data[0], zero_mems)(stage="hlo")
+    assert "HloModule" in hlo and "while" in hlo  # the tail-bin loop is an XLA while loop
+    loss_diff = np.abs(np.subtract(xla["losses"], plain["losses"])).max()
+    weight_diff = max(np.abs(a - b).max() for a, b in zip(xla["weights"], plain["weights"]))
+    print(f"\nXLA vs plain step, {STEPS} steps: losses {plain['losses']}; max |loss diff| "
+          f"{loss_diff:.3g}, max |weight diff| {weight_diff:.3g}")
+    np.testing.assert_allclose(xla["losses"], plain["losses"], rtol=1e-5)
+    np.testing.assert_allclose(xla["norms"], plain["norms"], rtol=1e-4)
+    for a, b in zip(xla["weights"], plain["weights"]):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-4)
+    for a, b in zip(xla["slots"], plain["slots"]):
+        np.testing.assert_allclose(a, b, atol=1e-8, rtol=1e-3)
+    for a, b in zip(xla["mems"], plain["mems"]):
+        np.testing.assert_allclose(a, b, atol=1e-4, rtol=1e-4)
+    # The steps trained (so agreement is not agreement of two no-ops).
+    initial = make_trainer(CUTOFF_CONFIG).model
+    initial(data[0]["inputs"])
+    assert max(np.abs(w - v.numpy()).max()
+               for w, v in zip(plain["weights"], initial.trainable_variables)) > 1e-3
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    data_dir = str(tmp_path_factory.mktemp("tpu_ready") / "data")
+    layout = tf_records.RecordLayout(tgt_len=8, per_replica_batch=2, replicas_per_host=2)
+    tf_records.prepare("synthetic", data_dir, layouts={"train": layout}, download=False,
+                       progress=False, train_tokens=4000, eval_tokens=500, num_symbols=12,
+                       period=10)
+    return data_dir, layout
+
+
+def all_nodes(graph_def):
+    yield from graph_def.node
+    for function in graph_def.library.function:
+        yield from function.node_def
+
+
+def test_compiled_loop_has_static_shapes_no_host_ops_and_no_per_step_python(records,
+                                                                             two_cpu_devices):
+    data_dir, layout = records
+    strategy = tf.distribute.MirroredStrategy(two_cpu_devices)
+    dataset = strategy.distribute_datasets_from_function(
+        tf_records.make_input_fn(data_dir, "train", layout))
+    for name in ("inputs", "labels"):
+        specs = dataset.element_spec[name]._value_specs
+        assert len(specs) == 2
+        for spec in specs:
+            assert spec.shape.as_list() == [layout.per_replica_batch, layout.tgt_len]
+            assert spec.dtype == tf.int32
+    config = CUTOFF_CONFIG.replace(n_token=12, cutoffs=(4, 8), dropout=0.1, dropatt=0.1)
+    keras.utils.set_random_seed(0)
+    with strategy.scope():
+        model = txl_tf.TransformerXL(config)
+        optimizer = make_optimizer(1e-3)
+    trainer = Trainer(model, optimizer, strategy)
+    calls = []
+    step_fn = trainer._replica_train_step
+
+    def counted(*args):
+        calls.append(1)
+        return step_fn(*args)
+    trainer._replica_train_step = counted
+
+    iterator = iter(dataset)
+    mems = trainer.init_memory(layout.per_replica_batch)
+    mems, _ = trainer.train(iterator, mems, 2)
+    traced_calls = len(calls)
+    assert traced_calls >= 1
+    mems, stats = trainer.train(iterator, mems, 5)
+    assert stats.steps == 5 and int(trainer.step.numpy()) == 7
+    assert len(calls) == traced_calls, "the step's Python ran again: host-side Python per step"
+    assert trainer._train_fn.experimental_get_tracing_count() == 1
+
+    graph_def = trainer._train_fn.get_concrete_function(
+        iterator, mems, tf.constant(3, tf.int32)).graph.as_graph_def()
+    ops = {node.op for node in all_nodes(graph_def)}
+    assert "While" in ops, "the steps are not an on-device loop"
+    assert not ops & HOST_OPS, ops & HOST_OPS
+    string_ops = [(node.op, node.name) for node in all_nodes(graph_def)
+                  for value in node.attr.values()
+                  if value.type == tf.string.as_datatype_enum
+                  or tf.string.as_datatype_enum in list(value.list.type)]
+    assert not string_ops, string_ops
+
+
+def test_records_layout_follows_the_input_hosts_of_the_strategy(two_cpu_devices):
+    """A TPU pod slice is one client whose input function runs once per TPU host: the records
+    must be laid out for (hosts, cores per host), not for one host holding every core."""
+    from types import SimpleNamespace
+
+    from txl_tf.training import distribute as strategy_lib
+
+    assert strategy_lib.input_hosts(tf.distribute.get_strategy()) == (1, 1)
+    assert strategy_lib.input_hosts(tf.distribute.MirroredStrategy(two_cpu_devices)) == (1, 2)
+    pod = SimpleNamespace(num_replicas_in_sync=32,
+                          extended=SimpleNamespace(num_hosts=4, num_replicas_per_host=8))
+    assert strategy_lib.input_hosts(pod) == (4, 8)
+    uneven = SimpleNamespace(num_replicas_in_sync=16,
+                             extended=SimpleNamespace(num_hosts=4, num_replicas_per_host=8))
+    with pytest.raises(strategy_lib.StrategyError, match="4 hosts x 8 replicas"):
+        strategy_lib.input_hosts(uneven)
+
+
+def test_tpu_strategy_local_vm_and_named_tpu(monkeypatch):
+    """--tpu=local uses this TPU VM's chips (TPUClusterResolver('local'), no cluster to connect
+    to); a TPU name or address is resolved and connected first. (No TPU here: TensorFlow's TPU
+    entry points are replaced by recorders.)"""
+    from txl_tf.training import distribute as strategy_lib
+
+    calls = []
+
+    class Resolver:
+        def __init__(self, tpu=None):
+            calls.append(("resolver", tpu))
+
+    monkeypatch.setattr(tf.distribute.cluster_resolver, "TPUClusterResolver", Resolver)
+    monkeypatch.setattr(tf.config, "experimental_connect_to_cluster",
+                        lambda r: calls.append(("connect",)))
+    monkeypatch.setattr(tf.tpu.experimental, "initialize_tpu_system",
+                        lambda r: calls.append(("initialize",)))
+    monkeypatch.setattr(tf.distribute, "TPUStrategy", lambda r: calls.append(("strategy",)) or r)
+    strategy_lib.create_strategy("tpu", tpu="local")
+    assert calls == [("resolver", "local"), ("initialize",), ("strategy",)]
+    calls.clear()
+    strategy_lib.create_strategy("tpu", tpu="my-v3-32")
+    assert calls == [("resolver", "my-v3-32"), ("connect",), ("initialize",), ("strategy",)]
+
+
+def test_xla_compiled_step_in_mixed_bfloat16():
+    """The TPU precision: the same step compiles under XLA with the mixed_bfloat16 policy
+    (bfloat16 matmuls, float32 softmax / LayerNorm / memory / weights) and its losses follow the
+    float32 step's within bfloat16 rounding."""
+    reference = run_steps(jit_compile=True)
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        bf16 = run_steps(jit_compile=True)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    print(f"\nXLA step float32 losses {np.round(reference['losses'], 5).tolist()}, "
+          f"mixed_bfloat16 {np.round(bf16['losses'], 5).tolist()}")
+    np.testing.assert_allclose(bf16["losses"], reference["losses"], rtol=2e-2)
+    assert all(w.dtype == np.float32 for w in bf16["weights"])
+    assert all(m.dtype == np.float32 for m in bf16["mems"])
+    # bfloat16 really computed something else than float32 (about 1e-2 here: Adam's first
+    # steps move every weight by about the learning rate, in a direction set by the rounding).
+    assert max(np.abs(a - b).max() for a, b in zip(bf16["weights"], reference["weights"])) > 1e-3

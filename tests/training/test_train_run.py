@@ -1,0 +1,222 @@
+"""`txl_tf.training.run.run_training` and `runners/train.py` end to end on tiny corpora.
+
+* a short run on a tiny slice of the built-in corpus drives the loss below the unigram entropy
+  and writes the TensorBoard scalars (read back with TensorBoard's event reader);
+* an interrupted and resumed run (dropout on) ends with the weights and memory of an
+  uninterrupted one, in-process and after `kill -9` of `runners/train.py`;
+* bad values are errors with a clear message.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorboard.backend.event_processing import event_accumulator
+
+import tf_records
+import txl_tf
+from txl_tf.training import checkpoints as checkpointing
+from txl_tf.training.run import TrainError, TrainOptions, run_training
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TINY = dict(n_layer=2, d_model=32, n_head=2, d_head=16, d_inner=64, tgt_len=16, mem_len=16)
+
+
+def config_fn(**overrides):
+    values = dict(TINY, dropout=0.0, dropatt=0.0)
+    values.update(overrides)
+
+    def make(n_token, cutoffs):
+        return txl_tf.TransformerXLConfig(n_token=n_token, cutoffs=cutoffs, **values)
+    return make
+
+
+def final_weights(model_dir):
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
+    names = sorted(n for n in reader.get_variable_to_shape_map()
+                   if n.startswith("model/") or n.startswith("optimizer/"))
+    return {n: reader.get_tensor(n) for n in names}
+
+
+def assert_same_state(dir_a, dir_b, step, atol=1e-5):
+    a, b = final_weights(dir_a), final_weights(dir_b)
+    assert a.keys() == b.keys() and len(a) > 10
+    for name in a:
+        np.testing.assert_allclose(a[name], b[name], atol=atol, rtol=1e-4, err_msg=name)
+    mem_a = checkpointing.read_memory(dir_a, 0, step)
+    mem_b = checkpointing.read_memory(dir_b, 0, step)
+    assert mem_a is not None and mem_b is not None
+    for x, y in zip(mem_a, mem_b):
+        np.testing.assert_allclose(x, y, atol=1e-4, rtol=1e-4)
+
+
+# ------------------------------------------------------------------------------ loss and logs
+@pytest.fixture(scope="module")
+def short_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("short")
+    options = TrainOptions(
+        model_dir=str(root / "model"), data_dir=str(root / "data"), dataset="builtin",
+        corpus_options={"max_bytes": 120_000}, per_host_train_bsz=8, learning_rate=5e-3,
+        warmup_steps=10, train_steps=80, steps_per_loop=10, log_steps=20, save_steps=40,
+        eval_steps=40, max_eval_batches=4)
+    summary = run_training(options, config_fn())
+    return options, summary
+
+
+def test_short_run_learns_and_writes_tensorboard(short_run):
+    options, summary = short_run
+    baseline = summary["unigram_entropy_nats"]
+    assert baseline is not None and 2.0 < baseline < np.log(256)
+    train = event_accumulator.EventAccumulator(os.path.join(options.model_dir, "train"),
+                                               size_guidance={"tensors": 0})
+    train.Reload()
+    tags = set(train.Tags()["tensors"])
+    assert {"loss", "bpc", "learning_rate", "grad_norm", "tokens_per_sec", "config"} <= tags
+    losses = [(e.step, float(tf.make_ndarray(e.tensor_proto))) for e in train.Tensors("loss")]
+    assert [s for s, _ in losses] == [20, 40, 60, 80]
+    assert losses[-1][1] < losses[0][1] - 0.5
+    assert losses[-1][1] < baseline - 0.3, (losses, baseline)
+    bpc = [float(tf.make_ndarray(e.tensor_proto)) for e in train.Tensors("bpc")]
+    np.testing.assert_allclose(bpc, [l / np.log(2) for _, l in losses], rtol=1e-5)
+    lr = [float(tf.make_ndarray(e.tensor_proto)) for e in train.Tensors("learning_rate")]
+    assert lr[0] > lr[-1] > 0
+    valid = event_accumulator.EventAccumulator(os.path.join(options.model_dir, "valid"),
+                                               size_guidance={"tensors": 0})
+    valid.Reload()
+    steps = [e.step for e in valid.Tensors("loss")]
+    assert steps == [40, 80] and {"loss", "bpc"} <= set(valid.Tags()["tensors"])
+    assert summary["valid_loss"] < baseline
+
+
+def test_short_run_model_dir_is_complete(short_run):
+    options, summary = short_run
+    with open(os.path.join(options.model_dir, "train_summary.json")) as f:
+        assert json.load(f)["step"] == 80
+    for name in ("config.json", "vocab.txt", "corpus-info.json", "best/best.json"):
+        assert os.path.exists(os.path.join(options.model_dir, name)), name
+    model = txl_tf.load_model(options.model_dir)  # the contract with evaluate/generate/export
+    assert model.config.d_model == TINY["d_model"]
+    assert txl_tf.load_model(os.path.join(options.model_dir, "best")).config.n_token == 256
+
+
+def test_flags_that_do_not_fit_the_checkpoint_are_errors(short_run):
+    options, _ = short_run
+    with pytest.raises(txl_tf.ConfigError, match=r"d_head[\s\S]*n_head \* d_head"):
+        run_training(options, config_fn(d_head=8))
+
+
+# ----------------------------------------------------------------------------------- resume
+SYNTHETIC = {"train_tokens": 12_000, "eval_tokens": 2_000, "num_symbols": 16, "period": 24}
+
+
+def resume_options(root, name, **changes):
+    values = dict(model_dir=str(root / name), data_dir=str(root / "data"), dataset="synthetic",
+                  corpus_options=SYNTHETIC, per_host_train_bsz=4, learning_rate=1e-2,
+                  warmup_steps=2, train_steps=12, steps_per_loop=3, log_steps=3, save_steps=4,
+                  eval_steps=0, max_eval_batches=2)
+    values.update(changes)
+    return TrainOptions(**values)
+
+
+def test_interrupted_run_resumes_exactly(tmp_path):
+    """Dropout on: the dropout RNG, optimizer, data position and memory must all be restored."""
+    make = config_fn(dropout=0.2, dropatt=0.1)
+    run_training(resume_options(tmp_path, "straight"), make)
+    interrupted = resume_options(tmp_path, "interrupted")
+    first = run_training(interrupted, make, stop_after_steps=6)  # last checkpoint: step 4
+    assert first["step"] == 6 and tf.train.latest_checkpoint(interrupted.model_dir).endswith("-4")
+    second = run_training(interrupted, make)
+    assert second["resumed"] and second["step"] == 12
+    assert_same_state(str(tmp_path / "straight"), interrupted.model_dir, 12)
+    # Started again once finished: nothing is trained or overwritten.
+    again = run_training(interrupted, make)
+    assert again == json.load(open(os.path.join(interrupted.model_dir, "train_summary.json")))
+    assert again["train_loss"] == second["train_loss"] and again["step"] == 12
+
+
+def test_kill_9_then_restart_matches_uninterrupted(tmp_path):
+    options = resume_options(tmp_path, "killed", train_steps=40, save_steps=10, log_steps=5,
+                             steps_per_loop=5)
+    command = [sys.executable, os.path.join(REPO, "runners", "train.py"),
+               f"--model_dir={options.model_dir}", f"--data_dir={options.data_dir}",
+               "--dataset=synthetic", "--per_host_train_bsz=4", "--learning_rate=1e-2",
+               "--warmup_steps=2", "--train_steps=40", "--steps_per_loop=5", "--log_steps=5",
+               "--save_steps=10", "--eval_steps=0", "--max_eval_batches=2",
+               "--dropout=0.0", "--dropatt=0.0"] + \
+              [f"--{k}={v}" for k, v in TINY.items()] + \
+              [f"--corpus_option={k}={v}" for k, v in SYNTHETIC.items()]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
+    process = subprocess.Popen(command, cwd=str(tmp_path), env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+    state_file = os.path.join(options.model_dir, "checkpoint")
+    deadline = time.time() + 240
+    while not os.path.exists(state_file) and process.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert process.returncode == -signal.SIGKILL, process.stderr.read().decode()[-2000:]
+    assert not os.path.exists(os.path.join(options.model_dir, "train_summary.json")), \
+        "the run ended before it was killed"
+    restarted = subprocess.run(command, cwd=str(tmp_path), env=env, capture_output=True,
+                               text=True, timeout=300)
+    assert restarted.returncode == 0, restarted.stderr[-3000:]
+    assert "resuming at step" in restarted.stdout
+
+    run_training(resume_options(tmp_path, "reference", train_steps=40, save_steps=10,
+                                log_steps=5, steps_per_loop=5), config_fn())
+    assert_same_state(str(tmp_path / "reference"), options.model_dir, 40, atol=1e-4)
+
+
+# ------------------------------------------------------------------------------------ errors
+def test_batch_not_divisible_by_replicas(tmp_path, two_cpu_devices):
+    strategy = tf.distribute.MirroredStrategy(two_cpu_devices)
+    options = resume_options(tmp_path, "odd", per_host_train_bsz=3)
+    with pytest.raises(TrainError, match="not divisible by the 2 replicas"):
+        run_training(options, config_fn(), strategy=strategy)
+
+
+def test_missing_records_name_the_prepare_command(tmp_path):
+    options = TrainOptions(model_dir=str(tmp_path / "m"), data_dir=str(tmp_path / "enwik8"),
+                           dataset="enwik8", per_host_train_bsz=4, download=False)
+    with pytest.raises(tf_records.DataError, match=r"runners/prepare_data\.py .*--tgt_len=16"):
+        run_training(options, config_fn())
+
+
+def test_unknown_flag_is_an_error(tmp_path):
+    result = subprocess.run([sys.executable, os.path.join(REPO, "runners", "train.py"),
+                             "--n_layers=3"], cwd=str(tmp_path), capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=REPO), timeout=120)
+    assert result.returncode != 0
+    assert "n_layers" in result.stderr
+
+
+def test_init_checkpoint_warm_starts_the_weights(short_run, tmp_path):
+    options, _ = short_run
+    warm = TrainOptions(model_dir=str(tmp_path / "warm"), data_dir=options.data_dir,
+                        dataset="builtin", corpus_options=options.corpus_options,
+                        per_host_train_bsz=8, learning_rate=1e-9, warmup_steps=0, train_steps=1,
+                        steps_per_loop=1, log_steps=1, save_steps=1, eval_steps=0,
+                        max_eval_batches=1, init_checkpoint=options.model_dir)
+    run_training(warm, config_fn())
+    source, started = final_weights(options.model_dir), final_weights(warm.model_dir)
+    model_names = [n for n in source if n.startswith("model/")]
+    assert model_names
+    for name in model_names:  # lr 1e-9: one step moves a weight by ~1e-9 at most
+        np.testing.assert_allclose(started[name], source[name], atol=1e-6, err_msg=name)
+    with pytest.raises(txl_tf.ConfigError, match="d_model"):
+        run_training(TrainOptions(**{**warm.__dict__, "model_dir": str(tmp_path / "w2")}),
+                     config_fn(d_model=48))
+
+
+def test_without_checkpoint_memory_resume_restarts_memory(tmp_path):
+    options = resume_options(tmp_path, "nomem", checkpoint_memory=False, train_steps=6,
+                             save_steps=2)
+    run_training(options, config_fn(), stop_after_steps=3)
+    assert not os.path.exists(os.path.join(options.model_dir, "memory"))
+    summary = run_training(options, config_fn())
+    assert summary["resumed"] and summary["step"] == 6

@@ -1,0 +1,74 @@
+"""Import a source checkpoint into a `TransformerXL` and write a txl-tf model directory.
+
+`import_tf1` and `import_huggingface` infer the configuration, build the model, assign every
+variable exactly once (`assignment.assign_all`) and check that every source variable was used or
+deliberately ignored (`SourceWeights.check_all_used`). `write_model_dir` saves the result with
+`txl_tf.save_model`, the vocabulary as text, and `import.json` recording where it came from.
+"""
+import json
+import os
+
+from txl_tf import TransformerXL, TransformerXLConfig, save_model
+
+from tf_records import vocab_export
+from txl_tf.convert import huggingface, tf1_checkpoint
+from txl_tf.convert.assignment import assign_all, model_variables
+from txl_tf.convert.errors import WeightImportError
+
+IMPORT_INFO_FILE = "import.json"
+
+
+def _build(fields, map_fn):
+    try:
+        config = TransformerXLConfig(**fields)
+    except ValueError as error:
+        raise WeightImportError(f"the inferred configuration is invalid: {error}") from None
+    model = TransformerXL(config)
+    names = set(model_variables(model))
+    assign_all(model, map_fn(config, names))
+    return model
+
+
+def import_tf1(checkpoint, run_settings=None, corpus_cutoffs=None):
+    """(model, report) from a TF1 checkpoint of the reference code."""
+    source = tf1_checkpoint.read_checkpoint(checkpoint)
+    fields = tf1_checkpoint.infer_config(source, run_settings, corpus_cutoffs)
+    model = _build(fields, lambda config, names: tf1_checkpoint.map_weights(source, config, names))
+    source.check_all_used()
+    report = {"source": "tf1", "path": os.path.abspath(checkpoint),
+              "ignored": source.ignored, "variables": len(source.names)}
+    return model, report
+
+
+def import_huggingface(input_dir, run_settings=None, cluster_order="tf",
+                       same_length_semantics="paper"):
+    """(model, report) from a Hugging Face TransfoXL directory."""
+    hf = huggingface.read_config(input_dir)
+    source, weight_file = huggingface.read_weights(input_dir)
+    fields = huggingface.infer_config(hf, run_settings, same_length_semantics)
+    model = _build(fields, lambda config, names: huggingface.map_weights(
+        source, hf, config, names, cluster_order=cluster_order))
+    source.check_all_used()
+    report = {"source": "huggingface", "path": os.path.abspath(input_dir),
+              "weight_file": weight_file, "cluster_order": cluster_order,
+              "same_length_semantics": same_length_semantics, "ignored": source.ignored,
+              "variables": len(source.names)}
+    return model, report
+
+
+def write_model_dir(model, model_dir, report, symbols=None, dataset=None):
+    """Save `model` (config.json + checkpoint), the vocabulary (if given) and import.json."""
+    if os.path.exists(os.path.join(model_dir, "checkpoint")):
+        raise WeightImportError(f"{model_dir} already holds a checkpoint; import into a new "
+                                "directory so that load_model cannot pick up another model.")
+    if symbols is not None:
+        vocab_export.write_vocabulary(model_dir, symbols, dataset=dataset,
+                                      cutoffs=model.config.cutoffs, n_token=model.config.n_token)
+    path = save_model(model, model_dir)
+    info = dict(report, checkpoint=os.path.basename(path))
+    tmp = os.path.join(model_dir, f".{IMPORT_INFO_FILE}.tmp")
+    with open(tmp, "w") as f:
+        json.dump(info, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, os.path.join(model_dir, IMPORT_INFO_FILE))
+    return path

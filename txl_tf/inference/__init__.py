@@ -1,0 +1,1 @@
+"""Inference: the one evaluation loop, generation, sampling and the serving module."""

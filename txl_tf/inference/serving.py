@@ -1,0 +1,435 @@
+"""`ServingModule`: the `tf.Module` that `runners/export.py` saves as a SavedModel.
+
+Signatures (L n_layer, D d_model fixed; B batch, Q length, M memory length dynamic):
+  score / serving_default:
+      tokens int32 [B, Q], mems float32 [L, B, M, D]
+      -> log_probs float32 [B, Q, V], mems float32 [L, B, min(mem_len, M + Q), D]
+  nll:  tokens int32 [B, Q], labels int32 [B, Q], mems [L, B, M, D]
+      -> nll float32 [B, Q] (nats), mems
+  init_mems: batch_size int32 [] -> mems float32 [L, B, mem_len, D] of zeros (the reference's
+      evaluation start; a client may also start from M = 0, i.e. no memory)
+  generate: prompt int32 [B, P], num_tokens int32 [], temperature float32 [], top_k int32 [],
+      top_p float32 [], seed int64 [] -> tokens int32 [B, num_tokens]
+  generate_text (text signatures, need tensorflow_text ops): text string [B] and the sampling
+      settings -> text string [B] (the continuation), prompt_tokens int32 [B]
+  score_text: text string [B] -> loss float32 [B] (nats per scored token), tokens int64 [B],
+      nll_sum float32 [B]; each text is scored as `evaluate.py --batch_size=1
+      --last_segment=pad` scores it (zero memory of mem_len, segments of tgt_len).
+The vocabulary file is an asset (assets/vocab.txt); `vocab_file` holds its path after loading.
+
+Every request is validated inside the graph before any work (InvalidArgumentError naming the
+problem): ids in [0, n_token) in every id input; mems of shape [L, B, M <= mem_len, D]; at least
+one token in tokens / prompt and at least 2 in a score_text text (one to predict from, one to
+predict); sampling settings (temperature finite and >= 0, top_k >= 0, 0 < top_p <= 1); and the
+export-time limits (`ServingLimits`, export.py --max_seq_len / --max_num_tokens /
+--max_text_bytes / --max_batch_size) that bound the work of one request.
+"""
+import dataclasses
+import os
+import tempfile
+
+import tensorflow as tf
+
+from txl_tf.inference import generation
+from txl_tf.inference import sampling
+
+
+@dataclasses.dataclass(frozen=True)
+class ServingLimits:
+    """Bounds on the work of one request, fixed at export time.
+
+    Attributes:
+      max_seq_len: longest tokens (score, nll) or prompt (generate) row, in tokens. score
+        returns log_probs float32 [B, Q, V]: 4 * Q * V bytes per row.
+      max_num_tokens: most tokens generate / generate_text produce per call.
+      max_text_bytes: longest text (UTF-8 bytes) of score_text / generate_text.
+      max_batch_size: most rows (B) of any request, and init_mems' batch_size.
+    """
+    max_seq_len: int = 512
+    max_num_tokens: int = 1024
+    max_text_bytes: int = 100_000
+    max_batch_size: int = 64
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            if int(getattr(self, field.name)) < 1:
+                raise ValueError(f"--{field.name} must be >= 1, got {getattr(self, field.name)}.")
+
+    def message(self, name, what) -> str:
+        """The error text of a request over the limit `name`."""
+        return (f"{what} exceeds {name}={getattr(self, name)}, a limit of this export "
+                f"(runners/export.py --{name}); send a smaller request or re-export with a "
+                f"larger --{name}.")
+
+# Python's str.isspace characters as an RE2 class (the word rule splits on them, as str.split).
+_PY_WS_CLASS = None
+
+
+def _py_whitespace_class():
+    global _PY_WS_CLASS
+    if _PY_WS_CLASS is None:
+        import sys
+        chars = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
+        _PY_WS_CLASS = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in chars) + "]"
+    return _PY_WS_CLASS
+
+
+class ServingModule(tf.Module):
+    """Wraps a `TransformerXL` (and optionally its vocabulary) for export.
+
+    Args:
+      model: the model (called with training=False).
+      mem_len, clamp_len, same_length, tgt_len: run settings of score / nll / score_text
+        (tgt_len: segment length of score_text).
+      gen_mem_len, gen_seg_len: memory and prompt segment length of the generate signatures
+        (same_length is off for generation).
+      model_vocab: a `tf_records.model_vocab.ModelVocab`, needed for the text signatures and to
+        ship the vocabulary asset; None for a vocabulary-less export.
+      text_signatures: build generate_text / score_text (tensorflow_text ops).
+      limits: a `ServingLimits` (default: its defaults).
+    """
+
+    def __init__(self, model, mem_len, clamp_len, same_length, tgt_len, gen_mem_len,
+                 gen_seg_len, model_vocab=None, text_signatures=True, limits=None):
+        super().__init__(name="txl_serving")
+        c = model.config
+        if c.attn_type != 0:
+            raise ValueError("export needs a Transformer-XL model with memory (attn_type=0).")
+        # The Keras model itself is not a dependency of the module: only the tf.Variables
+        # behind its weights are (see `_track_weights`).
+        object.__setattr__(self, "model", model)
+        self.weights = self._track_weights(model)
+        self.config = c
+        self.settings = (int(mem_len), int(clamp_len), bool(same_length))
+        self.tgt_len = int(tgt_len)
+        self.gen_settings = (int(gen_mem_len), int(clamp_len), False)
+        self.gen_seg_len = int(gen_seg_len)
+        self.text = bool(text_signatures)
+        object.__setattr__(self, "limits", limits or ServingLimits())
+        self.mv = model_vocab
+        if model_vocab is not None:
+            self.vocab_file = tf.saved_model.Asset(model_vocab.vocab_path)
+        if self.text:
+            if model_vocab is None:
+                raise ValueError("text signatures need the model's vocabulary.")
+            self._build_tables(model_vocab)
+        mems = tf.TensorSpec([c.n_layer, None, None, c.d_model], tf.float32, name="mems")
+        tokens = tf.TensorSpec([None, None], tf.int32, name="tokens")
+        self.score = tf.function(self._score, input_signature=[tokens, mems])
+        self.nll = tf.function(self._nll, input_signature=[
+            tokens, tf.TensorSpec([None, None], tf.int32, name="labels"), mems])
+        self.init_mems = tf.function(self._init_mems, input_signature=[
+            tf.TensorSpec([], tf.int32, name="batch_size")])
+        sampling_specs = [tf.TensorSpec([], tf.int32, name="num_tokens"),
+                          tf.TensorSpec([], tf.float32, name="temperature"),
+                          tf.TensorSpec([], tf.int32, name="top_k"),
+                          tf.TensorSpec([], tf.float32, name="top_p"),
+                          tf.TensorSpec([], tf.int64, name="seed")]
+        self.generate = tf.function(self._generate, input_signature=[
+            tf.TensorSpec([None, None], tf.int32, name="prompt")] + sampling_specs)
+        if self.text:
+            text = tf.TensorSpec([None], tf.string, name="text")
+            self.generate_text = tf.function(self._generate_text,
+                                             input_signature=[text] + sampling_specs)
+            self.score_text = tf.function(self._score_text, input_signature=[text])
+
+    @staticmethod
+    def _track_weights(model) -> dict:
+        """The tf.Variables that hold the model's weights, by Keras path.
+
+        The signatures read these tf.Variables (a Keras 3 variable wraps one). Saving the
+        Keras variables instead would write, for each, a second, differently named tf.Variable
+        that the SavedModel's restore op fills while the graph's functions still read the
+        original one, so the session-based loader (TF Serving, saved_model_cli) would run
+        them on uninitialised variables. Tracking the wrapped variables makes the restore op
+        fill exactly the variables the functions read, with one copy of each weight.
+
+        Returns:
+          {path: tf.Variable}, e.g. {"transformer_xl/r_r_bias": <tf.Variable [H, d_head]>}.
+        """
+        weights = {}
+        for variable in model.variables:
+            inner = getattr(variable, "value", variable)
+            if not isinstance(inner, tf.Variable):
+                raise TypeError(f"{variable.path} is not backed by a tf.Variable.")
+            weights[variable.path] = inner
+        return weights
+
+    def signatures(self) -> dict:
+        out = {"serving_default": self.score, "score": self.score, "nll": self.nll,
+               "init_mems": self.init_mems, "generate": self.generate}
+        if self.text:
+            out.update(generate_text=self.generate_text, score_text=self.score_text)
+        return out
+
+    # -- id-based --------------------------------------------------------------------------
+    @staticmethod
+    def _after(checks, *tensors):
+        """`tensors`, computed only once every op of `checks` has run."""
+        with tf.control_dependencies(checks):
+            out = tuple(tf.identity(t) for t in tensors)
+        return out if len(out) > 1 else out[0]
+
+    def _id_checks(self, ids, name):
+        n = self.config.n_token
+        return [tf.debugging.assert_non_negative(
+                    ids, message=f"{name} must be token ids >= 0 (vocabulary size {n})"),
+                tf.debugging.assert_less(
+                    ids, n, message=f"{name} must be token ids < {n}, the vocabulary size")]
+
+    def _batch_check(self, batch, name):
+        return tf.debugging.assert_less_equal(
+            batch, self.limits.max_batch_size,
+            message=self.limits.message("max_batch_size", f"the batch size of {name}"))
+
+    def _length_checks(self, tokens, name):
+        """tokens [B, Q]: B <= max_batch_size, 1 <= Q <= max_seq_len."""
+        length = tf.shape(tokens)[1]
+        return [self._batch_check(tf.shape(tokens)[0], name),
+                tf.debugging.assert_positive(
+                    length, message=f"{name} is empty: give at least one token per row"),
+                tf.debugging.assert_less_equal(
+                    length, self.limits.max_seq_len,
+                    message=self.limits.message("max_seq_len", f"the length of {name}"))]
+
+    def _check_mems(self, tokens, mems):
+        c = self.config
+        mem_len = self.settings[0]
+        shape = tf.shape(mems)
+        expected = tf.stack([c.n_layer, tf.shape(tokens)[0], shape[2], c.d_model])
+        checks = [
+            tf.debugging.assert_equal(
+                shape, expected,
+                message=f"mems must be float32 [n_layer={c.n_layer}, batch (that of tokens), "
+                        f"mem_len, d_model={c.d_model}]; start from init_mems(batch_size) or a "
+                        f"[{c.n_layer}, batch, 0, {c.d_model}] tensor and pass back the mems of "
+                        "the previous call. Got mems of shape", summarize=4),
+            tf.debugging.assert_less_equal(
+                shape[2], mem_len,
+                message=f"mems hold at most mem_len={mem_len} positions in this export (what "
+                        "init_mems and score return); got mems of length")]
+        return self._after(checks, mems)
+
+    def _score(self, tokens, mems):
+        tokens = self._after(self._length_checks(tokens, "tokens")
+                             + self._id_checks(tokens, "tokens"), tokens)
+        mems = self._check_mems(tokens, mems)
+        log_probs, new_mems = generation.model_step(self.model, tokens, mems, *self.settings)
+        return {"log_probs": log_probs, "mems": new_mems}
+
+    def _nll(self, tokens, labels, mems):
+        checks = (self._length_checks(tokens, "tokens") + self._id_checks(tokens, "tokens")
+                  + [tf.debugging.assert_equal(
+                        tf.shape(labels), tf.shape(tokens),
+                        message="labels must have the shape of tokens [batch, len]")]
+                  + self._id_checks(labels, "labels"))
+        tokens, labels = self._after(checks, tokens, labels)
+        mems = self._check_mems(tokens, mems)
+        out = self.model(tokens, mems=tf.unstack(mems, num=self.config.n_layer), labels=labels,
+                         training=False, mem_len=self.settings[0], clamp_len=self.settings[1],
+                         same_length=self.settings[2])
+        return {"nll": out["nll"], "mems": tf.stack(out["mems"])}
+
+    def _init_mems(self, batch_size):
+        c = self.config
+        batch_size = self._after([tf.debugging.assert_non_negative(
+            batch_size, message="batch_size must be >= 0"),
+            self._batch_check(batch_size, "init_mems")], batch_size)
+        return {"mems": tf.zeros([c.n_layer, batch_size, self.settings[0], c.d_model])}
+
+    def _generate_ids(self, prompt, num_tokens, temperature, top_k, top_p, seed):
+        checks = [
+            tf.debugging.assert_non_negative(num_tokens, message="num_tokens must be >= 0"),
+            tf.debugging.assert_less_equal(
+                num_tokens, self.limits.max_num_tokens,
+                message=self.limits.message("max_num_tokens", "num_tokens"))]
+        checks += sampling.setting_checks(temperature, top_k, top_p)
+        prompt = self._after(checks, prompt)
+        return generation.generate_ids(self.model, prompt, num_tokens, temperature, top_k,
+                                       top_p, seed, self.gen_seg_len, *self.gen_settings)
+
+    def _generate(self, prompt, num_tokens, temperature, top_k, top_p, seed):
+        prompt = self._after(self._length_checks(prompt, "prompt")
+                             + self._id_checks(prompt, "prompt"), prompt)
+        return {"tokens": self._generate_ids(prompt, num_tokens, temperature, top_k, top_p,
+                                             seed)}
+
+    # -- text ------------------------------------------------------------------------------
+    def _build_tables(self, mv):
+        level, rules, vocab = mv.level, mv.rules, mv.vocab
+        path = mv.vocab_path
+        if level == "char":
+            # vocab.txt escapes whitespace as \uXXXX; the graph reads a derived asset with one
+            # decimal code point per line instead.
+            # Removed with the module; tf.saved_model.save copies it into the export's assets.
+            object.__setattr__(self, "_asset_dir",
+                               tempfile.TemporaryDirectory(prefix="txl-export-"))
+            path = os.path.join(self._asset_dir.name, "vocab_codepoints.txt")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("".join(f"{ord(s)}\n" for s in vocab.symbols))
+            self.codepoint_file = tf.saved_model.Asset(path)
+        whole, number = tf.lookup.TextFileIndex.WHOLE_LINE, tf.lookup.TextFileIndex.LINE_NUMBER
+        self.symbol_to_id = tf.lookup.StaticHashTable(
+            tf.lookup.TextFileInitializer(path, tf.string, whole, tf.int64, number,
+                                          vocab_size=len(vocab)), default_value=-1)
+        self.id_to_symbol = tf.lookup.StaticHashTable(
+            tf.lookup.TextFileInitializer(path, tf.int64, number, tf.string, whole,
+                                          vocab_size=len(vocab)), default_value="")
+        self.level = level
+        self.lower_case = bool(rules.lower_case)
+        self.drop_bytes = [int(b) for b in rules.drop_bytes]
+        self.eos = rules.eos
+        self.double_eos = rules.double_eos
+        self.unk_id = vocab.unk_id
+
+    def _lookup(self, keys, shown):
+        """keys string [n] -> int32 ids [n]; unknown symbols map to unk or fail clearly."""
+        ids = self.symbol_to_id.lookup(keys)
+        unknown = ids < 0
+        if self.unk_id is not None:
+            ids = tf.where(unknown, tf.constant(self.unk_id, tf.int64), ids)
+        else:
+            check = tf.debugging.Assert(
+                tf.logical_not(tf.reduce_any(unknown)),
+                [f"the text has {self.level} symbols that are not in the model's vocabulary "
+                 "(and it has no unk symbol); remove them:", tf.boolean_mask(shown, unknown)],
+                summarize=20)
+            with tf.control_dependencies([check]):
+                ids = tf.identity(ids)
+        return tf.cast(ids, tf.int32)
+
+    def _text_to_ids(self, text, continuing):
+        """Scalar string -> int32 ids [n] with the corpus rules (tf_records.tokenize).
+
+        continuing: for a prompt, drop the end-of-line symbol of a last line that has no
+        newline (the continuation goes on with that line)."""
+        import tensorflow_text as tf_text
+
+        if self.level == "byte":
+            values = tf.cast(tf_text.ByteSplitter().split(text), tf.int32)
+            for b in self.drop_bytes:
+                values = tf.boolean_mask(values, values != b)
+            keys = tf.strings.as_string(values)
+            return self._lookup(keys, keys)
+        if self.level == "char":
+            if self.lower_case:
+                text = tf.strings.lower(text, encoding="utf-8")
+            points = tf_text.UnicodeCharTokenizer().tokenize(text)
+            return self._lookup(tf.strings.as_string(points),
+                                tf.strings.unicode_encode(points[:, None], "UTF-8"))
+        # word level: lines, strip, (lower), split on Python whitespace, end-of-line symbols.
+        ws = _py_whitespace_class()
+        text = tf.strings.regex_replace(text, "\r\n?", "\n")
+        lines = tf.strings.split(text, "\n")
+        lines = tf.cond(tf.equal(lines[-1], ""), lambda: lines[:-1], lambda: lines)
+        lines = tf.strings.regex_replace(lines, f"^{ws}+|{ws}+$", "")
+        if self.lower_case:
+            lines = tf.strings.lower(lines, encoding="utf-8")
+        words = tf_text.regex_split(lines, ws + "+")
+        rows = tf.shape(lines)[:1]
+        if self.double_eos:
+            mark = tf.RaggedTensor.from_tensor(tf.fill(tf.concat([rows, [1]], 0),
+                                                       self.double_eos))
+            words = tf.concat([mark, words, mark], axis=1)
+        elif self.eos:
+            mark = tf.RaggedTensor.from_tensor(tf.fill(tf.concat([rows, [1]], 0), self.eos))
+            words = tf.concat([words, mark], axis=1)
+        keys = words.flat_values
+        if continuing and (self.eos or self.double_eos):
+            ends_line = tf.strings.regex_full_match(text, "(?s).*\n")
+            drop = tf.logical_and(tf.logical_not(ends_line), tf.size(keys) > 0)
+            keys = keys[:tf.size(keys) - tf.cast(drop, tf.int32)]
+        return self._lookup(keys, keys)
+
+    def _ids_to_text(self, ids):
+        """int32 ids [n] -> scalar string (tf_records.tokenize.decode_ids)."""
+        symbols = self.id_to_symbol.lookup(tf.cast(ids, tf.int64))
+        if self.level == "byte":
+            values = tf.strings.to_number(symbols, tf.int32)
+            byte_strings = tf.constant([bytes([i]) for i in range(256)])
+            raw = tf.strings.reduce_join(tf.gather(byte_strings, values))
+            return tf.strings.unicode_transcode(raw, "UTF-8", "UTF-8", errors="replace")
+        if self.level == "char":
+            points = tf.strings.to_number(symbols, tf.int32)
+            return tf.strings.unicode_encode(points, "UTF-8")
+        eos = self.eos or ""
+        dbl = self.double_eos or ""
+        is_eos = tf.equal(symbols, eos) if self.eos else tf.zeros_like(symbols, tf.bool)
+        is_dbl = tf.equal(symbols, dbl) if self.double_eos else tf.zeros_like(symbols, tf.bool)
+        marker = is_eos | is_dbl
+        prev_marker = tf.concat([[True], marker[:-1]], axis=0)
+        pieces = tf.where(is_eos, "\n", symbols)
+        pieces = tf.where(is_dbl, tf.where(prev_marker, "", "\n"), pieces)
+        next_marker = tf.concat([marker[1:], [True]], axis=0)
+        seps = tf.where(marker | next_marker, "", " ")
+        return tf.strings.reduce_join(tf.strings.join([pieces, seps]))
+
+    def _text_checks(self, text):
+        return [self._batch_check(tf.size(text), "text"), tf.debugging.assert_less_equal(
+            tf.strings.length(text), self.limits.max_text_bytes,
+            message=self.limits.message("max_text_bytes", "the UTF-8 length of a text"))]
+
+    def _generate_text(self, text, num_tokens, temperature, top_k, top_p, seed):
+        text = self._after(self._text_checks(text), text)
+
+        def one(prompt_text):
+            ids = self._text_to_ids(prompt_text, continuing=True)
+            check = tf.debugging.assert_greater(
+                tf.size(ids), 0, message="the prompt has no tokens: give at least one symbol")
+            with tf.control_dependencies([check]):
+                generated = self._generate_ids(ids[None], num_tokens, temperature, top_k, top_p,
+                                               seed)[0]
+            prefix = self._ids_to_text(ids)
+            full = self._ids_to_text(tf.concat([ids, generated], 0))
+            start = tf.strings.length(prefix)
+            return (tf.strings.substr(full, start, tf.strings.length(full) - start),
+                    tf.size(ids))
+
+        continuation, count = tf.map_fn(
+            one, text, fn_output_signature=(tf.TensorSpec([], tf.string),
+                                            tf.TensorSpec([], tf.int32)))
+        return {"text": continuation, "prompt_tokens": count}
+
+    def _score_text(self, text):
+        c = self.config
+        seg = self.tgt_len
+        mem_len = self.settings[0]
+
+        text = self._after(self._text_checks(text), text)
+
+        def one(t):
+            ids = self._text_to_ids(t, continuing=False)
+            ids = self._after([tf.debugging.assert_greater_equal(
+                tf.size(ids), 2,
+                message="score_text needs texts of at least 2 tokens (the first token is only "
+                        "context; each later one is scored): got a text whose token count is")],
+                ids)
+            n = tf.size(ids) - 1
+            steps = (n + seg - 1) // seg
+            pad = steps * seg - n
+            inputs = tf.reshape(tf.pad(ids[:n], [[0, pad]]), [steps, 1, seg])
+            labels = tf.reshape(tf.pad(ids[1:n + 1], [[0, pad]], constant_values=-1),
+                                [steps, 1, seg])
+
+            def body(i, mems, total):
+                lab = labels[i]
+                valid = lab >= 0
+                out = self.model(inputs[i], mems=tf.unstack(mems, num=c.n_layer),
+                                 labels=tf.where(valid, lab, 0), training=False,
+                                 mem_len=mem_len, clamp_len=self.settings[1],
+                                 same_length=self.settings[2])
+                nll = tf.reduce_sum(tf.where(valid, out["nll"], 0.0))
+                return i + 1, tf.stack(out["mems"]), total + tf.cast(nll, tf.float64)
+
+            mems = tf.zeros([c.n_layer, 1, mem_len, c.d_model])
+            _, _, total = tf.while_loop(lambda i, *_: i < steps, body,
+                                        (tf.constant(0), mems, tf.constant(0.0, tf.float64)))
+            count = tf.cast(n, tf.int64)
+            loss = total / tf.cast(count, tf.float64)
+            return tf.cast(loss, tf.float32), count, tf.cast(total, tf.float32)
+
+        loss, count, total = tf.map_fn(
+            one, text, fn_output_signature=(tf.TensorSpec([], tf.float32),
+                                            tf.TensorSpec([], tf.int64),
+                                            tf.TensorSpec([], tf.float32)))
+        return {"loss": loss, "tokens": count, "nll_sum": total}

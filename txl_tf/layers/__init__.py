@@ -1,0 +1,1 @@
+"""The Keras 3 layers of Transformer-XL; `txl_tf` re-exports the public ones."""

@@ -1,0 +1,174 @@
+"""`TransformerXL`: the language model, with memory as explicit state.
+
+Size glossary: B batch, Q segment length, M memory length, K = M + Q, D d_model, V n_token,
+L n_layer. Every tensor is batch-major.
+
+The memory is never stored in the model. A call takes the memory of the previous segment
+(`mems`, one [B, M, D] tensor per layer, or None for none) and returns the new one, so the
+caller (a training loop's per-replica state, a serving client, a generator) owns it.
+"""
+import keras
+import tensorflow as tf
+
+from txl_tf.layers.adaptive_embedding import AdaptiveEmbedding
+from txl_tf.layers.adaptive_softmax import AdaptiveSoftmax
+from txl_tf.layers.attention_mask import attention_mask
+from txl_tf.config import ATTN_TYPE_RELATIVE, TransformerXLConfig
+from txl_tf.layers.dropout import ReplicaDropout
+from txl_tf.layers.initializers import main_initializer, projection_initializer
+from txl_tf.layers.memory import update_memory
+from txl_tf.layers.positional_encoding import RelativePositionalEncoding, sinusoid
+from txl_tf.layers.transformer_xl_block import TransformerXLBlock
+
+
+@keras.saving.register_keras_serializable(package="txl_tf")
+class TransformerXL(keras.Model):
+    """Transformer-XL language model (Dai et al., 2019), reference TF semantics.
+
+    Args:
+      config: a `TransformerXLConfig`.
+
+    Call arguments:
+      tokens: int [B, Q] input ids.
+      mems: list of L float tensors [B, M, D] (the previous call's "mems" or `init_mems`), or
+        None for no memory at all. M may differ from mem_len.
+      labels: int [B, Q] targets, or None. A negative label marks padding (e.g. the end of a
+        stream): its NLL is 0, so sum(nll) / count(labels >= 0) stays exact.
+      training: dropout on/off.
+      mem_len, clamp_len, same_length: override the config's run settings for this call
+        (e.g. a longer memory at evaluation). Python values, not tensors.
+
+    Returns:
+      dict with
+        "mems": list of L float32 [B, min(mem_len, M + Q), D], the input of each layer for the
+          last positions, under stop-gradient;
+        "nll": float32 [B, Q] per-token negative log-likelihood in nats (labels given), or
+        "log_probs": float32 [B, Q, V] (no labels).
+
+    Example:
+      >>> config = TransformerXLConfig(n_token=32, n_layer=2, d_model=16, n_head=2, d_head=8,
+      ...                              d_inner=32, tgt_len=8, mem_len=8)
+      >>> model = TransformerXL(config)
+      >>> mems = model.init_mems(batch_size=4)
+      >>> out = model(tf.zeros([4, 8], tf.int32), mems=mems, labels=tf.ones([4, 8], tf.int32))
+      >>> out["nll"].shape, len(out["mems"]), out["mems"][0].shape
+      (TensorShape([4, 8]), 2, TensorShape([4, 8, 16]))
+    """
+
+    def __init__(self, config: TransformerXLConfig, **kwargs):
+        if isinstance(config, dict):
+            config = TransformerXLConfig.from_dict(config)
+        super().__init__(**kwargs)
+        self.config = config
+        c = config
+        init = main_initializer(c.init, c.init_std, c.init_range)
+        proj_init = projection_initializer(c.init, c.proj_init_std, c.init_range)
+        self.relative = c.attn_type == ATTN_TYPE_RELATIVE
+        self.embedding = AdaptiveEmbedding(
+            c.n_token, c.d_embed, c.d_model, cutoffs=c.cutoffs, div_val=c.div_val,
+            proj_same_dim=c.proj_same_dim, embeddings_initializer=init,
+            projection_initializer=proj_init, dtype=self.dtype_policy, name="adaptive_embed")
+        self.positional_encoding = RelativePositionalEncoding(c.d_model, dtype="float32",
+                                                              name="pos_emb")
+        # Blocks are attributes layer_0 .. layer_{L-1} (tracked by tf.train.Checkpoint, unlike a
+        # Python list); `blocks` lists them.
+        for i in range(c.n_layer):
+            setattr(self, f"layer_{i}", TransformerXLBlock(
+                c.d_model, c.n_head, c.d_head, c.d_inner, dropout=c.dropout, dropatt=c.dropatt,
+                pre_lnorm=c.pre_lnorm, layer_norm_epsilon=c.layer_norm_epsilon,
+                kernel_initializer=init, relative=self.relative, dtype=self.dtype_policy,
+                name=f"layer_{i}"))
+        self.softmax = AdaptiveSoftmax(
+            c.n_token, c.d_embed, c.d_model, cutoffs=c.cutoffs, div_val=c.div_val,
+            proj_same_dim=c.proj_same_dim, tie_projs=c.tie_projs, embedding=self.embedding,
+            projection_initializer=proj_init, name="adaptive_softmax")
+        self.dropout = ReplicaDropout(c.dropout, dtype=self.dtype_policy)
+        self._bias_initializer = init
+        self.build()
+
+    def build(self, input_shape=None):
+        c = self.config
+        self.embedding.build()
+        for block in self.blocks:
+            block.build()
+        self.softmax.build()
+        if self.relative:
+            shape = (c.n_layer, c.n_head, c.d_head) if c.untie_r else (c.n_head, c.d_head)
+            self.r_w_bias = self.add_weight(name="r_w_bias", shape=shape,
+                                            initializer=self._bias_initializer)
+            self.r_r_bias = self.add_weight(name="r_r_bias", shape=shape,
+                                            initializer=self._bias_initializer)
+        self.built = True
+
+    @property
+    def blocks(self):
+        """The L `TransformerXLBlock`s, bottom first."""
+        return [getattr(self, f"layer_{i}") for i in range(self.config.n_layer)]
+
+    # ------------------------------------------------------------------------------------------
+    def init_mems(self, batch_size, mem_len=None):
+        """L zero memories float32 [batch_size, mem_len, D]: zeros that are attended to, as the
+        reference TF code starts every stream. The vanilla Transformer has none: []."""
+        mem_len = self.config.mem_len if mem_len is None else mem_len
+        if not self.relative:
+            return []
+        return [tf.zeros([batch_size, mem_len, self.config.d_model], tf.float32)
+                for _ in range(self.config.n_layer)]
+
+    def call(self, tokens, mems=None, labels=None, training=False, mem_len=None,
+             clamp_len=None, same_length=None):
+        c = self.config
+        mem_len = c.mem_len if mem_len is None else mem_len
+        clamp_len = c.clamp_len if clamp_len is None else clamp_len
+        same_length = c.same_length if same_length is None else same_length
+        if not self.relative:
+            mems = None
+        if mems is not None and len(mems) != c.n_layer:
+            raise ValueError(f"mems must hold one tensor per layer ({c.n_layer}), got "
+                             f"{len(mems)}; start from model.init_mems(batch_size) or None.")
+
+        tokens = tf.convert_to_tensor(tokens)
+        qlen = tf.shape(tokens)[1]
+        mlen = 0 if mems is None else tf.shape(mems[0])[1]
+        klen = mlen + qlen
+
+        word_emb = self.embedding(tokens)  # [B, Q, D]
+        allowed = attention_mask(qlen, mlen, same_length)  # [Q, K]
+        if self.relative:
+            pos_emb = self.dropout(
+                tf.cast(self.positional_encoding(klen, clamp_len=clamp_len), self.compute_dtype),
+                training=training)  # [K, D]
+            h = self.dropout(word_emb, training=training)
+        else:
+            absolute = sinusoid(tf.range(qlen, dtype=tf.float32), c.d_model)  # [Q, D]
+            pos_emb = None
+            h = self.dropout(word_emb + tf.cast(absolute, word_emb.dtype), training=training)
+
+        new_mems = []
+        for i, block in enumerate(self.blocks):
+            mem = None if mems is None else mems[i]
+            if self.relative:
+                new_mems.append(update_memory(mem, h, mem_len))
+                u = self.r_w_bias[i] if c.untie_r else self.r_w_bias
+                v = self.r_r_bias[i] if c.untie_r else self.r_r_bias
+            else:
+                u = v = None
+            h = block(h, mem=mem, pos_emb=pos_emb, r_w_bias=u, r_r_bias=v, allowed=allowed,
+                      training=training)
+        h = self.dropout(h, training=training)
+
+        out = {"mems": new_mems}
+        if labels is not None:
+            out["nll"] = self.softmax(h, labels=labels)
+        else:
+            out["log_probs"] = self.softmax(h)
+        return out
+
+    # ------------------------------------------------------------------------------------------
+    def get_config(self):
+        return {"config": self.config.to_dict(), "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(TransformerXLConfig.from_dict(config.pop("config")), **config)

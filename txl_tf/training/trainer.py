@@ -1,0 +1,277 @@
+"""`Trainer`: the compiled multi-step training loop and the evaluation loop of txl-tf.
+
+Glossary: B per-replica batch, Q tgt_len, M mem_len, D d_model, L n_layer, R replicas.
+
+Design:
+  * One code path for every strategy: the model, optimizer and step counter live under
+    `strategy.scope()`; batches come from a distributed iterator (`distribute_datasets_from_function`)
+    and each step runs in `strategy.run`.
+  * Memory: per-replica state owned by the caller. `train(iterator, mems, n)` runs n steps inside
+    one `tf.function` (a `tf.while_loop`), carries the memory from step to step as loop variables,
+    and returns the memory of the last step; the caller hands it back in at the next call. Nothing
+    ever resets it (not a loop boundary, an evaluation or a checkpoint). `memory_to_host` /
+    `memory_from_host` convert it to / from numpy arrays [per_host_batch, M, D] (local replicas
+    concatenated in replica order) for checkpoints.
+  * Loss: every replica sums the NLL of its target tokens (labels >= 0) and divides by the total
+    number of target tokens of all replicas, so the sum over replicas of the replica losses is the
+    global token-weighted mean NLL and the sum of their gradients is its gradient.
+  * Gradients: each replica's gradients are summed across replicas once (`all_reduce` SUM in
+    replica context), the global norm of that sum is clipped to `clip`, and `PreReducedAdam`
+    applies them without reducing again. With `grad_accum_steps = k` each replica splits its B
+    streams into k chunks of B/k streams (each with its own memory rows), accumulates their
+    gradients, then reduces and applies once: the same update as the full batch.
+  * mixed_float16: dynamic loss scaling (x2 every `growth_interval` finite steps, /2 and the update
+    skipped on non-finite gradients); the scale is a checkpointed variable.
+"""
+import dataclasses
+from typing import List, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+SUM = tf.distribute.ReduceOp.SUM
+
+
+@dataclasses.dataclass
+class LoopStats:
+    """What one call of `Trainer.train` or `Trainer.evaluate` measured (host numbers)."""
+    steps: int
+    nll_sum: float      # summed NLL (nats) over all target tokens of all replicas
+    tokens: float       # number of target tokens of all replicas
+    grad_norm_sum: float = 0.0  # sum over steps of the pre-clip global gradient norm
+    last_grad_norm: float = 0.0
+    skipped_steps: int = 0      # mixed_float16 steps skipped for non-finite gradients
+
+    @property
+    def loss(self) -> float:
+        return self.nll_sum / max(self.tokens, 1.0)
+
+
+class Trainer:
+    """Training and evaluation steps of a `TransformerXL` under a `tf.distribute.Strategy`.
+
+    Args:
+      model, optimizer: created under `strategy.scope()`; the optimizer must take already
+        all-reduced gradients (`txl_tf.training.optimizer.PreReducedAdam`).
+      strategy: the distribution strategy.
+      clip: max global norm of the reduced gradient (<= 0: no clipping).
+      grad_accum_steps: chunks per replica batch whose gradients are accumulated (divides B).
+      loss_scaling: dynamic loss scaling (for mixed_float16).
+      initial_loss_scale, growth_interval: loss scaling settings.
+
+    The `step` variable (int64, under the strategy) counts applied training steps.
+    """
+
+    def __init__(self, model, optimizer, strategy: tf.distribute.Strategy, clip: float = 0.25,
+                 grad_accum_steps: int = 1, loss_scaling: bool = False,
+                 initial_loss_scale: float = 2.0 ** 15, growth_interval: int = 2000):
+        if grad_accum_steps < 1:
+            raise ValueError(f"grad_accum_steps must be >= 1, got {grad_accum_steps}.")
+        self.model = model
+        self.optimizer = optimizer
+        self.strategy = strategy
+        self.clip = float(clip)
+        self.grad_accum_steps = int(grad_accum_steps)
+        self.loss_scaling = bool(loss_scaling)
+        self.growth_interval = int(growth_interval)
+        with strategy.scope():
+            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+            agg = dict(synchronization=tf.VariableSynchronization.ON_WRITE,
+                       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+            self.loss_scale = tf.Variable(initial_loss_scale, dtype=tf.float32,
+                                          trainable=False, name="loss_scale", **agg)
+            self.good_steps = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                          name="good_steps", **agg)
+            if not optimizer.built:
+                optimizer.build(model.trainable_variables)
+        self._train_fn = tf.function(self._train_loop)
+        self._eval_fn = tf.function(self._eval_loop)
+
+    # ---------------------------------------------------------------------------------- memory
+    @property
+    def num_local_replicas(self) -> int:
+        try:
+            return len(self.strategy.extended.worker_devices)
+        except RuntimeError:  # the default strategy: one replica
+            return 1
+
+    def init_memory(self, per_replica_batch: int, mem_len: Optional[int] = None):
+        """Zero memory on every replica: distributed L x [B, M, D]."""
+        return self.strategy.experimental_distribute_values_from_function(
+            lambda ctx: self.model.init_mems(per_replica_batch, mem_len))
+
+    def memory_to_host(self, mems) -> List[np.ndarray]:
+        """L numpy arrays [local_replicas * B, M, D]: local replicas' memory in replica order."""
+        return [np.concatenate([t.numpy() for t in self.strategy.experimental_local_results(m)],
+                               axis=0) for m in mems]
+
+    def memory_from_host(self, arrays: Sequence[np.ndarray]):
+        """Inverse of `memory_to_host`: row block r of each array goes to local replica r."""
+        n = self.num_local_replicas
+        arrays = [np.asarray(a, np.float32) for a in arrays]
+        for a in arrays:
+            if a.shape[0] % n:
+                raise ValueError(f"memory of {a.shape[0]} rows cannot be split over {n} local "
+                                 "replicas.")
+
+        def value_fn(ctx):
+            local = ctx.replica_id_in_sync_group % n
+            rows = arrays[0].shape[0] // n if arrays else 0
+            return [tf.constant(a[local * rows:(local + 1) * rows]) for a in arrays]
+
+        return self.strategy.experimental_distribute_values_from_function(value_fn)
+
+    # ----------------------------------------------------------------------------------- steps
+    def _forward(self, inputs, labels, mems, training):
+        mask = tf.cast(labels >= 0, tf.float32)
+        out = self.model(inputs, mems=mems, labels=tf.maximum(labels, 0), training=training)
+        nll_sum = tf.reduce_sum(tf.cast(out["nll"], tf.float32) * mask)
+        return out["mems"], nll_sum
+
+    def _replica_train_step(self, batch, mems):
+        ctx = tf.distribute.get_replica_context()
+        inputs, labels = batch["inputs"], batch["labels"]
+        local_tokens = tf.reduce_sum(tf.cast(labels >= 0, tf.float32))
+        global_tokens = tf.maximum(ctx.all_reduce(SUM, local_tokens), 1.0)
+        variables = self.model.trainable_variables
+        k = self.grad_accum_steps
+        batch_size = inputs.shape[0]
+        if batch_size is not None and batch_size % k:
+            raise ValueError(f"grad_accum_steps={k} must divide the per-replica batch "
+                             f"({batch_size}).")
+        chunk = (batch_size or tf.shape(inputs)[0]) // k
+        grads, nll_total, chunk_mems = None, 0.0, []
+        for i in range(k):
+            rows = slice(i * chunk, (i + 1) * chunk)
+            part_mems = None if mems is None else [m[rows] for m in mems]
+            with tf.GradientTape() as tape:
+                new_mems, nll_sum = self._forward(inputs[rows], labels[rows], part_mems, True)
+                loss = nll_sum / global_tokens
+                if self.loss_scaling:
+                    loss = loss * self.loss_scale
+            part = [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)]
+            grads = part if grads is None else [a + b for a, b in zip(grads, part)]
+            nll_total += nll_sum
+            chunk_mems.append(new_mems)
+        new_mems = chunk_mems[0] if k == 1 else [tf.concat(list(ms), 0)
+                                                 for ms in zip(*chunk_mems)]
+        grads = ctx.all_reduce(SUM, grads)
+        if self.loss_scaling:
+            grads = [g / self.loss_scale for g in grads]
+        norm = tf.linalg.global_norm(grads)
+        if self.clip > 0:
+            grads, _ = tf.clip_by_global_norm(grads, self.clip, use_norm=norm)
+        if self.loss_scaling:
+            finite = tf.math.is_finite(norm)
+            self._update_loss_scale(finite)
+            applied = self._apply_if_finite(grads, variables, finite)
+            skipped = tf.cast(1 - applied, tf.float32)
+        else:
+            self._apply(grads, variables)
+            skipped = tf.constant(0.0, tf.float32)
+        return new_mems, nll_total, local_tokens, norm, skipped
+
+    def _apply(self, grads, variables):
+        self.optimizer.apply(grads, variables)
+        return tf.constant(1, tf.int64)
+
+    def _apply_if_finite(self, grads, variables, finite):
+        """Apply only when the (identical on every replica) reduced gradient is finite. A
+        strategy that synchronises through merge_call (MirroredStrategy) cannot have it inside
+        a cond in replica context, so the cond then runs in cross-replica context."""
+        skip = lambda: tf.constant(0, tf.int64)  # noqa: E731
+        if tf.__internal__.distribute.strategy_supports_no_merge_call():
+            return tf.cond(finite, lambda: self._apply(grads, variables), skip)
+
+        def cross_replica(distribution, grads, finite):
+            first = distribution.experimental_local_results(finite)[0]
+
+            def apply():
+                distribution.extended.call_for_each_replica(self._apply, args=(grads, variables))
+                return tf.constant(1, tf.int64)
+            return tf.cond(first, apply, skip)
+
+        return tf.distribute.get_replica_context().merge_call(cross_replica, args=(grads, finite))
+
+    def _update_loss_scale(self, finite):
+        grow = tf.logical_and(finite, self.good_steps + 1 >= self.growth_interval)
+        new_scale = tf.where(finite, tf.where(grow, self.loss_scale * 2.0, self.loss_scale),
+                             tf.maximum(self.loss_scale / 2.0, 1.0))
+        new_good = tf.where(tf.logical_and(finite, tf.logical_not(grow)), self.good_steps + 1,
+                            tf.constant(0, tf.int64))
+        self.loss_scale.assign(new_scale)
+        self.good_steps.assign(new_good)
+
+    def _as_run_output(self, mems):
+        """`mems` in the structure that `strategy.run` returns, as a loop variable must keep
+        its structure: with one local replica, MultiWorkerMirroredStrategy returns plain tensors
+        where `experimental_distribute_values_from_function` gives one-component PerReplica
+        values."""
+        return self.strategy.run(lambda m: [tf.identity(x) for x in m], args=(mems,))
+
+    def _train_loop(self, iterator, mems, num_steps):
+        strategy = self.strategy
+        nll = tf.constant(0.0, tf.float32)
+        tokens = tf.constant(0.0, tf.float32)
+        norm_sum = tf.constant(0.0, tf.float32)
+        last_norm = tf.constant(0.0, tf.float32)
+        skipped = tf.constant(0, tf.int64)
+        mems = self._as_run_output(mems)
+        for _ in tf.range(num_steps):
+            mems, step_nll, step_tokens, norm, step_skipped = strategy.run(
+                self._replica_train_step, args=(next(iterator), mems))
+            nll += strategy.reduce(SUM, step_nll, axis=None)
+            tokens += strategy.reduce(SUM, step_tokens, axis=None)
+            # Every replica holds the same reduced norm and skip flag: take them, not the sum.
+            last_norm = strategy.reduce(tf.distribute.ReduceOp.MEAN, norm, axis=None)
+            norm_sum += last_norm
+            skipped += tf.cast(strategy.reduce(tf.distribute.ReduceOp.MEAN, step_skipped,
+                                               axis=None), tf.int64)
+            self.step.assign_add(1)
+        return mems, nll, tokens, norm_sum, last_norm, skipped
+
+    def train(self, iterator, mems, num_steps: int):
+        """Run `num_steps` training steps in one compiled loop.
+
+        Args:
+          iterator: iterator over the distributed training dataset ({"inputs","labels"} int32
+            [B, Q] per replica).
+          mems: distributed memory (`init_memory`, `memory_from_host` or the previous call's).
+        Returns:
+          (mems after the last step, LoopStats).
+        """
+        mems, nll, tokens, norm_sum, last_norm, skipped = self._train_fn(
+            iterator, mems, tf.constant(num_steps, tf.int32))
+        return mems, LoopStats(steps=int(num_steps), nll_sum=float(nll), tokens=float(tokens),
+                               grad_norm_sum=float(norm_sum), last_grad_norm=float(last_norm),
+                               skipped_steps=int(skipped))
+
+    # ------------------------------------------------------------------------------ evaluation
+    def _replica_eval_step(self, batch, mems):
+        new_mems, nll_sum = self._forward(batch["inputs"], batch["labels"], mems, False)
+        return new_mems, nll_sum, tf.reduce_sum(tf.cast(batch["labels"] >= 0, tf.float32))
+
+    def _eval_loop(self, iterator, mems, num_steps):
+        strategy = self.strategy
+        nll = tf.constant(0.0, tf.float32)
+        tokens = tf.constant(0.0, tf.float32)
+        steps = tf.constant(0, tf.int32)
+        mems = self._as_run_output(mems)
+        for _ in tf.range(num_steps):
+            optional = iterator.get_next_as_optional()
+            if not optional.has_value():
+                break
+            mems, step_nll, step_tokens = strategy.run(
+                self._replica_eval_step, args=(optional.get_value(), mems))
+            nll += strategy.reduce(SUM, step_nll, axis=None)
+            tokens += strategy.reduce(SUM, step_tokens, axis=None)
+            steps += 1
+        return nll, tokens, steps
+
+    def evaluate(self, iterator, per_replica_batch: int, num_steps: int = -1) -> LoopStats:
+        """Token-weighted NLL over `num_steps` steps (-1: until the iterator ends), starting
+        from zero memory (the training memory is not touched). Dropout is off."""
+        mems = self.init_memory(per_replica_batch)
+        limit = np.iinfo(np.int32).max if num_steps < 0 else num_steps
+        nll, tokens, steps = self._eval_fn(iterator, mems, tf.constant(limit, tf.int32))
+        return LoopStats(steps=int(steps), nll_sum=float(nll), tokens=float(tokens))
