@@ -206,7 +206,7 @@ def format_recl_table(names: Sequence[str], table: Dict[float, Recl]) -> str:
       xl            >=96     64     32
     """
     width = max([len("model")] + [len(n) for n in names])
-    header = f"{'model':<{width}}" + "".join(f"  {f'r={r:g}':>7}" for r in table)
+    header = f"{'model':<{width}}" + "".join(f"  {f'r={r}':>7}" for r in table)
     lines = [header]
     for i, name in enumerate(names):
         cells = [(">=" if result.censored[i] else "") + str(int(result.lengths[i]))
