@@ -163,8 +163,22 @@ def _window_arrays(tokens: np.ndarray, starts: np.ndarray, length: int):
     return np.maximum(values[:, :-1], 0).astype(np.int32), values[:, 1:].astype(np.int32)
 
 
-class _WindowReader:
-    """Per-token NLL of batches of windows read under a `ContextRegime` (one trace per model)."""
+class WindowReader:
+    """Per-token NLL of batches of windows, each read from scratch under a `ContextRegime`.
+
+    Keep one reader per (model, regime) to score several streams: the model is traced once.
+
+    Args:
+      model: a `TransformerXL` (called with training=False).
+      regime: how the model reads a window.
+
+    Call arguments:
+      inputs, labels: int32 [B, W] windows and their next tokens (label -1: not scored).
+
+    Returns:
+      float32 [B, W]: position k holds -log P(labels[:, k] | inputs[:, 0..k]) (0 where the label
+      is -1).
+    """
 
     def __init__(self, model, regime: ContextRegime):
         self.model, self.regime = model, regime
@@ -181,7 +195,6 @@ class _WindowReader:
         return out["nll"], tuple(out["mems"])
 
     def __call__(self, inputs: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """inputs, labels int32 [B, W] -> float32 [B, W] NLL (0 where the label is -1)."""
         if not self.regime.recurrent:
             return self._window(inputs, labels)[0].numpy()
         q = self.regime.segment_len
@@ -196,7 +209,7 @@ class _WindowReader:
 
 def context_losses(model, tokens, positions, context_lengths: Sequence[int],
                    regime: Optional[ContextRegime] = None, batch_tokens: int = 8192,
-                   progress: bool = False) -> np.ndarray:
+                   progress: bool = False, reader: Optional[WindowReader] = None) -> np.ndarray:
     """l(c, t) for every context length c and scored position t, each with exactly c tokens.
 
     Args:
@@ -208,6 +221,7 @@ def context_losses(model, tokens, positions, context_lengths: Sequence[int],
       batch_tokens: at most this many window positions per model call (B * W), at least one
         window per call.
       progress: show a `keras.utils.Progbar` of the windows read.
+      reader: a `WindowReader` of this model to reuse, with its regime (None: a new one).
 
     Returns:
       float32 [C, T]: row k holds -log P(x_t | x_{t-1}, ..., x_{t-c_k}) in nats.
@@ -215,6 +229,11 @@ def context_losses(model, tokens, positions, context_lengths: Sequence[int],
     Raises:
       ContextLossError: bad tokens, positions, context lengths or regime (one line).
     """
+    if reader is not None:
+        if regime is not None and regime != reader.regime:
+            raise ContextLossError(f"the reader reads with {reader.regime}, not {regime}; "
+                                   "pass one of them.")
+        regime = reader.regime
     regime = default_regime(model.config) if regime is None else regime
     tokens, positions, contexts = _check(model, tokens, positions, context_lengths, regime)
     starts = (positions[None, :] - contexts[:, None]).reshape(-1)  # [C * T]
@@ -223,7 +242,7 @@ def context_losses(model, tokens, positions, context_lengths: Sequence[int],
     needed = np.zeros(windows.size, np.int64)
     np.maximum.at(needed, which, offsets + 1)
     losses = np.zeros(starts.size, np.float32)
-    reader = _WindowReader(model, regime)
+    reader = reader or WindowReader(model, regime)
     bar = keras.utils.Progbar(windows.size, unit_name="window") if progress else None
     done = 0
     for batch in _window_batches(needed, batch_tokens):
@@ -240,6 +259,8 @@ def context_losses(model, tokens, positions, context_lengths: Sequence[int],
 
 
 def losses_at_context(model, tokens, positions, context_length: int,
-                      regime: Optional[ContextRegime] = None, batch_tokens: int = 8192):
+                      regime: Optional[ContextRegime] = None, batch_tokens: int = 8192,
+                      reader: Optional[WindowReader] = None) -> np.ndarray:
     """float32 [T] l(c, t) at one context length c; see `context_losses`."""
-    return context_losses(model, tokens, positions, [context_length], regime, batch_tokens)[0]
+    return context_losses(model, tokens, positions, [context_length], regime, batch_tokens,
+                          reader=reader)[0]
