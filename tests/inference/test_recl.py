@@ -28,11 +28,11 @@ def strong_and_weak_group():
     over T(c), and g_X(c, c') = 1 - exp(-D). Token 0 stays the hardest, tokens 1-4 the next, so
     T(c) = {0} at r = 0.1, {0, 1, 2, 3, 4} at r = 0.5, all ten at r = 1.0.
 
-      step        r = 0.1                  r = 0.5                       r = 1.0
-      c_0->c_1    D=0.5,   g=0.393 go on   D=0.9/5=0.18, g=0.165 go on   D=1.4/10=0.14, g=0.131 go on
-      c_1->c_2    D=0.08,  g=0.077 go on   D=0.016,  g=0.0159 go on      D=0.008, g=0.00797 STOP
-      c_2->c_3    D=0.04,  g=0.039 go on   D=0.008,  g=0.00797 STOP
-      c_3->c_4    D=0.005, g=0.00499 STOP
+      step       r = 0.1                 r = 0.5                      r = 1.0
+      c_0->c_1   D=0.5, g=0.393 go on    D=0.9/5=0.18, g=0.165 go on  D=1.4/10=0.14, g=0.131 go on
+      c_1->c_2   D=0.08, g=0.077 go on   D=0.016, g=0.0159 go on      D=0.008, g=0.00797 STOP
+      c_2->c_3   D=0.04, g=0.039 go on   D=0.008, g=0.00797 STOP
+      c_3->c_4   D=0.005, g=0.00499 STOP
     RECL of X: 400 at r = 0.1, 300 at r = 0.5, 200 at r = 1.0.
 
     For Y, l_Y(c', t) >= b(c, t) + 1 > b(c, t), so f_Y(c, c') = mean b(c, t) = f_Y(c, c): its gain

@@ -6,7 +6,7 @@ context lengths c: the input of the RECL metric (`txl_tf.inference.recl`).
 How exactly c is achieved: l(c, t) is the loss the model gives x_t when the text starts at x_{t-c}.
 Every scored token gets its own window, the c tokens x_{t-c} .. x_{t-1}, read from scratch in the
 model's own way (a `ContextRegime`); nothing computed from an earlier token enters, so a token at
-distance c + 1 cannot change the loss and the one at distance c can. The kinds of model:
+distance c + 1 cannot change the loss. The kinds of model:
   * with memory (`recurrent_regime`): the window is read from its first token in segments of Q
     with the memory carried from segment to segment, starting from zeros that are attended to,
     exactly as `evaluate.py` reads a split (mem_len, clamp_len and same_length included). The
@@ -16,6 +16,9 @@ distance c + 1 cannot change the loss and the one at distance c can. The kinds o
     c tokens without memory (the sliding window of a vanilla Transformer; absolute positions
     0 .. c-1; relative distances up to c-1, clipped by clamp_len).
 Any attn_type is read through the `TransformerXL` call contract, so new encodings plug in.
+The token at distance c changes the loss only if the model can reach that far: with memory and
+same_length every layer looks M tokens back, so L layers reach L * M tokens; a longer c measures
+a model that cannot use the extra tokens, which is what RECL is meant to detect.
 
 Cost: causality makes one window serve every context length: the window starting at s, read
 once up to its longest needed length, gives at its position c - 1 the loss of x_{s+c} with
