@@ -138,7 +138,7 @@ def test_batching_does_not_change_the_losses():
     reader = cl.WindowReader(model, regime)
     one = cl.context_losses(model, tokens, positions, [2, 5, 11], batch_tokens=1, reader=reader)
     many = cl.context_losses(model, tokens, positions, [2, 5, 11], batch_tokens=10_000,
-                             reader=reader)
+                             reader=reader, progress=True)
     np.testing.assert_allclose(one, many, rtol=1e-6, atol=1e-6)
 
 
@@ -149,6 +149,8 @@ def test_default_regime_and_scored_positions():
     assert cl.scored_positions(10, [4, 8]).tolist() == [8, 9]
     with pytest.raises(ContextLossError, match="at least 9 are needed"):
         cl.scored_positions(8, [4, 8])
+    with pytest.raises(ContextLossError, match="scored tokens must be >= 1"):
+        cl.scored_positions(20, [4, 8], 0)
 
 
 @pytest.mark.parametrize("call, message", [

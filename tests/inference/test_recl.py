@@ -131,6 +131,14 @@ def test_bad_input_is_one_clear_error(losses, contexts, ratio, message):
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
+def test_the_grid_can_be_checked_before_any_loss_is_computed():
+    assert recl.check_context_lengths([64, 128, 192]).tolist() == [64, 128, 192]
+    with pytest.raises(ReclInputError, match="evenly spaced"):
+        recl.check_context_lengths([64, 128, 256])
+    with pytest.raises(ReclInputError, match="at least two context lengths"):
+        recl.check_context_lengths([64])
+
+
 def test_rows_and_text_table():
     a = np.array([[2.0] * 4, [1.5] * 4, [1.0] * 4])
     b = np.array([[3.0] * 4, [2.5] * 4, [2.2] * 4])

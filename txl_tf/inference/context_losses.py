@@ -103,8 +103,10 @@ def scored_positions(stream_length: int, context_lengths: Sequence[int],
       int64 [T].
 
     Raises:
-      ContextLossError: the stream has no token with max(c) tokens before it.
+      ContextLossError: num_tokens < 1, or the stream has no token with max(c) tokens before it.
     """
+    if num_tokens is not None and num_tokens < 1:
+        raise ContextLossError(f"the number of scored tokens must be >= 1, got {num_tokens}.")
     first = int(max(context_lengths))
     available = stream_length - first
     if available < 1:

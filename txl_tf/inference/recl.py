@@ -50,26 +50,18 @@ class Recl:
     censored: np.ndarray
 
 
-def check_inputs(losses, context_lengths) -> tuple:
-    """Validated (float64 [N, C, T] losses, int64 [C] context lengths).
+def check_context_lengths(context_lengths) -> np.ndarray:
+    """The grid as int64 [C]; call it before computing losses to fail early.
 
     Raises:
-      ReclInputError: not [N, C, T] with N, T >= 1; C != len(context_lengths); fewer than two
-        context lengths; context lengths not positive, increasing and evenly spaced; a loss
-        that is not finite.
+      ReclInputError: fewer than two lengths, or not positive, increasing, evenly spaced
+        integers.
     """
-    losses = np.asarray(losses, np.float64)
     contexts = np.asarray(context_lengths)
-    if losses.ndim != 3 or 0 in losses.shape:
+    if contexts.ndim != 1 or contexts.size < 2:
         raise ReclInputError(
-            f"losses must be a non-empty [models, contexts, tokens] array, got shape "
-            f"{losses.shape}.")
-    if contexts.ndim != 1 or contexts.size != losses.shape[1]:
-        raise ReclInputError(
-            f"losses hold {losses.shape[1]} context lengths (axis 1) but {contexts.size} "
-            "context lengths were given; pass one length per row of axis 1.")
-    if contexts.size < 2:
-        raise ReclInputError("RECL needs at least two context lengths (c and c + Delta).")
+            f"RECL needs at least two context lengths (c and c + Delta), got "
+            f"{contexts.tolist()}.")
     if not np.issubdtype(contexts.dtype, np.integer):
         raise ReclInputError(f"context lengths must be integers, got {contexts.tolist()}.")
     steps = np.diff(contexts)
@@ -77,9 +69,30 @@ def check_inputs(losses, context_lengths) -> tuple:
         raise ReclInputError(
             f"context lengths must be positive, increasing and evenly spaced (c_0, c_0 + Delta, "
             f"c_0 + 2 Delta, ...), got {contexts.tolist()}.")
+    return contexts.astype(np.int64)
+
+
+def check_inputs(losses, context_lengths) -> tuple:
+    """Validated (float64 [N, C, T] losses, int64 [C] context lengths).
+
+    Raises:
+      ReclInputError: not [N, C, T] with N, T >= 1; C != len(context_lengths); a bad grid (see
+        `check_context_lengths`); a loss that is not finite.
+    """
+    losses = np.asarray(losses, np.float64)
+    if losses.ndim != 3 or 0 in losses.shape:
+        raise ReclInputError(
+            f"losses must be a non-empty [models, contexts, tokens] array, got shape "
+            f"{losses.shape}.")
+    count = np.size(context_lengths)
+    if count != losses.shape[1]:
+        raise ReclInputError(
+            f"losses hold {losses.shape[1]} context lengths (axis 1) but {count} "
+            "context lengths were given; pass one length per row of axis 1.")
+    contexts = check_context_lengths(context_lengths)
     if not np.all(np.isfinite(losses)):
         raise ReclInputError("losses must all be finite (a NaN or infinite loss was given).")
-    return losses, contexts.astype(np.int64)
+    return losses, contexts
 
 
 def check_ratio(ratio: float) -> float:
