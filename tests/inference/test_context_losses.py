@@ -1,0 +1,183 @@
+"""Per-token losses with exactly c tokens of context, for models with memory, without memory and
+with absolute positions."""
+import keras
+import numpy as np
+import pytest
+
+import txl_tf
+from txl_tf.inference import context_losses as cl
+from txl_tf.inference.context_losses import ContextLossError, ContextRegime
+
+V = 20
+
+
+def tiny_model(seed=0, **kw):
+    """n_layer 2, d_model 16; large initial weights so that every visible token moves the loss."""
+    base = dict(n_token=V, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, tgt_len=4,
+                mem_len=4, dropout=0.0, dropatt=0.0, init_std=0.5, proj_init_std=0.5)
+    base.update(kw)
+    keras.utils.set_random_seed(seed)
+    return txl_tf.TransformerXL(txl_tf.TransformerXLConfig(**base))
+
+
+def stream(length=60, seed=1):
+    return np.random.default_rng(seed).integers(0, V, length)
+
+
+def with_memory():
+    model = tiny_model()
+    return model, cl.recurrent_regime(model.config)
+
+
+def with_memory_same_length():
+    model = tiny_model()
+    return model, cl.recurrent_regime(model.config, same_length=True)
+
+
+def without_memory():
+    model = tiny_model()
+    return model, cl.window_regime(model.config)
+
+
+def vanilla():
+    model = tiny_model(attn_type=2, mem_len=0)
+    return model, cl.default_regime(model.config)
+
+
+# Context lengths within each reading's reach: with memory, c > Q = 4 puts the farthest token in
+# the memory; with same_length every layer sees M = 4 tokens back, so 2 layers reach 8 tokens.
+KINDS = {
+    "with_memory": (with_memory, [1, 3, 6, 11]),
+    "with_memory_same_length": (with_memory_same_length, [1, 3, 6, 8]),
+    "without_memory": (without_memory, [1, 3, 6, 11]),
+    "vanilla": (vanilla, [1, 3, 6, 11]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_only_the_c_previous_tokens_change_the_loss(kind):
+    """Changing token p changes l(c, u) for a scored token u iff u - c <= p <= u - 1."""
+    make, contexts = KINDS[kind]
+    model, regime = make()
+    tokens = stream()
+    positions = np.arange(max(contexts), max(contexts) + 16)
+    reader = cl.WindowReader(model, regime)
+    before = cl.context_losses(model, tokens, positions, contexts, reader=reader)
+    changed_position = positions[0] + 2
+    edited = tokens.copy()
+    edited[changed_position] = (edited[changed_position] + 7) % V
+    after = cl.context_losses(model, edited, positions, contexts, reader=reader)
+    distance = positions - changed_position  # > 0: the edit is before the scored token
+    for k, c in enumerate(contexts):
+        visible = (distance >= 1) & (distance <= c)
+        outside = ~visible & (distance != 0)  # distance 0: the scored token itself was edited
+        np.testing.assert_array_equal(after[k][outside], before[k][outside],
+                                      err_msg=f"c={c}: a token outside the context counted")
+        moved = np.abs(after[k][visible] - before[k][visible])
+        assert moved.size and moved.min() > 1e-5, f"c={c}: a token inside the context did not"
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_distance_c_counts_and_distance_c_plus_one_does_not(kind):
+    make, contexts = KINDS[kind]
+    model, regime = make()
+    reader = cl.WindowReader(model, regime)
+    tokens = stream()
+    t = 40
+    for c in contexts:
+        base = cl.losses_at_context(model, tokens, [t], c, reader=reader)[0]
+        for distance, should_move in ((c, True), (c + 1, False)):
+            edited = tokens.copy()
+            edited[t - distance] = (edited[t - distance] + 5) % V
+            moved = cl.losses_at_context(model, edited, [t], c, reader=reader)[0] - base
+            assert (abs(moved) > 1e-5) == should_move, (c, distance, moved)
+
+
+def naive_loss(model, regime, tokens, t, c):
+    """-log P(x_t | x_{t-c} .. x_{t-1}) from log_probs, reading the window segment by segment
+    (one segment without memory)."""
+    window = np.asarray(tokens[t - c:t], np.int32)[None]
+    q = regime.segment_len or c
+    mems = model.init_mems(1, regime.mem_len) or None
+    for begin in range(0, c, q):
+        out = model(window[:, begin:begin + q], mems=mems, mem_len=regime.mem_len,
+                    clamp_len=regime.clamp_len, same_length=regime.same_length)
+        mems = out["mems"] or None
+    return -float(out["log_probs"][0, -1, tokens[t]])
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_losses_equal_a_naive_window_by_window_reading(kind):
+    make, contexts = KINDS[kind]
+    model, regime = make()
+    tokens = stream()
+    positions = np.array([11, 12, 20, 37, 59])
+    losses = cl.context_losses(model, tokens, positions, contexts, regime, batch_tokens=40)
+    assert losses.shape == (len(contexts), positions.size) and losses.dtype == np.float32
+    for k, c in enumerate(contexts):
+        expected = [naive_loss(model, regime, tokens, t, c) for t in positions]
+        np.testing.assert_allclose(losses[k], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_clamp_len_is_applied():
+    model = tiny_model()
+    tokens = stream()
+    positions = np.arange(11, 20)
+    free = cl.context_losses(model, tokens, positions, [11], cl.window_regime(model.config))
+    clamped = cl.context_losses(model, tokens, positions, [11],
+                                cl.window_regime(model.config, clamp_len=2))
+    assert np.abs(free - clamped).max() > 1e-4
+    expected = [naive_loss(model, ContextRegime(clamp_len=2), tokens, t, 11) for t in positions]
+    np.testing.assert_allclose(clamped[0], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_batching_does_not_change_the_losses():
+    model, regime = with_memory()
+    tokens = stream()
+    positions = np.arange(11, 40)
+    reader = cl.WindowReader(model, regime)
+    one = cl.context_losses(model, tokens, positions, [2, 5, 11], batch_tokens=1, reader=reader)
+    many = cl.context_losses(model, tokens, positions, [2, 5, 11], batch_tokens=10_000,
+                             reader=reader, progress=True)
+    np.testing.assert_allclose(one, many, rtol=1e-6, atol=1e-6)
+
+
+def test_default_regime_and_scored_positions():
+    assert cl.default_regime(tiny_model().config) == ContextRegime(4, 4, -1, False)
+    assert cl.default_regime(tiny_model(mem_len=0).config) == ContextRegime()
+    assert cl.scored_positions(20, [4, 8], 3).tolist() == [8, 9, 10]
+    assert cl.scored_positions(10, [4, 8]).tolist() == [8, 9]
+    with pytest.raises(ContextLossError, match="at least 9 are needed"):
+        cl.scored_positions(8, [4, 8])
+    with pytest.raises(ContextLossError, match="scored tokens must be >= 1"):
+        cl.scored_positions(20, [4, 8], 0)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda m: cl.context_losses(m, stream(), [5, 6], [2, 6]), "must lie in [6, 60)"),
+    (lambda m: cl.context_losses(m, stream(), [5, 60], [2]), "must lie in [2, 60)"),
+    (lambda m: cl.context_losses(m, np.full(30, V), [10], [2]), "token ids must be in [0, 20)"),
+    (lambda m: cl.context_losses(m, stream(), [10], [0, 2]), "context lengths must be >= 1"),
+    (lambda m: cl.context_losses(m, stream(), [], [2]), "positions must be a non-empty"),
+    (lambda m: cl.context_losses(m, stream(), [10], [2.5]), "context_lengths must be a non-empty"),
+    (lambda m: ContextRegime(segment_len=None, mem_len=4), "has no memory"),
+    (lambda m: ContextRegime(segment_len=4, mem_len=0), "mem_len >= 1"),
+])
+def test_bad_input_is_one_clear_error(call, message):
+    model = tiny_model()
+    with pytest.raises(ContextLossError) as error:
+        call(model)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_reader_with_another_regime_is_refused():
+    model, regime = with_memory()
+    reader = cl.WindowReader(model, cl.window_regime(model.config))
+    with pytest.raises(ContextLossError, match="pass one of them"):
+        cl.context_losses(model, stream(), [10], [2], regime, reader=reader)
+
+
+def test_a_model_without_memory_cannot_be_read_in_segments():
+    model = tiny_model(attn_type=2, mem_len=0)
+    with pytest.raises(ContextLossError, match="carries no memory; read it with window_regime"):
+        cl.context_losses(model, stream(), [10], [2], ContextRegime(segment_len=4, mem_len=4))

@@ -1,0 +1,271 @@
+"""Per-token losses of a `TransformerXL` that sees exactly c tokens of context.
+
+l(c, t) = -log P(x_t | x_{t-1}, ..., x_{t-c}) for a fixed set of scored positions t, at several
+context lengths c: the input of the RECL metric (`txl_tf.inference.recl`).
+
+How exactly c is achieved: l(c, t) is the loss the model gives x_t when the text starts at x_{t-c}.
+Every scored token gets its own window, the c tokens x_{t-c} .. x_{t-1}, read from scratch in the
+model's own way (a `ContextRegime`); nothing computed from an earlier token enters, so a token at
+distance c + 1 cannot change the loss. The kinds of model:
+  * with memory (`recurrent_regime`): the window is read from its first token in segments of Q
+    with the memory carried from segment to segment, starting from zeros that are attended to,
+    exactly as `evaluate.py` reads a split (mem_len, clamp_len and same_length included). The
+    scored token sits at position (c - 1) mod Q of its segment for every t, so all tokens of one
+    c are scored alike;
+  * without memory, and absolute-position models (`window_regime`): the window is one segment of
+    c tokens without memory (the sliding window of a vanilla Transformer; absolute positions
+    0 .. c-1; relative distances up to c-1, clipped by clamp_len).
+Any attn_type is read through the `TransformerXL` call contract, so new encodings plug in.
+The token at distance c changes the loss only if the model can reach that far: with memory and
+same_length every layer looks M tokens back, so L layers reach L * M tokens; a longer c measures
+a model that cannot use the extra tokens, which is what RECL is meant to detect.
+
+Cost: causality makes one window serve every context length: the window starting at s, read
+once up to its longest needed length, gives at its position c - 1 the loss of x_{s+c} with
+context c. The windows are the distinct starts s = t - c (T + max c - min c of them for T
+contiguous scored tokens), each read up to the longest c it serves, batched by length. The work
+is about (T + max c) * max c token positions whatever the number of context lengths, against
+T positions for one ordinary evaluation pass: RECL is a small-corpus measurement.
+
+Size glossary: B windows per batch, W window length, Q segment length, M memory length,
+C context lengths, T scored tokens.
+"""
+import dataclasses
+from typing import Optional, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+
+class ContextLossError(ValueError):
+    """Token streams, positions, context lengths or settings the losses cannot be computed on."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ContextRegime:
+    """How a model reads the c tokens of context of a scored token.
+
+    Attributes:
+      segment_len: Q, the window is read in segments of Q tokens with memory; None reads the
+        whole window as one segment without memory (sliding window).
+      mem_len: M, memory length of the segmented reading (0 without memory).
+      clamp_len: clip relative distances to at most clamp_len when > 0 (-1: no clipping).
+      same_length: every query of a segment attends to M + 1 keys (segmented reading only).
+    """
+
+    segment_len: Optional[int] = None
+    mem_len: int = 0
+    clamp_len: int = -1
+    same_length: bool = False
+
+    def __post_init__(self):
+        if self.segment_len is None:
+            if self.mem_len or self.same_length:
+                raise ContextLossError(
+                    "a one-segment (sliding window) reading has no memory: mem_len must be 0 and "
+                    "same_length False; give segment_len to read with memory.")
+        elif self.segment_len < 1 or self.mem_len < 1:
+            raise ContextLossError(
+                f"a segmented reading needs segment_len >= 1 and mem_len >= 1, got "
+                f"segment_len={self.segment_len}, mem_len={self.mem_len}.")
+
+    @property
+    def recurrent(self) -> bool:
+        return self.segment_len is not None
+
+
+def recurrent_regime(config, tgt_len=None, mem_len=None, clamp_len=None, same_length=None):
+    """The with-memory reading: segments of tgt_len with mem_len memory (None: the config's)."""
+    return ContextRegime(segment_len=config.tgt_len if tgt_len is None else int(tgt_len),
+                         mem_len=config.mem_len if mem_len is None else int(mem_len),
+                         clamp_len=config.clamp_len if clamp_len is None else int(clamp_len),
+                         same_length=config.same_length if same_length is None
+                         else bool(same_length))
+
+
+def window_regime(config, clamp_len=None):
+    """The without-memory reading: the whole context as one segment (sliding window)."""
+    return ContextRegime(clamp_len=config.clamp_len if clamp_len is None else int(clamp_len))
+
+
+def default_regime(config) -> ContextRegime:
+    """`recurrent_regime` for a model trained with memory (mem_len > 0), else `window_regime`."""
+    return recurrent_regime(config) if config.mem_len > 0 else window_regime(config)
+
+
+def scored_positions(stream_length: int, context_lengths: Sequence[int],
+                     num_tokens: Optional[int] = None) -> np.ndarray:
+    """The contiguous positions max(c) .. max(c) + num_tokens - 1: the first tokens of a stream
+    that have max(c) tokens before them (all of them when num_tokens is None).
+
+    Returns:
+      int64 [T].
+
+    Raises:
+      ContextLossError: num_tokens < 1, or the stream has no token with max(c) tokens before it.
+    """
+    if num_tokens is not None and num_tokens < 1:
+        raise ContextLossError(f"the number of scored tokens must be >= 1, got {num_tokens}.")
+    first = int(max(context_lengths))
+    available = stream_length - first
+    if available < 1:
+        raise ContextLossError(
+            f"the stream has {stream_length} tokens: at least {first + 1} are needed to score a "
+            f"token with {first} tokens of context; use a longer split or shorter contexts.")
+    count = available if num_tokens is None else min(int(num_tokens), available)
+    return np.arange(first, first + count, dtype=np.int64)
+
+
+def _check(model, tokens, positions, context_lengths, regime):
+    """Validated (int32 tokens [S], int64 positions [T], int64 contexts [C])."""
+    tokens = np.asarray(tokens)
+    positions = np.asarray(positions)
+    contexts = np.asarray(context_lengths)
+    for name, array in (("tokens", tokens), ("positions", positions),
+                        ("context_lengths", contexts)):
+        if array.ndim != 1 or array.size == 0 or not np.issubdtype(array.dtype, np.integer):
+            raise ContextLossError(f"{name} must be a non-empty 1-D integer array, got shape "
+                                   f"{array.shape} of {array.dtype}.")
+    vocab = model.config.n_token
+    if tokens.min() < 0 or tokens.max() >= vocab:
+        raise ContextLossError(f"token ids must be in [0, {vocab}) for this model, got "
+                               f"[{tokens.min()}, {tokens.max()}]; use the model's vocabulary.")
+    if contexts.min() < 1:
+        raise ContextLossError(f"context lengths must be >= 1, got {contexts.tolist()}.")
+    if positions.min() < contexts.max() or positions.max() >= tokens.size:
+        raise ContextLossError(
+            f"scored positions must lie in [{contexts.max()}, {tokens.size}) so that every token "
+            f"has {contexts.max()} tokens before it, got [{positions.min()}, {positions.max()}].")
+    if regime.recurrent and not model.init_mems(1, regime.mem_len):
+        raise ContextLossError(
+            f"this model (attn_type={model.config.attn_type}) carries no memory; read it with "
+            "window_regime instead of a segmented reading.")
+    return tokens.astype(np.int32), positions.astype(np.int64), contexts.astype(np.int64)
+
+
+def _window_batches(lengths: np.ndarray, batch_tokens: int):
+    """Index arrays of windows (sorted by needed length) with count * longest <= batch_tokens
+    (at least one window per batch)."""
+    order = np.argsort(lengths, kind="stable")
+    batch = []
+    for index in order:
+        if batch and (len(batch) + 1) * lengths[index] > batch_tokens:
+            yield np.asarray(batch)
+            batch = []
+        batch.append(index)
+    if batch:
+        yield np.asarray(batch)
+
+
+def _window_arrays(tokens: np.ndarray, starts: np.ndarray, length: int):
+    """inputs int32 [B, W] = tokens[s .. s+W-1] and labels [B, W] = tokens[s+1 .. s+W]; past the
+    end of the stream, inputs are 0 and labels -1 (not scored, and causally invisible to the
+    positions that are)."""
+    index = starts[:, None] + np.arange(length + 1)[None, :]  # [B, W + 1]
+    inside = index < tokens.size
+    values = np.where(inside, tokens[np.minimum(index, tokens.size - 1)], -1)
+    return np.maximum(values[:, :-1], 0).astype(np.int32), values[:, 1:].astype(np.int32)
+
+
+class WindowReader:
+    """Per-token NLL of batches of windows, each read from scratch under a `ContextRegime`.
+
+    Keep one reader per (model, regime) to score several streams: the model is traced once.
+
+    Args:
+      model: a `TransformerXL` (called with training=False).
+      regime: how the model reads a window.
+
+    Call arguments:
+      inputs, labels: int32 [B, W] windows and their next tokens (label -1: not scored).
+
+    Returns:
+      float32 [B, W]: position k holds -log P(labels[:, k] | inputs[:, 0..k]) (0 where the label
+      is -1).
+    """
+
+    def __init__(self, model, regime: ContextRegime):
+        self.model, self.regime = model, regime
+        ids = tf.TensorSpec([None, None], tf.int32)
+        mems = tuple(tf.TensorSpec([None, None, model.config.d_model], tf.float32)
+                     for _ in range(model.config.n_layer))
+        self._window = tf.function(self._read, input_signature=[ids, ids])
+        self._segment = tf.function(self._read, input_signature=[ids, ids, mems])
+
+    def _read(self, inputs, labels, mems=None):
+        out = self.model(inputs, mems=None if mems is None else list(mems), labels=labels,
+                         training=False, mem_len=self.regime.mem_len,
+                         clamp_len=self.regime.clamp_len, same_length=self.regime.same_length)
+        return out["nll"], tuple(out["mems"])
+
+    def __call__(self, inputs: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        if not self.regime.recurrent:
+            return self._window(inputs, labels)[0].numpy()
+        q = self.regime.segment_len
+        mems = tuple(self.model.init_mems(inputs.shape[0], self.regime.mem_len))
+        pieces = []
+        for begin in range(0, inputs.shape[1], q):
+            nll, mems = self._segment(inputs[:, begin:begin + q], labels[:, begin:begin + q],
+                                      mems)
+            pieces.append(nll.numpy())
+        return np.concatenate(pieces, axis=1)
+
+
+def context_losses(model, tokens, positions, context_lengths: Sequence[int],
+                   regime: Optional[ContextRegime] = None, batch_tokens: int = 8192,
+                   progress: bool = False, reader: Optional[WindowReader] = None) -> np.ndarray:
+    """l(c, t) for every context length c and scored position t, each with exactly c tokens.
+
+    Args:
+      model: a `TransformerXL` (called with training=False).
+      tokens: int [S] the token stream.
+      positions: int [T] the scored positions t (each >= max(c), < S), the same for every c.
+      context_lengths: int [C] the context lengths c (>= 1).
+      regime: how the model reads a context (None: `default_regime(model.config)`).
+      batch_tokens: at most this many window positions per model call (B * W), at least one
+        window per call.
+      progress: show a `keras.utils.Progbar` of the windows read.
+      reader: a `WindowReader` of this model to reuse, with its regime (None: a new one).
+
+    Returns:
+      float32 [C, T]: row k holds -log P(x_t | x_{t-1}, ..., x_{t-c_k}) in nats.
+
+    Raises:
+      ContextLossError: bad tokens, positions, context lengths or regime (one line).
+    """
+    if reader is not None:
+        if regime is not None and regime != reader.regime:
+            raise ContextLossError(f"the reader reads with {reader.regime}, not {regime}; "
+                                   "pass one of them.")
+        regime = reader.regime
+    regime = default_regime(model.config) if regime is None else regime
+    tokens, positions, contexts = _check(model, tokens, positions, context_lengths, regime)
+    starts = (positions[None, :] - contexts[:, None]).reshape(-1)  # [C * T]
+    offsets = np.repeat(contexts - 1, positions.size)  # label index of x_t in its window
+    windows, which = np.unique(starts, return_inverse=True)
+    needed = np.zeros(windows.size, np.int64)
+    np.maximum.at(needed, which, offsets + 1)
+    losses = np.zeros(starts.size, np.float32)
+    reader = reader or WindowReader(model, regime)
+    bar = keras.utils.Progbar(windows.size, unit_name="window") if progress else None
+    done = 0
+    for batch in _window_batches(needed, batch_tokens):
+        inputs, labels = _window_arrays(tokens, windows[batch], int(needed[batch].max()))
+        nll = reader(inputs, labels)
+        row_of = np.full(windows.size, -1)
+        row_of[batch] = np.arange(batch.size)
+        mine = np.nonzero(row_of[which] >= 0)[0]
+        losses[mine] = nll[row_of[which[mine]], offsets[mine]]
+        done += batch.size
+        if bar:
+            bar.update(done)
+    return losses.reshape(contexts.size, positions.size)
+
+
+def losses_at_context(model, tokens, positions, context_length: int,
+                      regime: Optional[ContextRegime] = None, batch_tokens: int = 8192,
+                      reader: Optional[WindowReader] = None) -> np.ndarray:
+    """float32 [T] l(c, t) at one context length c; see `context_losses`."""
+    return context_losses(model, tokens, positions, [context_length], regime, batch_tokens,
+                          reader=reader)[0]
