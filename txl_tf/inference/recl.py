@@ -18,9 +18,11 @@ Definitions of the paper, for a short context c and a long one c' >= c:
 """
 import dataclasses
 import numbers
-from typing import Dict, Sequence
+from typing import Dict, Optional, Sequence
 
 import numpy as np
+
+from txl_tf.inference.context_losses import context_losses, scored_positions
 
 RECL_RATIOS = (0.1, 0.5, 1.0)
 RECL_THRESHOLD = 0.01
@@ -226,3 +228,51 @@ def format_recl_table(names: Sequence[str], table: Dict[float, Recl]) -> str:
                  for result in table.values()]
         lines.append(f"{name:<{width}}" + "".join(f"  {cell:>7}" for cell in cells))
     return "\n".join(lines)
+
+
+@dataclasses.dataclass
+class ReclOptions:
+    """A RECL measurement of a model group (`python runners/recl.py`).
+
+    Attributes:
+      model_dirs: Model directories of the group, compared with each other (names: their last
+        path components).
+      data_dir: Prepared data directory holding the split (default: the data the first model
+        was trained on, recorded in its corpus-info.json).
+      split: Split whose tokens are scored.
+      context_lengths: The grid c_0, c_0 + Delta, ... of context lengths, evenly spaced.
+      num_tokens: Scored tokens: the first ones of the split with max(c) tokens before them.
+      threshold: Relative gain below which the search stops (0.01 in the paper).
+      batch_tokens: Window positions per model call (memory against speed).
+    """
+
+    model_dirs: tuple = ()
+    data_dir: Optional[str] = None
+    split: str = "valid"
+    context_lengths: tuple = (16, 32, 48, 64, 80, 96, 112, 128)
+    num_tokens: int = 2000
+    threshold: float = RECL_THRESHOLD
+    batch_tokens: int = 8192
+
+
+def measure_recl(models: Dict[str, "object"], tokens, options: ReclOptions):
+    """Per-token losses of every model at every context length, then RECL at r = 0.1, 0.5, 1.0.
+
+    Args:
+      models: name -> `TransformerXL`, the group (each read with `default_regime` of its config:
+        segments with memory when mem_len > 0, else one window of c tokens).
+      tokens: int [S] the scored split's token stream.
+      options: the `ReclOptions`.
+
+    Returns:
+      (dict ratio -> `Recl`, float32 losses [N, C, T]).
+
+    Raises:
+      ReclInputError, ContextLossError: a bad grid, too short a stream (one line).
+    """
+    contexts = check_context_lengths([int(c) for c in options.context_lengths])
+    positions = scored_positions(len(tokens), contexts, options.num_tokens)
+    losses = np.stack([context_losses(model, tokens, positions, contexts,
+                                      batch_tokens=options.batch_tokens, progress=True)
+                       for model in models.values()])
+    return recl_table(losses, contexts, RECL_RATIOS, options.threshold), losses

@@ -1,0 +1,73 @@
+"""Relative effective context length of a model group (the paper's Table 8, Appendix C).
+
+Example:
+  python runners/recl.py --model_dirs=runs/xl,runs/no_recurrence,runs/vanilla \
+      --split=valid --context_lengths=16,32,48,64,80,96,112,128 --num_tokens=2000
+
+Every model scores the same tokens of the split with exactly c tokens of context for each c
+(models with memory read the c tokens in segments, carrying their memory; models without read one
+window of c tokens); RECL is then searched as in Appendix C at r = 0.1, 0.5 and 1.0. Prints the
+table (model | RECL at each r; ">=c" when the gain had not fallen below the threshold by the
+longest context) and one JSON line; docs/evaluation.md explains the method.
+"""
+import json
+import os
+
+from runners import cli
+
+cli.quiet_start()
+
+from absl import app, flags  # noqa: E402
+
+import tf_records  # noqa: E402
+import txl_tf  # noqa: E402
+from runners.cli.dataclass_flags import define_flags, options_from_flags  # noqa: E402
+from txl_tf.inference.recl import (ReclOptions, format_recl_table, measure_recl,  # noqa: E402
+                                   recl_rows)
+
+FLAGS = flags.FLAGS
+
+
+def recorded_data_dir(model_dir: str) -> str:
+    """The data_dir the model was trained on (its corpus-info.json), or a usage error."""
+    info = tf_records.read_corpus_info(model_dir) or {}
+    if not info.get("data_dir"):
+        raise app.UsageError(f"{model_dir} does not record its training data; give --data_dir.")
+    return info["data_dir"]
+
+
+def load_group(model_dirs) -> dict:
+    """name -> model, in inference mode (no dropout), with the names made unique."""
+    models = {}
+    for model_dir in model_dirs:
+        if not os.path.isdir(model_dir):
+            raise app.UsageError(f"--model_dirs: {model_dir} is not a directory; give trained "
+                                 "model directories.")
+        name = os.path.basename(os.path.normpath(model_dir)) or model_dir
+        if name in models:
+            name = model_dir
+        models[name] = txl_tf.load_model(model_dir, dropout=0.0, dropatt=0.0)
+    return models
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments {argv[1:]} (flags are --name=value).")
+    options = options_from_flags(ReclOptions, FLAGS)
+    if not options.model_dirs:
+        raise app.UsageError("give the group with --model_dirs=DIR1,DIR2,...")
+    models = load_group(options.model_dirs)
+    data_dir = options.data_dir or recorded_data_dir(options.model_dirs[0])
+    cli.check_directories(data_dir=data_dir)
+    tokens = tf_records.load_token_stream(data_dir, options.split)
+    table, _ = measure_recl(models, tokens, options)
+    print(format_recl_table(list(models), table))
+    print("recl " + json.dumps({"split": options.split, "data_dir": data_dir,
+                                "context_lengths": [int(c) for c in options.context_lengths],
+                                "num_tokens": options.num_tokens, "threshold": options.threshold,
+                                "models": recl_rows(list(models), table)}))
+
+
+if __name__ == "__main__":
+    define_flags(ReclOptions)
+    cli.run(main)

@@ -1,0 +1,78 @@
+"""`python runners/recl.py` as a user runs it: the table, the JSON line and bad inputs.
+
+The models are random (untrained), so the RECL values themselves are not checked here (the
+algorithm is tested on hand-made losses in tests/inference/test_recl.py): this checks that the
+runner reads the models and the split, scores every model on the same grid and reports each.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import pytest
+
+import tf_records
+import txl_tf
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def group(tmp_path_factory):
+    """A synthetic data dir and two tiny model dirs (with and without memory)."""
+    root = tmp_path_factory.mktemp("recl")
+    data_dir = str(root / "data")
+    tf_records.prepare("synthetic", data_dir, progress=False, num_symbols=8, period=12,
+                       train_tokens=2000, eval_tokens=600)
+    dirs = []
+    for mem_len in (8, 0):
+        keras.utils.set_random_seed(mem_len)
+        config = txl_tf.TransformerXLConfig(n_token=8, n_layer=2, d_model=16, n_head=2, d_head=8,
+                                            d_inner=32, tgt_len=8, mem_len=mem_len)
+        model_dir = str(root / f"m{mem_len}")
+        txl_tf.save_model(txl_tf.TransformerXL(config), model_dir)
+        dirs.append(model_dir)
+    return data_dir, dirs
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, os.path.join(REPO, "runners", "recl.py"), *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_table_and_json_line_for_every_model(group):
+    data_dir, dirs = group
+    result = _run(f"--model_dirs={','.join(dirs)}", f"--data_dir={data_dir}",
+                  "--context_lengths=4,8,12", "--num_tokens=50")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("model"))
+    assert header.split() == ["model", "r=0.1", "r=0.5", "r=1.0"]
+    record = json.loads(next(line for line in lines if line.startswith("recl "))[5:])
+    assert [row["model"] for row in record["models"]] == ["m8", "m0"]
+    assert record["context_lengths"] == [4, 8, 12] and record["num_tokens"] == 50
+    for row in record["models"]:
+        assert set(row["recl"]) == {"0.1", "0.5", "1.0"}
+        assert all(value in (4, 8, 12) for value in row["recl"].values())
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--context_lengths=4,6,12"], "evenly spaced"),
+    (["--context_lengths=4,8", "--num_tokens=0"], "must be >= 1"),
+    (["--context_lengths=400,800"], "at least 801 are needed"),
+    (["--split=nosuch"], "nosuch"),
+])
+def test_bad_inputs_are_one_line(group, args, message):
+    data_dir, dirs = group
+    result = _run(f"--model_dirs={dirs[0]}", f"--data_dir={data_dir}", *args)
+    assert result.returncode in (1, 2)
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0, result.stderr
+
+
+def test_missing_model_dir_and_missing_group(group, tmp_path):
+    result = _run(f"--model_dirs={tmp_path / 'nope'}")
+    assert result.returncode == 2 and "is not a directory" in result.stderr
+    result = _run()
+    assert result.returncode == 2 and "--model_dirs" in result.stderr
