@@ -40,14 +40,14 @@ class LearnedPositionEmbedding(keras.layers.Layer):
       embeddings_initializer: initializer of the table.
 
     Call arguments:
-      klen: number of keys K = M + Q (scalar int).
+      klen: number of keys K = M + Q, a scalar int tensor.
 
     Returns:
       [K, D] in the compute dtype: row j is added to key j of [memory; segment].
 
     Example:
       >>> emb = LearnedPositionEmbedding(max_klen=12, d_model=16)
-      >>> emb(10).shape
+      >>> emb(tf.constant(10)).shape
       TensorShape([10, 16])
     """
 

@@ -67,7 +67,7 @@ class LearnedRelativeMultiHeadAttention(RelativeMultiHeadAttention):
     Example:
       >>> layer = LearnedRelativeMultiHeadAttention(16, 2, 8, max_klen=12)
       >>> layer(tf.zeros([3, 4, 16]), mem=tf.zeros([3, 8, 16]),
-      ...       allowed=attention_mask(4, 8)).shape
+      ...       allowed=txl_tf.attention_mask(4, 8)).shape
       TensorShape([3, 4, 16])
     """
 
