@@ -165,19 +165,8 @@ class TransformerXL(keras.Model):
         mlen = 0 if mems is None else tf.shape(mems[0])[1]
         klen = mlen + qlen
 
-        word_emb = self.embedding(tokens)  # [B, Q, D]
         allowed = attention_mask(qlen, mlen, same_length)  # [Q, K]
-        pos_emb = None
-        if self.relative:
-            pos_emb = self.dropout(
-                tf.cast(self.positional_encoding(klen, clamp_len=clamp_len), self.compute_dtype),
-                training=training)  # [K, D]
-        if c.attn_type == ATTN_TYPE_VANILLA:
-            absolute = sinusoid(tf.range(qlen, dtype=tf.float32), c.d_model)  # [Q, D]
-            h = self.dropout(word_emb + tf.cast(absolute, word_emb.dtype), training=training)
-        else:
-            h = self.dropout(word_emb, training=training)
-
+        h, pos_emb = self._first_input(tokens, klen, clamp_len, training)
         new_mems = []
         absolute_embeddings = self.absolute_embeddings
         for i, block in enumerate(self.blocks):
@@ -200,6 +189,20 @@ class TransformerXL(keras.Model):
         else:
             out["log_probs"] = self.softmax(h)
         return out
+
+    def _first_input(self, tokens, klen, clamp_len, training):
+        """(input of layer 0 [B, Q, D], relative sinusoids [K, D] of attn_type 0 or None)."""
+        word_emb = self.embedding(tokens)  # [B, Q, D]
+        pos_emb = None
+        if self.relative:
+            pos_emb = self.dropout(
+                tf.cast(self.positional_encoding(klen, clamp_len=clamp_len), self.compute_dtype),
+                training=training)  # [K, D]
+        if self.config.attn_type == ATTN_TYPE_VANILLA:
+            qlen = tf.shape(tokens)[1]
+            absolute = sinusoid(tf.range(qlen, dtype=tf.float32), self.config.d_model)  # [Q, D]
+            word_emb = word_emb + tf.cast(absolute, word_emb.dtype)
+        return self.dropout(word_emb, training=training), pos_emb
 
     @staticmethod
     def _add_absolute(embedding, h, mem, mlen, klen):
