@@ -9,10 +9,15 @@ import dataclasses
 import json
 from typing import Any, Mapping, Optional, Tuple
 
-# attn_type values of the reference PyTorch code that txl-tf implements.
-ATTN_TYPE_RELATIVE = 0  # Transformer-XL: relative positions, u/v biases, memory.
+# attn_type values of the reference PyTorch code (all four of the paper's ablation, Table 6).
+ATTN_TYPE_RELATIVE = 0  # Transformer-XL: relative sinusoids, u/v biases, memory.
+ATTN_TYPE_LEARNED_RELATIVE = 1  # Shaw et al.: learned relative embeddings and biases, memory.
 ATTN_TYPE_VANILLA = 2  # Vaswani et al.: absolute sinusoids added to the input, no memory.
-_SUPPORTED_ATTN_TYPES = (ATTN_TYPE_RELATIVE, ATTN_TYPE_VANILLA)
+ATTN_TYPE_LEARNED_ABSOLUTE = 3  # Al-Rfou et al.: learned absolute embeddings at every layer.
+_SUPPORTED_ATTN_TYPES = (ATTN_TYPE_RELATIVE, ATTN_TYPE_LEARNED_RELATIVE, ATTN_TYPE_VANILLA,
+                         ATTN_TYPE_LEARNED_ABSOLUTE)
+# attn_types whose weights include learned position tables of max_klen rows.
+_TABLE_ATTN_TYPES = (ATTN_TYPE_LEARNED_RELATIVE, ATTN_TYPE_LEARNED_ABSOLUTE)
 
 
 class ConfigError(ValueError):
@@ -32,7 +37,17 @@ class TransformerXLConfig:
       proj_share_all_but_first: tail bins of the softmax reuse the embedding projections.
       proj_same_dim: give a bin a projection even when its width already equals d_model.
       untie_r: one u/v bias pair per layer ([L, H, Dh]) instead of one shared pair ([H, Dh]).
-      attn_type: 0 Transformer-XL (relative), 2 vanilla Transformer (absolute, no memory).
+      attn_type: the position encoding, the reference's numbering:
+        0 Transformer-XL (relative sinusoids with u/v biases);
+        1 Shaw et al. (2018): learned relative embeddings [max_klen, H, Dh] and biases
+          [max_klen, H] per layer, distances beyond the table share its longest distance;
+        2 vanilla Transformer (absolute sinusoids added to the input, no memory: mem_len=0);
+        3 Al-Rfou et al. (2018): learned absolute embeddings [max_klen, D] added to the input of
+          every layer (memory and segment).
+      max_klen: rows of the learned position tables of attn_type 1 and 3 (the reference's
+        max_klen = tgt_len + mem_len). None means tgt_len + mem_len, fixed when the config is
+        made, so a later change of tgt_len or mem_len (evaluation) keeps the trained tables.
+        Must stay None for attn_type 0 and 2, which have no such table.
       pre_lnorm: LayerNorm before each sub-layer instead of after (the reference TF is post-LN).
 
     Regularisation and initialisation:
@@ -67,6 +82,7 @@ class TransformerXLConfig:
     clamp_len: int = -1
     same_length: bool = False
     attn_type: int = ATTN_TYPE_RELATIVE
+    max_klen: Optional[int] = None
     pre_lnorm: bool = False
     init: str = "normal"
     init_std: float = 0.02
@@ -81,6 +97,9 @@ class TransformerXLConfig:
         if isinstance(cutoffs, str):
             cutoffs = [int(c) for c in cutoffs.split(",") if c.strip()]
         object.__setattr__(self, "cutoffs", tuple(int(c) for c in cutoffs))
+        if (self.max_klen is None and self.attn_type in _TABLE_ATTN_TYPES
+                and isinstance(self.tgt_len, int) and isinstance(self.mem_len, int)):
+            object.__setattr__(self, "max_klen", self.tgt_len + self.mem_len)
         self._validate()
 
     # ----------------------------------------------------------------------------------------
@@ -120,16 +139,30 @@ class TransformerXLConfig:
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
                 fail(f"{name} must be in [0, 1), got {value!r}.")
-        if self.attn_type not in _SUPPORTED_ATTN_TYPES:
-            fail(f"attn_type={self.attn_type} is not implemented; use 0 (Transformer-XL) or 2 "
-                 "(vanilla Transformer).")
-        if self.attn_type == ATTN_TYPE_VANILLA and self.mem_len != 0:
-            fail("the vanilla Transformer (attn_type=2) has no memory; set mem_len=0.")
+        self._validate_attn_type(fail)
         if self.init not in ("normal", "uniform"):
             fail(f"init must be 'normal' or 'uniform', got {self.init!r}.")
         for name in ("init_std", "proj_init_std", "init_range", "layer_norm_epsilon"):
             if getattr(self, name) <= 0:
                 fail(f"{name} must be > 0, got {getattr(self, name)!r}.")
+
+    def _validate_attn_type(self, fail):
+        if self.attn_type not in _SUPPORTED_ATTN_TYPES:
+            fail(f"attn_type={self.attn_type!r} is not implemented; use 0 (Transformer-XL), "
+                 "1 (Shaw et al.), 2 (vanilla Transformer) or 3 (Al-Rfou et al.).")
+        if self.attn_type == ATTN_TYPE_VANILLA and self.mem_len != 0:
+            fail("the vanilla Transformer (attn_type=2) has no memory; set mem_len=0.")
+        if self.attn_type in _TABLE_ATTN_TYPES:
+            if not isinstance(self.max_klen, int) or isinstance(self.max_klen, bool) \
+                    or self.max_klen < 1:
+                fail(f"max_klen (rows of the learned position tables) must be a positive "
+                     f"integer, got {self.max_klen!r}.")
+            if self.untie_r:
+                fail(f"untie_r applies to the u/v biases of attn_type=0 only; attn_type="
+                     f"{self.attn_type} has its own biases per layer: set untie_r=False.")
+        elif self.max_klen is not None:
+            fail(f"max_klen is the length of the learned position tables of attn_type 1 and 3; "
+                 f"attn_type={self.attn_type} has none: leave max_klen unset (None).")
 
     # ----------------------------------------------------------------------------------------
     @property

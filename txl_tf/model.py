@@ -10,10 +10,12 @@ caller (a training loop's per-replica state, a serving client, a generator) owns
 import keras
 import tensorflow as tf
 
+from txl_tf.layers.absolute_position_embedding import LearnedPositionEmbedding
 from txl_tf.layers.adaptive_embedding import AdaptiveEmbedding
 from txl_tf.layers.adaptive_softmax import AdaptiveSoftmax
 from txl_tf.layers.attention_mask import attention_mask
-from txl_tf.config import ATTN_TYPE_RELATIVE, TransformerXLConfig
+from txl_tf.config import (ATTN_TYPE_LEARNED_ABSOLUTE, ATTN_TYPE_LEARNED_RELATIVE,
+                           ATTN_TYPE_RELATIVE, ATTN_TYPE_VANILLA, TransformerXLConfig)
 from txl_tf.layers.dropout import ReplicaDropout
 from txl_tf.layers.initializers import main_initializer, projection_initializer
 from txl_tf.layers.memory import update_memory
@@ -24,6 +26,21 @@ from txl_tf.layers.transformer_xl_block import TransformerXLBlock
 @keras.saving.register_keras_serializable(package="txl_tf")
 class TransformerXL(keras.Model):
     """Transformer-XL language model (Dai et al., 2019), reference TF semantics.
+
+    `config.attn_type` chooses the position encoding of the paper's ablation (Table 6), with the
+    reference PyTorch semantics:
+      0: relative sinusoids with u/v biases (Transformer-XL).
+      1: Shaw et al. learned relative embeddings and biases, one table per layer
+         (`LearnedRelativeMultiHeadAttention`); relative, so it works with memory.
+      2: absolute sinusoids of positions 0..Q-1 added to the input; no memory.
+      3: Al-Rfou et al. learned absolute embeddings, one table per layer
+         (`LearnedPositionEmbedding`, weights `pos_emb_{i}`), added to the memory and the
+         segment at the input of every layer. The memory is still each layer's input without
+         the embedding: the embedding is added where it is used, for the key positions of this
+         call. (The reference adds it in place to tensors it also caches, so its cached states
+         carry the embeddings of earlier segments as well; that is not reproduced.) With
+         memory, a segment's states were computed at other positions than they are read at:
+         the temporal confusion of the paper's section 3.3.
 
     Args:
       config: a `TransformerXLConfig`.
@@ -64,6 +81,7 @@ class TransformerXL(keras.Model):
         init = main_initializer(c.init, c.init_std, c.init_range)
         proj_init = projection_initializer(c.init, c.proj_init_std, c.init_range)
         self.relative = c.attn_type == ATTN_TYPE_RELATIVE
+        self.has_memory = c.attn_type != ATTN_TYPE_VANILLA
         self.embedding = AdaptiveEmbedding(
             c.n_token, c.d_embed, c.d_model, cutoffs=c.cutoffs, div_val=c.div_val,
             proj_same_dim=c.proj_same_dim, embeddings_initializer=init,
@@ -72,12 +90,18 @@ class TransformerXL(keras.Model):
                                                               name="pos_emb")
         # Blocks are attributes layer_0 .. layer_{L-1} (tracked by tf.train.Checkpoint, unlike a
         # Python list); `blocks` lists them.
+        learned_relative = c.attn_type == ATTN_TYPE_LEARNED_RELATIVE
         for i in range(c.n_layer):
             setattr(self, f"layer_{i}", TransformerXLBlock(
                 c.d_model, c.n_head, c.d_head, c.d_inner, dropout=c.dropout, dropatt=c.dropatt,
                 pre_lnorm=c.pre_lnorm, layer_norm_epsilon=c.layer_norm_epsilon,
-                kernel_initializer=init, relative=self.relative, dtype=self.dtype_policy,
+                kernel_initializer=init, relative=self.relative or learned_relative,
+                max_klen=c.max_klen if learned_relative else None, dtype=self.dtype_policy,
                 name=f"layer_{i}"))
+            if c.attn_type == ATTN_TYPE_LEARNED_ABSOLUTE:
+                setattr(self, f"pos_emb_{i}", LearnedPositionEmbedding(
+                    c.max_klen, c.d_model, embeddings_initializer=init,
+                    dtype=self.dtype_policy, name=f"pos_emb_{i}"))
         self.softmax = AdaptiveSoftmax(
             c.n_token, c.d_embed, c.d_model, cutoffs=c.cutoffs, div_val=c.div_val,
             proj_same_dim=c.proj_same_dim, tie_projs=c.tie_projs, embedding=self.embedding,
@@ -91,6 +115,8 @@ class TransformerXL(keras.Model):
         self.embedding.build()
         for block in self.blocks:
             block.build()
+        for embedding in self.absolute_embeddings:
+            embedding.build()
         self.softmax.build()
         if self.relative:
             shape = (c.n_layer, c.n_head, c.d_head) if c.untie_r else (c.n_head, c.d_head)
@@ -105,12 +131,19 @@ class TransformerXL(keras.Model):
         """The L `TransformerXLBlock`s, bottom first."""
         return [getattr(self, f"layer_{i}") for i in range(self.config.n_layer)]
 
+    @property
+    def absolute_embeddings(self):
+        """The L `LearnedPositionEmbedding`s of attn_type 3, bottom first ([] otherwise)."""
+        if self.config.attn_type != ATTN_TYPE_LEARNED_ABSOLUTE:
+            return []
+        return [getattr(self, f"pos_emb_{i}") for i in range(self.config.n_layer)]
+
     # ------------------------------------------------------------------------------------------
     def init_mems(self, batch_size, mem_len=None):
         """L zero memories float32 [batch_size, mem_len, D]: zeros that are attended to, as the
         reference TF code starts every stream. The vanilla Transformer has none: []."""
         mem_len = self.config.mem_len if mem_len is None else mem_len
-        if not self.relative:
+        if not self.has_memory:
             return []
         return [tf.zeros([batch_size, mem_len, self.config.d_model], tf.float32)
                 for _ in range(self.config.n_layer)]
@@ -121,7 +154,7 @@ class TransformerXL(keras.Model):
         mem_len = c.mem_len if mem_len is None else mem_len
         clamp_len = c.clamp_len if clamp_len is None else clamp_len
         same_length = c.same_length if same_length is None else same_length
-        if not self.relative:
+        if not self.has_memory:
             mems = None
         if mems is not None and len(mems) != c.n_layer:
             raise ValueError(f"mems must hold one tensor per layer ({c.n_layer}), got "
@@ -132,29 +165,22 @@ class TransformerXL(keras.Model):
         mlen = 0 if mems is None else tf.shape(mems[0])[1]
         klen = mlen + qlen
 
-        word_emb = self.embedding(tokens)  # [B, Q, D]
         allowed = attention_mask(qlen, mlen, same_length)  # [Q, K]
-        if self.relative:
-            pos_emb = self.dropout(
-                tf.cast(self.positional_encoding(klen, clamp_len=clamp_len), self.compute_dtype),
-                training=training)  # [K, D]
-            h = self.dropout(word_emb, training=training)
-        else:
-            absolute = sinusoid(tf.range(qlen, dtype=tf.float32), c.d_model)  # [Q, D]
-            pos_emb = None
-            h = self.dropout(word_emb + tf.cast(absolute, word_emb.dtype), training=training)
-
+        h, pos_emb = self._first_input(tokens, klen, clamp_len, training)
         new_mems = []
+        absolute_embeddings = self.absolute_embeddings
         for i, block in enumerate(self.blocks):
             mem = None if mems is None else mems[i]
-            if self.relative:
+            if self.has_memory:
                 new_mems.append(update_memory(mem, h, mem_len))
+            u = v = None
+            if self.relative:
                 u = self.r_w_bias[i] if c.untie_r else self.r_w_bias
                 v = self.r_r_bias[i] if c.untie_r else self.r_r_bias
-            else:
-                u = v = None
+            if absolute_embeddings:
+                h, mem = self._add_absolute(absolute_embeddings[i], h, mem, mlen, klen)
             h = block(h, mem=mem, pos_emb=pos_emb, r_w_bias=u, r_r_bias=v, allowed=allowed,
-                      training=training)
+                      training=training, clamp_len=clamp_len)
         h = self.dropout(h, training=training)
 
         out = {"mems": new_mems}
@@ -163,6 +189,29 @@ class TransformerXL(keras.Model):
         else:
             out["log_probs"] = self.softmax(h)
         return out
+
+    def _first_input(self, tokens, klen, clamp_len, training):
+        """(input of layer 0 [B, Q, D], relative sinusoids [K, D] of attn_type 0 or None)."""
+        word_emb = self.embedding(tokens)  # [B, Q, D]
+        pos_emb = None
+        if self.relative:
+            pos_emb = self.dropout(
+                tf.cast(self.positional_encoding(klen, clamp_len=clamp_len), self.compute_dtype),
+                training=training)  # [K, D]
+        if self.config.attn_type == ATTN_TYPE_VANILLA:
+            qlen = tf.shape(tokens)[1]
+            absolute = sinusoid(tf.range(qlen, dtype=tf.float32), self.config.d_model)  # [Q, D]
+            word_emb = word_emb + tf.cast(absolute, word_emb.dtype)
+        return self.dropout(word_emb, training=training), pos_emb
+
+    @staticmethod
+    def _add_absolute(embedding, h, mem, mlen, klen):
+        """attn_type 3: the layer's learned positions added to memory [B, M, D] and segment."""
+        positions = embedding(klen)  # [K, D]
+        h = h + tf.cast(positions[mlen:], h.dtype)
+        if mem is not None:
+            mem = tf.cast(mem, tf.float32) + tf.cast(positions[:mlen], tf.float32)
+        return h, mem
 
     # ------------------------------------------------------------------------------------------
     def get_config(self):

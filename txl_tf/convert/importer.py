@@ -19,6 +19,9 @@ IMPORT_INFO_FILE = "import.json"
 
 
 def _build(fields, map_fn):
+    if fields.get("attn_type", 0) != 0:
+        raise WeightImportError(f"attn_type={fields['attn_type']}: TF1 and Hugging Face weights "
+                                "carry only attn_type 0 (Transformer-XL); import without it.")
     try:
         config = TransformerXLConfig(**fields)
     except ValueError as error:

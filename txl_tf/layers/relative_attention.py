@@ -44,10 +44,9 @@ def rel_shift(x: tf.Tensor, for_backprop: bool = True) -> tf.Tensor:
       (K-Q) + i - j, for every j <= (K-Q) + i. Entries with j > (K-Q) + i hold unrelated values
       (the causal mask removes them), as in the reference implementation.
 
-    The two forms, chosen by measurement on CPU: the reference's pad-and-reshape has the cheaper
-    gradient (training step 325 against 366 ms under whole-step XLA, 219 against 234 ms with
-    `--xla_fusion`); the slice form is the cheaper forward pass outside whole-step XLA
-    (evaluation step 65 against 88 ms with `--xla_fusion`; equal under XLA).
+    The two forms: the reference's pad-and-reshape (`rel_shift_by_pad`) has the cheaper
+    gradient and is used for training and inside XLA; the slice form (`rel_shift_by_slice`) is
+    the cheaper forward pass outside XLA.
     """
     if for_backprop or _in_xla_compilation():
         return rel_shift_by_pad(x)
@@ -160,6 +159,34 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
 
     def call(self, h, mem=None, pos_emb=None, r_w_bias=None, r_r_bias=None, allowed=None,
              training=False):
+        if not self.relative:
+            return self.attend(h, mem, allowed, training,
+                               lambda q, k: tf.einsum("nbqh,nbkh->nbqk", q, k))
+
+        def scores(q, k):
+            r_head = tf.einsum("kd,dnh->nkh", tf.cast(pos_emb, q.dtype), self.r)  # [N, K, H]
+            u = tf.cast(r_w_bias, q.dtype)[:, None, None, :]
+            v_bias = tf.cast(r_r_bias, q.dtype)[:, None, None, :]
+            content = tf.einsum("nbqh,nbkh->nbqk", q + u, k)  # terms (a) + (c)
+            position = rel_shift(tf.einsum("nbqh,nkh->nbqk", q + v_bias, r_head),
+                                 for_backprop=not (training is None or training is False))
+            return content + position
+
+        return self.attend(h, mem, allowed, training, scores)
+
+    def attend(self, h, mem, allowed, training, score_fn):
+        """The sub-layer around a score function: projections, masked softmax, dropout, output
+        projection, residual and LayerNorm.
+
+        Args:
+          h: [B, Q, D] segment input; mem: [B, M, D] memory or None.
+          allowed: bool [Q, K] attention mask.
+          training: dropout on/off.
+          score_fn: (q [N, B, Q, H], k [N, B, K, H]) -> unscaled scores [N, B, Q, K].
+
+        Returns:
+          [B, Q, D].
+        """
         residual = h
         if self.pre_lnorm:
             h = self._normalize(h)
@@ -173,17 +200,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         q = tf.einsum("bqd,dnh->nbqh", h, w_q)
         k = tf.einsum("bkd,dnh->nbkh", cat, w_k)
         v = tf.einsum("bkd,dnh->nbkh", cat, w_v)
-        if self.relative:
-            r_head = tf.einsum("kd,dnh->nkh", tf.cast(pos_emb, h.dtype), self.r)  # [N, K, H]
-            u = tf.cast(r_w_bias, q.dtype)[:, None, None, :]
-            v_bias = tf.cast(r_r_bias, q.dtype)[:, None, None, :]
-            content = tf.einsum("nbqh,nbkh->nbqk", q + u, k)  # terms (a) + (c)
-            position = rel_shift(tf.einsum("nbqh,nkh->nbqk", q + v_bias, r_head),
-                                 for_backprop=not (training is None or training is False))
-            scores = content + position
-        else:
-            scores = tf.einsum("nbqh,nbkh->nbqk", q, k)
-        probs = masked_softmax(scores * self.scale, allowed)  # [N, B, Q, K]
+        probs = masked_softmax(score_fn(q, k) * self.scale, allowed)  # [N, B, Q, K]
         probs = self.attn_dropout(tf.cast(probs, v.dtype), training=training)
         attended = tf.einsum("nbqk,nbkh->nbqh", probs, v)
         out = tf.einsum("nbqh,nhd->bqd", attended, self.o)

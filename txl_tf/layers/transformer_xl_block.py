@@ -1,7 +1,8 @@
-"""One Transformer-XL layer: relative attention over memory + segment, then feed-forward."""
+"""One Transformer-XL layer: attention over memory + segment, then feed-forward."""
 import keras
 
 from txl_tf.layers.feed_forward import PositionwiseFeedForward
+from txl_tf.layers.learned_relative_attention import LearnedRelativeMultiHeadAttention
 from txl_tf.layers.relative_attention import RelativeMultiHeadAttention
 
 
@@ -13,11 +14,14 @@ class TransformerXLBlock(keras.layers.Layer):
     Args:
       d_model, n_head, d_head, d_inner, dropout, dropatt, pre_lnorm, layer_norm_epsilon,
       kernel_initializer: as the two sub-layers.
-      relative: False for the vanilla Transformer (`attn_type=2`).
+      relative: False for attention without position terms (`attn_type` 2 and 3).
+      max_klen: when given, the attention is `LearnedRelativeMultiHeadAttention` with tables of
+        max_klen rows (`attn_type=1`) and `relative` is not used.
 
     Call arguments:
       h: [B, Q, D]; mem: [B, M, D] or None; pos_emb: [K, D]; r_w_bias, r_r_bias: [N, H];
-      allowed: bool [Q, K]; training: dropout on/off.
+      allowed: bool [Q, K]; training: dropout on/off; clamp_len: clamp of the learned relative
+      tables (`attn_type=1` only; the sinusoids of `attn_type=0` come clamped in pos_emb).
 
     Returns:
       [B, Q, D].
@@ -25,7 +29,7 @@ class TransformerXLBlock(keras.layers.Layer):
 
     def __init__(self, d_model, n_head, d_head, d_inner, dropout=0.0, dropatt=0.0,
                  pre_lnorm=False, layer_norm_epsilon=1e-12, kernel_initializer="glorot_uniform",
-                 relative=True, **kwargs):
+                 relative=True, max_klen=None, **kwargs):
         super().__init__(**kwargs)
         self.d_model = d_model
         self.n_head = n_head
@@ -37,10 +41,17 @@ class TransformerXLBlock(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.relative = relative
-        self.attention = RelativeMultiHeadAttention(
-            d_model, n_head, d_head, dropout=dropout, dropatt=dropatt, pre_lnorm=pre_lnorm,
-            layer_norm_epsilon=layer_norm_epsilon, kernel_initializer=self.kernel_initializer,
-            relative=relative, dtype=self.dtype_policy, name="rel_attn")
+        self.max_klen = max_klen
+        common = dict(dropout=dropout, dropatt=dropatt, pre_lnorm=pre_lnorm,
+                      layer_norm_epsilon=layer_norm_epsilon,
+                      kernel_initializer=self.kernel_initializer, dtype=self.dtype_policy,
+                      name="rel_attn")
+        if max_klen is None:
+            self.attention = RelativeMultiHeadAttention(d_model, n_head, d_head,
+                                                        relative=relative, **common)
+        else:
+            self.attention = LearnedRelativeMultiHeadAttention(d_model, n_head, d_head,
+                                                               max_klen=max_klen, **common)
         self.feed_forward = PositionwiseFeedForward(
             d_model, d_inner, dropout=dropout, pre_lnorm=pre_lnorm,
             layer_norm_epsilon=layer_norm_epsilon, kernel_initializer=self.kernel_initializer,
@@ -52,9 +63,13 @@ class TransformerXLBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, h, mem=None, pos_emb=None, r_w_bias=None, r_r_bias=None, allowed=None,
-             training=False):
-        out = self.attention(h, mem=mem, pos_emb=pos_emb, r_w_bias=r_w_bias, r_r_bias=r_r_bias,
-                             allowed=allowed, training=training)
+             training=False, clamp_len=-1):
+        if self.max_klen is None:
+            out = self.attention(h, mem=mem, pos_emb=pos_emb, r_w_bias=r_w_bias,
+                                 r_r_bias=r_r_bias, allowed=allowed, training=training)
+        else:
+            out = self.attention(h, mem=mem, allowed=allowed, training=training,
+                                 clamp_len=clamp_len)
         return self.feed_forward(out, training=training)
 
     def get_config(self):
@@ -64,5 +79,5 @@ class TransformerXLBlock(keras.layers.Layer):
             dropout=self.dropout, dropatt=self.dropatt, pre_lnorm=self.pre_lnorm,
             layer_norm_epsilon=self.layer_norm_epsilon,
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
-            relative=self.relative)
+            relative=self.relative, max_klen=self.max_klen)
         return config

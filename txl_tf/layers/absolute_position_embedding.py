@@ -1,0 +1,77 @@
+"""Learned absolute position embeddings of Al-Rfou et al. (2018), the `attn_type=3` encoding.
+
+Size glossary: B batch, Q segment length, M memory length, K = M + Q, D d_model,
+T table length (max_klen).
+"""
+import keras
+import tensorflow as tf
+
+
+def absolute_table_rows(klen, table_len: int) -> tf.Tensor:
+    """Rows of a learned absolute table for the K keys [memory; segment], oldest first.
+
+    The table's last rows belong to the newest keys, as the reference: the segment reads the last
+    Q rows and the memory the M rows before them, so key j reads row T-K+j, and keys older than
+    the table (j < K-T) share row 0 (the reference pads the memory part with it).
+
+    Args:
+      klen: number of keys K, a scalar int (tensor or Python).
+      table_len: rows T of the table.
+
+    Returns:
+      int32 [K], row max(T-K+j, 0) for key j.
+    """
+    klen = tf.cast(klen, tf.int32)
+    return tf.maximum(tf.range(klen, dtype=tf.int32) + (table_len - klen), 0)
+
+
+@keras.saving.register_keras_serializable(package="txl_tf")
+class LearnedPositionEmbedding(keras.layers.Layer):
+    """One layer's learned absolute position embeddings, added to its memory and segment.
+
+    The reference PyTorch model (attn_type 3) keeps one [T, N, H] table per layer, read as
+    [T, N*H] and added to that layer's input and memory; here the table is [T, D] (the same
+    numbers when N*H = D, and defined for any N, H). Initialised with the main initializer, as
+    the reference's `init_weight` of `r_emb`.
+
+    Args:
+      max_klen: rows T of the table (the reference's tgt_len + mem_len).
+      d_model: D.
+      embeddings_initializer: initializer of the table.
+
+    Call arguments:
+      klen: number of keys K = M + Q, a scalar int tensor.
+
+    Returns:
+      [K, D] in the compute dtype: row j is added to key j of [memory; segment].
+
+    Example:
+      >>> emb = LearnedPositionEmbedding(max_klen=12, d_model=16)
+      >>> emb(tf.constant(10)).shape
+      TensorShape([10, 16])
+    """
+
+    def __init__(self, max_klen: int, d_model: int, embeddings_initializer="uniform",
+                 **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(max_klen, int) or max_klen < 1:
+            raise ValueError(f"max_klen must be a positive integer, got {max_klen!r}")
+        self.max_klen = max_klen
+        self.d_model = d_model
+        self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
+
+    def build(self, input_shape=None):
+        self.embeddings = self.add_weight(name="embeddings", shape=(self.max_klen, self.d_model),
+                                          initializer=self.embeddings_initializer)
+        self.built = True
+
+    def call(self, klen):
+        rows = absolute_table_rows(klen, self.max_klen)
+        return tf.cast(tf.gather(self.embeddings, rows), self.compute_dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            max_klen=self.max_klen, d_model=self.d_model,
+            embeddings_initializer=keras.initializers.serialize(self.embeddings_initializer))
+        return config
