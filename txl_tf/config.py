@@ -12,7 +12,7 @@ from typing import Any, Mapping, Optional, Tuple
 # attn_type values of the reference PyTorch code (all four of the paper's ablation, Table 6).
 ATTN_TYPE_RELATIVE = 0  # Transformer-XL: relative sinusoids, u/v biases, memory.
 ATTN_TYPE_LEARNED_RELATIVE = 1  # Shaw et al.: learned relative embeddings and biases, memory.
-ATTN_TYPE_VANILLA = 2  # Vaswani et al.: absolute sinusoids added to the input, no memory.
+ATTN_TYPE_VANILLA = 2  # Vaswani et al.: absolute sinusoids at the input and layer-0 memory.
 ATTN_TYPE_LEARNED_ABSOLUTE = 3  # Al-Rfou et al.: learned absolute embeddings at every layer.
 _SUPPORTED_ATTN_TYPES = (ATTN_TYPE_RELATIVE, ATTN_TYPE_LEARNED_RELATIVE, ATTN_TYPE_VANILLA,
                          ATTN_TYPE_LEARNED_ABSOLUTE)
@@ -41,7 +41,8 @@ class TransformerXLConfig:
         0 Transformer-XL (relative sinusoids with u/v biases);
         1 Shaw et al. (2018): learned relative embeddings [max_klen, H, Dh] and biases
           [max_klen, H] per layer, distances beyond the table share its longest distance;
-        2 vanilla Transformer (absolute sinusoids added to the input, no memory: mem_len=0);
+        2 Vaswani et al. (2017): absolute sinusoids of positions counted back from the newest key
+          (clipped by clamp_len) added to the input and, where it is read, the layer-0 memory;
         3 Al-Rfou et al. (2018): learned absolute embeddings [max_klen, D] added to the input of
           every layer (memory and segment).
       max_klen: rows of the learned position tables of attn_type 1 and 3 (the reference's
@@ -150,8 +151,6 @@ class TransformerXLConfig:
         if self.attn_type not in _SUPPORTED_ATTN_TYPES:
             fail(f"attn_type={self.attn_type!r} is not implemented; use 0 (Transformer-XL), "
                  "1 (Shaw et al.), 2 (vanilla Transformer) or 3 (Al-Rfou et al.).")
-        if self.attn_type == ATTN_TYPE_VANILLA and self.mem_len != 0:
-            fail("the vanilla Transformer (attn_type=2) has no memory; set mem_len=0.")
         if self.attn_type in _TABLE_ATTN_TYPES:
             if not isinstance(self.max_klen, int) or isinstance(self.max_klen, bool) \
                     or self.max_klen < 1:

@@ -19,7 +19,7 @@ from txl_tf.config import (ATTN_TYPE_LEARNED_ABSOLUTE, ATTN_TYPE_LEARNED_RELATIV
 from txl_tf.layers.dropout import ReplicaDropout
 from txl_tf.layers.initializers import main_initializer, projection_initializer
 from txl_tf.layers.memory import update_memory
-from txl_tf.layers.positional_encoding import RelativePositionalEncoding, sinusoid
+from txl_tf.layers.positional_encoding import RelativePositionalEncoding
 from txl_tf.layers.transformer_xl_block import TransformerXLBlock
 
 
@@ -28,19 +28,37 @@ class TransformerXL(keras.Model):
     """Transformer-XL language model (Dai et al., 2019), reference TF semantics.
 
     `config.attn_type` chooses the position encoding of the paper's ablation (Table 6), with the
-    reference PyTorch semantics:
+    reference PyTorch semantics; every one works with memory (mem_len > 0) and without
+    (mem_len = 0):
       0: relative sinusoids with u/v biases (Transformer-XL).
       1: Shaw et al. learned relative embeddings and biases, one table per layer
-         (`LearnedRelativeMultiHeadAttention`); relative, so it works with memory.
-      2: absolute sinusoids of positions 0..Q-1 added to the input; no memory.
+         (`LearnedRelativeMultiHeadAttention`).
+      2: Vaswani et al. absolute sinusoids added to the input of layer 0. Positions count
+         backwards over the K keys of the call: key j of [memory; segment] has position K-1-j,
+         clipped to at most clamp_len when clamp_len > 0, so the newest token has position 0
+         (also without memory). The segment's word embeddings get the encodings of the last Q
+         positions (Q-1 .. 0) before dropout; the layer-0 memory gets those of the first M
+         (K-1 .. Q) added where it is read. The stored layer-0 memory is layer 0's input as
+         computed for its own segment: dropout(word embedding + encoding of its position
+         within that segment); the read-time encoding is not stored. Upper layers carry no
+         position encoding.
       3: Al-Rfou et al. learned absolute embeddings, one table per layer
          (`LearnedPositionEmbedding`, weights `pos_emb_{i}`), added to the memory and the
          segment at the input of every layer. The memory is still each layer's input without
          the embedding: the embedding is added where it is used, for the key positions of this
-         call. (The reference adds it in place to tensors it also caches, so its cached states
-         carry the embeddings of earlier segments as well; that is not reproduced.) With
-         memory, a segment's states were computed at other positions than they are read at:
-         the temporal confusion of the paper's section 3.3.
+         call.
+    The reference adds the memory encodings of attn_type 2 and 3 in place to tensors it also
+    caches, so when mem_len > Q its kept-over states carry the encodings of earlier reads as
+    well; that is not reproduced.
+
+    Temporal confusion (the paper's section 3.3) of the absolute encodings 2 and 3 with memory:
+    a state in the memory was computed at its position within its own segment (with attn_type
+    2, offset k of a segment of length Q has position Q-1-k), so the tokens at the same offset
+    of every segment carry the same encoding, and it is read with a second one (attn_type 2:
+    the sinusoid of K-1-j added on top) that the states of the upper layers never see. The
+    segments read with memory therefore differ from one long pass over the same tokens, which
+    relative encodings (0, 1) reproduce exactly. Without memory, positions count back from the
+    segment's end, so a prefix of a segment is not read as it would be alone.
 
     Args:
       config: a `TransformerXLConfig`.
@@ -81,7 +99,6 @@ class TransformerXL(keras.Model):
         init = main_initializer(c.init, c.init_std, c.init_range)
         proj_init = projection_initializer(c.init, c.proj_init_std, c.init_range)
         self.relative = c.attn_type == ATTN_TYPE_RELATIVE
-        self.has_memory = c.attn_type != ATTN_TYPE_VANILLA
         self.embedding = AdaptiveEmbedding(
             c.n_token, c.d_embed, c.d_model, cutoffs=c.cutoffs, div_val=c.div_val,
             proj_same_dim=c.proj_same_dim, embeddings_initializer=init,
@@ -141,10 +158,8 @@ class TransformerXL(keras.Model):
     # ------------------------------------------------------------------------------------------
     def init_mems(self, batch_size, mem_len=None):
         """L zero memories float32 [batch_size, mem_len, D]: zeros that are attended to, as the
-        reference TF code starts every stream. The vanilla Transformer has none: []."""
+        reference TF code starts every stream."""
         mem_len = self.config.mem_len if mem_len is None else mem_len
-        if not self.has_memory:
-            return []
         return [tf.zeros([batch_size, mem_len, self.config.d_model], tf.float32)
                 for _ in range(self.config.n_layer)]
 
@@ -154,8 +169,6 @@ class TransformerXL(keras.Model):
         mem_len = c.mem_len if mem_len is None else mem_len
         clamp_len = c.clamp_len if clamp_len is None else clamp_len
         same_length = c.same_length if same_length is None else same_length
-        if not self.has_memory:
-            mems = None
         if mems is not None and len(mems) != c.n_layer:
             raise ValueError(f"mems must hold one tensor per layer ({c.n_layer}), got "
                              f"{len(mems)}; start from model.init_mems(batch_size) or None.")
@@ -166,13 +179,14 @@ class TransformerXL(keras.Model):
         klen = mlen + qlen
 
         allowed = attention_mask(qlen, mlen, same_length)  # [Q, K]
-        h, pos_emb = self._first_input(tokens, klen, clamp_len, training)
+        h, pos_emb, mem_positions = self._first_input(tokens, mlen, klen, clamp_len, training)
         new_mems = []
         absolute_embeddings = self.absolute_embeddings
         for i, block in enumerate(self.blocks):
             mem = None if mems is None else mems[i]
-            if self.has_memory:
-                new_mems.append(update_memory(mem, h, mem_len))
+            new_mems.append(update_memory(mem, h, mem_len))
+            if i == 0 and mem is not None and mem_positions is not None:
+                mem = tf.cast(mem, tf.float32) + mem_positions
             u = v = None
             if self.relative:
                 u = self.r_w_bias[i] if c.untie_r else self.r_w_bias
@@ -190,19 +204,21 @@ class TransformerXL(keras.Model):
             out["log_probs"] = self.softmax(h)
         return out
 
-    def _first_input(self, tokens, klen, clamp_len, training):
-        """(input of layer 0 [B, Q, D], relative sinusoids [K, D] of attn_type 0 or None)."""
+    def _first_input(self, tokens, mlen, klen, clamp_len, training):
+        """(input of layer 0 [B, Q, D], relative sinusoids [K, D] of attn_type 0 or None,
+        float32 sinusoids [M, D] to add to the layer-0 memory (attn_type 2) or None)."""
         word_emb = self.embedding(tokens)  # [B, Q, D]
-        pos_emb = None
+        pos_emb = mem_positions = None
         if self.relative:
             pos_emb = self.dropout(
                 tf.cast(self.positional_encoding(klen, clamp_len=clamp_len), self.compute_dtype),
                 training=training)  # [K, D]
         if self.config.attn_type == ATTN_TYPE_VANILLA:
-            qlen = tf.shape(tokens)[1]
-            absolute = sinusoid(tf.range(qlen, dtype=tf.float32), self.config.d_model)  # [Q, D]
-            word_emb = word_emb + tf.cast(absolute, word_emb.dtype)
-        return self.dropout(word_emb, training=training), pos_emb
+            # The same descending, clamped positions K-1 .. 0 as the relative encoding.
+            absolute = self.positional_encoding(klen, clamp_len=clamp_len)  # [K, D] float32
+            word_emb = word_emb + tf.cast(absolute[mlen:], word_emb.dtype)
+            mem_positions = absolute[:mlen]
+        return self.dropout(word_emb, training=training), pos_emb, mem_positions
 
     @staticmethod
     def _add_absolute(embedding, h, mem, mlen, klen):

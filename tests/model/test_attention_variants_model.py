@@ -1,5 +1,6 @@
-"""TransformerXL with the ablation's encodings attn_type 1 (Shaw et al.) and 3 (Al-Rfou et al.):
-a naive NumPy forward pass, causality, recurrence, XLA, mixed precision, config and save/load."""
+"""TransformerXL with the ablation's encodings attn_type 1 (Shaw et al.), 2 (Vaswani et al.) and
+3 (Al-Rfou et al.): a naive NumPy forward pass, causality, recurrence, XLA, mixed precision,
+config and save/load."""
 import keras
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from txl_tf import ConfigError, TransformerXL, TransformerXLConfig
 from txl_tf.convert import importer
 from txl_tf.convert.errors import WeightImportError
 
-VARIANTS = [1, 3]
+VARIANTS = [1, 2, 3]
 
 
 def tiny_config(**changes):
@@ -47,6 +48,20 @@ def _relative_row(distance, table_len, clamp_len):
     return table_len - 1 - min(distance, used - 1)
 
 
+def _absolute_sinusoids(klen, d_model, clamp_len):
+    """attn_type 2: row j encodes key j of [memory; segment] at position K-1-j (newest at 0),
+    clipped to clamp_len when > 0; sin halves then cos halves, one entry at a time."""
+    rows = np.zeros((klen, d_model))
+    for j in range(klen):
+        position = klen - 1 - j
+        if clamp_len > 0:
+            position = min(position, clamp_len)
+        for i in range(d_model // 2):
+            angle = position / 10000.0 ** (2 * i / d_model)
+            rows[j, i], rows[j, d_model // 2 + i] = np.sin(angle), np.cos(angle)
+    return rows
+
+
 def _naive_attention(att, h, mem, extra_score):
     """Post-LN attention sub-layer; extra_score(q_i, k_j, distance) -> [N] adds to q_i . k_j."""
     w_qkv, w_o = att.qkv.numpy(), att.o.numpy()
@@ -77,17 +92,24 @@ def _naive_feed_forward(ff, x):
 
 
 def naive_forward(model, tokens, mems, mem_len, clamp_len=-1):
-    """(log_probs [B, Q, V], new mems) of attn_type 1 or 3; the embedding and the softmax are the
-    model's own layers (tested elsewhere), everything between them is NumPy."""
+    """(log_probs [B, Q, V], new mems) of attn_type 1, 2 or 3; the embedding and the softmax are
+    the model's own layers (tested elsewhere), everything between them is NumPy."""
     c = model.config
     h = model.embedding(tokens).numpy().astype(np.float64)
+    mlen = 0 if mems is None else mems[0].shape[1]
+    if c.attn_type == 2:
+        sinusoids = _absolute_sinusoids(mlen + h.shape[1], c.d_model, clamp_len)
+        h = h + sinusoids[mlen:]  # the stored layer-0 memory includes these
     new_mems = []
     for i, block in enumerate(model.blocks):
         mem = np.zeros((h.shape[0], 0, h.shape[2])) if mems is None else mems[i].numpy()
         states = np.concatenate([mem, h], axis=1)
         new_mems.append(states[:, max(0, states.shape[1] - mem_len):])
         att = block.attention
-        if c.attn_type == 1:
+        if c.attn_type == 2:
+            read = mem + sinusoids[:mlen] if i == 0 else mem  # added where read, not stored
+            h = _naive_attention(att, h, read, lambda q_i, k_j, d: 0.0)
+        elif c.attn_type == 1:
             r_emb, r_bias, u = att.r_emb.numpy(), att.r_bias.numpy(), att.r_w_bias.numpy()
 
             def extra(q_i, k_j, d):
@@ -106,7 +128,7 @@ def naive_forward(model, tokens, mems, mem_len, clamp_len=-1):
 
 
 @pytest.mark.parametrize("attn_type", VARIANTS)
-@pytest.mark.parametrize("mem_len,clamp_len", [(0, -1), (6, -1), (6, 3)])
+@pytest.mark.parametrize("mem_len,clamp_len", [(0, -1), (0, 2), (6, -1), (6, 3)])
 def test_model_matches_naive_forward(attn_type, mem_len, clamp_len):
     """Two segments: the second reads the first's memory (mem_len > 0) or none (mem_len = 0)."""
     model = make_model(attn_type=attn_type, mem_len=mem_len, tgt_len=4)
@@ -185,6 +207,30 @@ def test_attn_type_3_memory_is_not_one_long_pass():
     np.testing.assert_allclose(segmented_rel, full_rel, rtol=1e-4, atol=1e-5)
 
 
+def test_attn_type_2_memory_is_not_one_long_pass():
+    """Vaswani et al. sinusoids with memory: every segment's tokens were embedded at positions
+    3 .. 0 and the layer-0 memory gets the positions of the keys added on top, so even the last
+    segment, whose memory holds all 8 earlier tokens, differs from one long pass over the 12
+    tokens (temporal confusion); with attn_type 0 the same weights reproduce the long pass."""
+    model = make_model(attn_type=2, tgt_len=4, mem_len=8)
+    segmented, full = _segmented_and_long(model, mem_len=8)
+    assert np.abs(segmented[:, 8:] - full[:, 8:]).max() > 1e-2
+    ours = make_model(attn_type=0, tgt_len=4, mem_len=8)
+    segmented_ours, full_ours = _segmented_and_long(ours, mem_len=8)
+    np.testing.assert_allclose(segmented_ours, full_ours, rtol=1e-4, atol=1e-5)
+
+
+def test_attn_type_2_positions_count_back_from_the_newest_token():
+    """Without memory the last token has position 0: a segment's prefix read alone is read at
+    other positions than inside the segment, unlike relative encodings."""
+    tokens = random_tokens([2, 6], seed=11)
+    for attn_type, same in ((2, False), (0, True)):
+        model = make_model(attn_type=attn_type, mem_len=0)
+        whole = model(tokens)["log_probs"].numpy()[:, :4]
+        prefix = model(tokens[:, :4])["log_probs"].numpy()
+        assert np.allclose(whole, prefix, rtol=1e-5, atol=1e-5) == same, attn_type
+
+
 # ------------------------------------------------------------------------------------------------
 def _train_step_fn(model, jit_compile):
     @tf.function(jit_compile=jit_compile)
@@ -234,7 +280,7 @@ def test_mixed_precision_stays_close_to_float32(attn_type, policy, tolerance):
 
 
 # ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("attn_type", VARIANTS)
+@pytest.mark.parametrize("attn_type", [1, 3])
 def test_save_load_round_trip_keeps_the_trained_tables(attn_type, tmp_path):
     model = make_model(attn_type=attn_type, tgt_len=4, mem_len=8)
     assert model.config.max_klen == 12
@@ -252,6 +298,22 @@ def test_save_load_round_trip_keeps_the_trained_tables(attn_type, tmp_path):
     assert longer.config.max_klen == 12 and longer.init_mems(1)[0].shape == (1, 20, 16)
     out = longer(random_tokens([1, 16]), mems=longer.init_mems(1))
     assert np.isfinite(out["log_probs"].numpy()).all()
+
+
+def test_attn_type_2_save_load_round_trip_with_memory(tmp_path):
+    model = make_model(attn_type=2, tgt_len=4, mem_len=6, clamp_len=5)
+    assert TransformerXLConfig.from_json(model.config.to_json()) == model.config
+    assert model.config.max_klen is None
+    txl_tf.save_model(model, str(tmp_path))
+    loaded = txl_tf.load_model(str(tmp_path))
+    assert loaded.config == model.config
+    mems_a, mems_b = model.init_mems(2), loaded.init_mems(2)
+    for seed in (1, 2):  # the second segment reads the first one's memory
+        tokens, labels = random_tokens([2, 4], seed=seed), random_tokens([2, 4], seed=seed + 5)
+        a = model(tokens, mems=mems_a, labels=labels)
+        b = loaded(tokens, mems=mems_b, labels=labels)
+        np.testing.assert_array_equal(a["nll"].numpy(), b["nll"].numpy())
+        mems_a, mems_b = a["mems"], b["mems"]
 
 
 def test_variant_weights():
@@ -273,8 +335,8 @@ def test_variant_weights():
 # ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("changes,max_klen", [
     (dict(attn_type=1), 12), (dict(attn_type=3, mem_len=0), 4),
-    (dict(attn_type=1, max_klen=30), 30), (dict(attn_type=0), None), (dict(attn_type=2, mem_len=0),
-                                                                       None)])
+    (dict(attn_type=1, max_klen=30), 30), (dict(attn_type=0), None),
+    (dict(attn_type=2, mem_len=0), None), (dict(attn_type=2), None)])
 def test_config_accepts_every_attn_type(changes, max_klen):
     config = tiny_config(**changes)
     assert config.max_klen == max_klen

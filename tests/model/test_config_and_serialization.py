@@ -34,7 +34,6 @@ def test_json_round_trip():
     (dict(d_model=501), "even"),
     (dict(dropout=1.0), "dropout"),
     (dict(attn_type=4), "attn_type"),
-    (dict(attn_type=2), "mem_len=0"),
     (dict(init="xavier"), "init"),
     (dict(div_val=4, cutoffs=(10, 20, 30, 40, 50), d_embed=64), "div_val"),
 ])

@@ -176,13 +176,14 @@ def test_dropout_only_in_training():
     assert np.abs(a - b).max() > 1e-4
 
 
-def test_vanilla_transformer_has_no_memory_and_is_causal():
+def test_vanilla_transformer_without_memory_is_causal():
     model = make_model(attn_type=2, mem_len=0)
-    assert model.init_mems(2) == []
+    assert [m.shape for m in model.init_mems(2)] == [(2, 0, 16)] * 2
     assert not any("/r:" in v.name or v.path.endswith("/r") for v in model.weights)
     tokens = random_tokens([2, 6])
     out = model(tokens)
-    assert out["mems"] == [] and out["log_probs"].shape == (2, 6, 50)
+    assert [m.shape for m in out["mems"]] == [(2, 0, 16)] * 2
+    assert out["log_probs"].shape == (2, 6, 50)
     changed = tokens.numpy().copy()
     changed[:, 4] = (changed[:, 4] + 1) % 50
     after = model(tf.constant(changed))["log_probs"].numpy()

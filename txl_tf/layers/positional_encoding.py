@@ -25,7 +25,9 @@ def relative_positions(klen, clamp_len: int = -1) -> tf.Tensor:
 
 @keras.saving.register_keras_serializable(package="txl_tf")
 class RelativePositionalEncoding(keras.layers.Layer):
-    """Encodings R of the relative distances klen-1, ..., 0 used by relative attention.
+    """Sinusoids of the descending positions klen-1, ..., 0: the relative distances R of
+    relative attention (`attn_type=0`), and the absolute positions of `attn_type=2`, which the
+    reference counts backwards from the newest key in the same way.
 
     Args:
       d_model: width of the encoding (even).
