@@ -155,6 +155,13 @@ class TransformerXL(keras.Model):
             return []
         return [getattr(self, f"pos_emb_{i}") for i in range(self.config.n_layer)]
 
+    @property
+    def absolute_positions(self) -> bool:
+        """True for the absolute encodings (attn_type 2 and 3): positions count back from the
+        newest key of a call, so a token is read differently when more tokens follow it in its
+        segment, and a prefix of a segment is not read as it would be alone."""
+        return self.config.attn_type in (ATTN_TYPE_VANILLA, ATTN_TYPE_LEARNED_ABSOLUTE)
+
     # ------------------------------------------------------------------------------------------
     def init_mems(self, batch_size, mem_len=None):
         """L zero memories float32 [batch_size, mem_len, D]: zeros that are attended to, as the

@@ -44,13 +44,26 @@ def vanilla():
     return model, cl.default_regime(model.config)
 
 
-# Context lengths within each reading's reach: with memory, c > Q = 4 puts the farthest token in
+def vanilla_with_memory():
+    model = tiny_model(attn_type=2)
+    return model, cl.default_regime(model.config)
+
+
+def al_rfou_with_memory():
+    model = tiny_model(attn_type=3)
+    return model, cl.default_regime(model.config)
+
+
+# Context lengths within each reading's reach (attn_type 3: at distance 11 these weights move the
+# loss by less than 1e-5, so 9): with memory, c > Q = 4 puts the farthest token in
 # the memory; with same_length every layer sees M = 4 tokens back, so 2 layers reach 8 tokens.
 KINDS = {
     "with_memory": (with_memory, [1, 3, 6, 11]),
     "with_memory_same_length": (with_memory_same_length, [1, 3, 6, 8]),
     "without_memory": (without_memory, [1, 3, 6, 11]),
     "vanilla": (vanilla, [1, 3, 6, 11]),
+    "vanilla_with_memory": (vanilla_with_memory, [1, 3, 6, 11]),
+    "al_rfou_with_memory": (al_rfou_with_memory, [1, 3, 6, 9]),
 }
 
 
@@ -177,7 +190,24 @@ def test_a_reader_with_another_regime_is_refused():
         cl.context_losses(model, stream(), [10], [2], regime, reader=reader)
 
 
-def test_a_model_without_memory_cannot_be_read_in_segments():
+def test_a_model_trained_without_memory_can_be_read_with_memory():
+    """Every attn_type carries memory: a vanilla model trained with mem_len 0 is read in segments
+    of 4 with a memory of 4, exactly as the naive reading."""
     model = tiny_model(attn_type=2, mem_len=0)
-    with pytest.raises(ContextLossError, match="carries no memory; read it with window_regime"):
-        cl.context_losses(model, stream(), [10], [2], ContextRegime(segment_len=4, mem_len=4))
+    regime = ContextRegime(segment_len=4, mem_len=4)
+    positions = np.array([10, 11, 30])
+    losses = cl.context_losses(model, stream(), positions, [2, 6, 9], regime, batch_tokens=20)
+    for k, c in enumerate([2, 6, 9]):
+        expected = [naive_loss(model, regime, stream(), t, c) for t in positions]
+        np.testing.assert_allclose(losses[k], expected, rtol=1e-5, atol=1e-5)
+    assert np.abs(losses - cl.context_losses(model, stream(), positions, [2, 6, 9])).max() > 1e-4
+
+
+def test_absolute_positions_read_one_window_per_context_length():
+    """Positions counted back from the newest key: the loss of x_t with c tokens of context is
+    read from a window ending at x_{t-1}, whatever other context lengths are asked for."""
+    model, regime = vanilla_with_memory()
+    positions = np.arange(11, 17)
+    alone = cl.context_losses(model, stream(), positions, [3], regime)
+    together = cl.context_losses(model, stream(), positions, [3, 6, 11], regime)
+    np.testing.assert_allclose(together[0], alone[0], rtol=1e-6, atol=1e-6)

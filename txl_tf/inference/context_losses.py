@@ -12,20 +12,25 @@ distance c + 1 cannot change the loss. The kinds of model:
     exactly as `evaluate.py` reads a split (mem_len, clamp_len and same_length included). The
     scored token sits at position (c - 1) mod Q of its segment for every t, so all tokens of one
     c are scored alike;
-  * without memory, and absolute-position models (`window_regime`): the window is one segment of
-    c tokens without memory (the sliding window of a vanilla Transformer; absolute positions
-    0 .. c-1; relative distances up to c-1, clipped by clamp_len).
+  * without memory (`window_regime`): the window is one segment of c tokens without memory (the
+    sliding window of a vanilla Transformer; relative distances up to c-1, clipped by
+    clamp_len; absolute positions of attn_type 2 c-1 .. 0, the scored token's input at 0).
 Any attn_type is read through the `TransformerXL` call contract, so new encodings plug in.
+Absolute encodings (`TransformerXL.absolute_positions`: attn_type 2 and 3) count positions back
+from the newest key of a call, so a token's loss depends on how many tokens follow it in its
+segment: their window ends at the scored token's input (the window of x_t with context c is
+exactly x_{t-c} .. x_{t-1}), for both regimes.
 The token at distance c changes the loss only if the model can reach that far: with memory and
 same_length every layer looks M tokens back, so L layers reach L * M tokens; a longer c measures
 a model that cannot use the extra tokens, which is what RECL is meant to detect.
 
-Cost: causality makes one window serve every context length: the window starting at s, read
-once up to its longest needed length, gives at its position c - 1 the loss of x_{s+c} with
-context c. The windows are the distinct starts s = t - c (T + max c - min c of them for T
-contiguous scored tokens), each read up to the longest c it serves, batched by length. The work
-is about (T + max c) * max c token positions whatever the number of context lengths, against
-T positions for one ordinary evaluation pass: RECL is a small-corpus measurement.
+Cost: with relative encodings, causality makes one window serve every context length: the window
+starting at s, read once up to its longest needed length, gives at its position c - 1 the loss of
+x_{s+c} with context c. The windows are the distinct starts s = t - c (T + max c - min c of them
+for T contiguous scored tokens), each read up to the longest c it serves, batched by length. The
+work is about (T + max c) * max c token positions whatever the number of context lengths, against
+T positions for one ordinary evaluation pass: RECL is a small-corpus measurement. Absolute
+encodings need one window per (c, t), batched by equal length: T * sum(c) positions.
 
 Size glossary: B windows per batch, W window length, Q segment length, M memory length,
 C context lengths, T scored tokens.
@@ -137,20 +142,17 @@ def _check(model, tokens, positions, context_lengths, regime):
         raise ContextLossError(
             f"scored positions must lie in [{contexts.max()}, {tokens.size}) so that every token "
             f"has {contexts.max()} tokens before it, got [{positions.min()}, {positions.max()}].")
-    if regime.recurrent and not model.init_mems(1, regime.mem_len):
-        raise ContextLossError(
-            f"this model (attn_type={model.config.attn_type}) carries no memory; read it with "
-            "window_regime instead of a segmented reading.")
     return tokens.astype(np.int32), positions.astype(np.int64), contexts.astype(np.int64)
 
 
-def _window_batches(lengths: np.ndarray, batch_tokens: int):
+def _window_batches(lengths: np.ndarray, batch_tokens: int, equal_lengths: bool = False):
     """Index arrays of windows (sorted by needed length) with count * longest <= batch_tokens
-    (at least one window per batch)."""
+    (at least one window per batch), all of one length if equal_lengths."""
     order = np.argsort(lengths, kind="stable")
     batch = []
     for index in order:
-        if batch and (len(batch) + 1) * lengths[index] > batch_tokens:
+        if batch and ((len(batch) + 1) * lengths[index] > batch_tokens
+                      or (equal_lengths and lengths[index] != lengths[batch[0]])):
             yield np.asarray(batch)
             batch = []
         batch.append(index)
@@ -243,14 +245,18 @@ def context_losses(model, tokens, positions, context_lengths: Sequence[int],
     tokens, positions, contexts = _check(model, tokens, positions, context_lengths, regime)
     starts = (positions[None, :] - contexts[:, None]).reshape(-1)  # [C * T]
     offsets = np.repeat(contexts - 1, positions.size)  # label index of x_t in its window
-    windows, which = np.unique(starts, return_inverse=True)
+    absolute = model.absolute_positions
+    # A window is a start (relative encodings) or a (start, length) pair (absolute ones).
+    keys = starts * (contexts.max() + 1) + offsets if absolute else starts
+    keys, which = np.unique(keys, return_inverse=True)
+    windows = keys // (contexts.max() + 1) if absolute else keys
     needed = np.zeros(windows.size, np.int64)
     np.maximum.at(needed, which, offsets + 1)
     losses = np.zeros(starts.size, np.float32)
     reader = reader or WindowReader(model, regime)
     bar = keras.utils.Progbar(windows.size, unit_name="window") if progress else None
     done = 0
-    for batch in _window_batches(needed, batch_tokens):
+    for batch in _window_batches(needed, batch_tokens, equal_lengths=absolute):
         inputs, labels = _window_arrays(tokens, windows[batch], int(needed[batch].max()))
         nll = reader(inputs, labels)
         row_of = np.full(windows.size, -1)
