@@ -112,7 +112,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
       pre_lnorm: normalise the input instead of the output (the reference TF is post-LN).
       layer_norm_epsilon: LayerNorm epsilon (1e-12 as the reference).
       kernel_initializer: initialiser of qkv, r and o.
-      relative: False gives the vanilla Transformer attention of `attn_type=2`: score q.k only,
+      relative: False gives the absolute-position attention of `attn_type` 2 and 3: score q.k only,
         no `r` weight, and `pos_emb`, `r_w_bias`, `r_r_bias` are ignored.
 
     Call arguments:
