@@ -54,11 +54,13 @@ class TransformerXL(keras.Model):
     Temporal confusion (the paper's section 3.3) of the absolute encodings 2 and 3 with memory:
     a state in the memory was computed at its position within its own segment (with attn_type
     2, offset k of a segment of length Q has position Q-1-k), so the tokens at the same offset
-    of every segment carry the same encoding, and it is read with a second one (attn_type 2:
-    the sinusoid of K-1-j added on top) that the states of the upper layers never see. The
-    segments read with memory therefore differ from one long pass over the same tokens, which
-    relative encodings (0, 1) reproduce exactly. Without memory, positions count back from the
-    segment's end, so a prefix of a segment is not read as it would be alone.
+    of every segment carry the same encoding; attn_type 2 reads the layer-0 memory with a
+    second encoding (of K-1-j) added on top, and the memories of the upper layers with none.
+    The segments read with memory therefore differ from one long pass over the same tokens,
+    which relative encodings (0, 1) reproduce exactly. Without memory, positions count back
+    from the segment's end, so a prefix of a segment is not read as it would be alone. The
+    zero memory of `init_mems` is read like any other: with attn_type 2 its layer-0 states
+    are read as the bare encodings.
 
     Args:
       config: a `TransformerXLConfig`.
