@@ -14,16 +14,8 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
-import txl_tf
+from tiny import train_config_fn
 from txl_tf.training.run import TrainOptions, run_training
-
-TINY = dict(n_layer=2, d_model=32, n_head=2, d_head=16, d_inner=64, tgt_len=16, mem_len=16)
-
-
-def config_fn(n_token, cutoffs):
-    return txl_tf.TransformerXLConfig(n_token=n_token, cutoffs=cutoffs, dropout=0.0, dropatt=0.0,
-                                      **TINY)
-
 
 def train_losses(model_dir):
     acc = event_accumulator.EventAccumulator(os.path.join(model_dir, "train"),
@@ -44,7 +36,7 @@ def runs(tmp_path_factory):
                 learning_rate=5e-3, warmup_steps=10, train_steps=80, steps_per_loop=20,
                 log_steps=10, save_steps=80, eval_steps=80, max_eval_batches=4,
                 precision=precision)
-            summary = run_training(options, config_fn)
+            summary = run_training(options, train_config_fn())
             out[precision] = dict(summary=summary, losses=train_losses(options.model_dir),
                                   model_dir=options.model_dir)
     finally:
