@@ -31,7 +31,8 @@ from tf_records.errors import (CorpusError, DataDirError, DataError, DownloadErr
                                StorageError, VocabularyError, VocabularyMismatchError)
 from tf_records.layout import RecordLayout
 from tf_records.metadata import find_records, prepare_command, read_corpus_info
-from tf_records.prepare import load_vocab, prepare, recorded_corpus
+from tf_records.model_vocab import load_vocab
+from tf_records.prepare import prepare, recorded_corpus
 from tf_records.prepared_data import DataOptions, PreparedData
 from tf_records.reader import dataset_from_tokens, make_input_fn
 from tf_records.stream_cache import load as load_token_stream

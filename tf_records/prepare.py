@@ -21,23 +21,11 @@ from tf_records import atomic, metadata, stream_cache
 from tf_records.corpora import get_corpus
 from tf_records.errors import DataError
 from tf_records.layout import RecordLayout
-from tf_records.vocabulary import Vocabulary
 
 
 def _log(progress, text):
     if progress:
         print(text, file=sys.stderr, flush=True)
-
-
-def load_vocab(data_dir, corpus_info=None) -> Vocabulary:
-    """The vocabulary of a prepared ``data_dir`` (with its specials and unk policy)."""
-    info = corpus_info or metadata.read_corpus_info(data_dir)
-    if info is None:
-        raise DataError(f"{data_dir} has no {metadata.CORPUS_INFO}; run runners/prepare_data.py first.")
-    metadata.check_vocab_file(data_dir, info)
-    return Vocabulary.load(os.path.join(data_dir, metadata.VOCAB_FILE), info["level"],
-                           specials=info.get("specials", []), unk_symbol=info.get("unk_symbol"),
-                           unk_policy=info.get("unk_policy", "error"))
 
 
 def _records_current(data_dir, split, layout, info, desc):
