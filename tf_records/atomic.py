@@ -1,9 +1,9 @@
-"""Atomic file writes: write to a temporary name in the same directory, then ``os.replace``.
+"""Atomic file writes: write to a temporary name in the same directory, then `os.replace`.
 
 An interrupted or failed write never leaves a half-written file under the final name. Files are
-created with mode ``0o666`` minus the process umask (0644 under the usual 022), so a data
+created with mode `0o666` minus the process umask (0644 under the usual 022), so a data
 directory shared with other users stays readable. A write that fails because the directory is
-read-only or its disk is full raises :class:`~tf_records.errors.DataDirError` naming the
+read-only or its disk is full raises `DataDirError` naming the
 directory.
 """
 import contextlib
@@ -19,15 +19,15 @@ _READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 def storage_error(error, path, what=None):
-    """The :class:`StorageError` for a write of ``path`` that failed on a full or read-only disk.
+    """The `StorageError` for a write of `path` that failed on a full or read-only disk.
 
     Args:
-      error: the exception raised by the write (``OSError`` or a TensorFlow ``OpError``).
-      path: the file being written (or, with ``what``, the directory being created).
+      error: the exception raised by the write (`OSError` or a TensorFlow `OpError`).
+      path: the file being written (or, with `what`, the directory being created).
       what: the role of the directory being created (e.g. "data_dir"), or None for a file.
 
     Returns:
-      A ``StorageError`` naming the directory and the fix, or None for any other failure.
+      A `StorageError` naming the directory and the fix, or None for any other failure.
     """
     code, text = getattr(error, "errno", None), str(error)
     path = os.path.abspath(path)
@@ -49,10 +49,10 @@ def storage_error(error, path, what=None):
 
 
 def ensure_dir(path, what="data_dir"):
-    """Creates directory ``path`` (and its parents) if needed.
+    """Creates directory `path` (and its parents) if needed.
 
     Raises:
-      DataDirError: ``path`` (or a parent) is a file, or the directory cannot be created.
+      DataDirError: `path` (or a parent) is a file, or the directory cannot be created.
     """
     path = os.fspath(path)
     if os.path.exists(path) and not os.path.isdir(path):
@@ -67,9 +67,9 @@ def ensure_dir(path, what="data_dir"):
 
 
 def new_temp(directory, name):
-    """Creates an empty temporary file ``.<name>.<random>.tmp`` in ``directory``; returns its path.
+    """Creates an empty temporary file `.<name>.<random>.tmp` in `directory`; returns its path.
 
-    Unlike ``tempfile.mkstemp`` (always mode 0600), the file gets ``0o666`` minus the umask.
+    Unlike `tempfile.mkstemp` (always mode 0600), the file gets `0o666` minus the umask.
     """
     for _ in range(100):
         tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
@@ -143,24 +143,24 @@ def atomic_path(path):
 
 
 def write_bytes(path, data: bytes):
-    """Atomically writes ``data`` to ``path``."""
+    """Atomically writes `data` to `path`."""
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
             f.write(data)
 
 
 def write_text(path, text: str):
-    """Atomically writes UTF-8 ``text`` to ``path``."""
+    """Atomically writes UTF-8 `text` to `path`."""
     write_bytes(path, text.encode("utf-8"))
 
 
 def write_json(path, obj):
-    """Atomically writes ``obj`` as indented, key-sorted JSON (one trailing newline)."""
+    """Atomically writes `obj` as indented, key-sorted JSON (one trailing newline)."""
     write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
 def read_json(path, fix="delete it and rerun runners/prepare_data.py", required=()):
-    """Reads a JSON object written by :func:`write_json`.
+    """Reads a JSON object written by `write_json`.
 
     Args:
       path: the file.

@@ -1,16 +1,18 @@
-"""``prepare``: corpus -> vocabulary, corpus info, cached token streams and TFRecords.
+"""`prepare`: corpus -> vocabulary, corpus info, cached token streams and TFRecords.
 
-Files made in ``data_dir``::
+Files made in `data_dir`:
 
-    vocab.txt                 the vocabulary (one symbol per line, id order; see vocabulary.py)
-    corpus-info.json          dataset, level, options, vocab_size, vocab_checksum, cutoffs,
-                              text rules, token counts per split, corpus-specific facts
-    <split>.ids.bin / .json   the encoded stream of each split (int32 LE) + description
-    <records>.tfrecords, record_info-<...>.json   per requested split/layout (see metadata.py)
-    raw/                      downloaded archives
+```
+vocab.txt                 the vocabulary (one symbol per line, id order; see vocabulary.py)
+corpus-info.json          dataset, level, options, vocab_size, vocab_checksum, cutoffs,
+                          text rules, token counts per split, corpus-specific facts
+<split>.ids.bin / .json   the encoded stream of each split (int32 LE) + description
+<records>.tfrecords, record_info-<...>.json   per requested split/layout (see metadata.py)
+raw/                      downloaded archives
+```
 
 Re-running with the same dataset/options and existing matching records is a fast no-op. A
-``data_dir`` prepared for another dataset or other data options is refused (use another
+`data_dir` prepared for another dataset or other data options is refused (use another
 directory).
 """
 import os
@@ -43,8 +45,8 @@ def _records_current(data_dir, split, layout, info, desc):
 
 
 def options_diff(recorded: dict, given: dict) -> str:
-    """``key: recorded -> given`` for every corpus option that differs, e.g.
-    ``level: 'word' -> 'char'; lower_case: False -> True``."""
+    """`key: recorded -> given` for every corpus option that differs, e.g.
+    `level: 'word' -> 'char'; lower_case: False -> True`."""
     keys = sorted(set(recorded) | set(given))
     return "; ".join(f"{k}: {recorded.get(k)!r} -> {given.get(k)!r}" for k in keys
                      if recorded.get(k) != given.get(k))
@@ -59,23 +61,23 @@ def _check_same_options(data_dir, info, corpus):
 
 
 def recorded_corpus(data_dir, dataset=None, raw_path=None, options=None):
-    """The dataset and corpus options to prepare (or reuse) ``data_dir`` with: what its
-    ``corpus-info.json`` records, overridden by the ``options`` given (and, for the ``text``
-    corpus, ``raw_path`` as ``train_path``). Options only need repeating to change them.
+    """The dataset and corpus options to prepare (or reuse) `data_dir` with: what its
+    `corpus-info.json` records, overridden by the `options` given (and, for the `text`
+    corpus, `raw_path` as `train_path`). Options only need repeating to change them.
 
     Args:
       data_dir: a prepared (or new) data directory.
-      dataset: the dataset asked for, or None (the recorded one; ``builtin`` for a new
+      dataset: the dataset asked for, or None (the recorded one; `builtin` for a new
         directory).
       raw_path: the raw file given, if any.
       options: corpus options given.
 
     Returns:
-      ``(dataset, options)``; for a new directory or another dataset, the given ones.
+      `(dataset, options)`; for a new directory or another dataset, the given ones.
 
     Raises:
-      DataError: the given options change what ``data_dir`` holds (the message lists
-        ``key: recorded -> given``), or are not options of the dataset.
+      DataError: the given options change what `data_dir` holds (the message lists
+        `key: recorded -> given`), or are not options of the dataset.
     """
     info = metadata.read_corpus_info(data_dir)
     recorded = info is not None and "dataset" in info and dataset in (None, info["dataset"])

@@ -141,7 +141,20 @@ def _find_idx2sym(obj, depth=0):
 
 
 def load_vocab_pickle(path):
-    """(symbols in id order as str, info dict with 'dataset' when the pickle names it)."""
+    """The symbol list of a released vocabulary pickle, read without running code from it.
+
+    Args:
+      path: a `cache.pkl` of the reference code or a Hugging Face `vocab.pkl`.
+
+    Returns:
+      `(symbols, info)`: the symbols in id order as str, and a dict with `dataset` when the
+      pickle names it.
+
+    Raises:
+      UnsafePickleError: the pickle names a global outside the allow-list.
+      VocabularyImportError: not a readable pickle, no `idx2sym` list, or a symbol that is not
+        UTF-8 text.
+    """
     with open(path, "rb") as f:
         data = f.read()
     try:

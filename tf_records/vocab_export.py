@@ -26,7 +26,9 @@ DATASET_RULES = {
 UNK_SYMBOLS = {"lm1b": "<UNK>"}
 
 
-def infer_level(symbols):
+def infer_level(symbols) -> str:
+    """`byte` when every symbol is a decimal byte value, `char` when every one is one character,
+    else `word`."""
     if all(s.isdigit() and 0 <= int(s) <= 255 for s in symbols):
         return "byte"
     if all(len(s) == 1 for s in symbols):
@@ -35,7 +37,23 @@ def infer_level(symbols):
 
 
 def write_vocabulary(model_dir, symbols, dataset=None, cutoffs=(), n_token=None):
-    """Write `vocab.txt` and `corpus-info.json` into `model_dir`; returns the corpus info."""
+    """Writes an imported model's `vocab.txt` and `corpus-info.json` into `model_dir`.
+
+    Args:
+      model_dir: the model directory (created when missing).
+      symbols: the symbols in id order (str; byte symbols as decimal values).
+      dataset: the reference corpus (its text rules and unknown symbol), or None: the level is
+        inferred from the symbols.
+      cutoffs: the model's adaptive-softmax cutoffs.
+      n_token: the model's vocabulary size V; None: not checked.
+
+    Returns:
+      The corpus-info dict written.
+
+    Raises:
+      VocabularyImportError: the vocabulary has another size than the model's.
+      StorageError: `model_dir` is read-only or its disk is full.
+    """
     symbols = list(symbols)
     if n_token is not None and len(symbols) != n_token:
         raise VocabularyImportError(

@@ -1,11 +1,11 @@
 """Writing a split's token stream as pre-batched, per-host TFRecord files (vectorized).
 
-Each record is a ``tf.train.Example`` with ``inputs`` and ``labels`` (int64 ``[tgt_len]``;
-``labels`` is ``inputs`` shifted by one token). Host ``h``'s file holds its streams only, written
+Each record is a `tf.train.Example` with `inputs` and `labels` (int64 `[tgt_len]`;
+`labels` is `inputs` shifted by one token). Host `h`'s file holds its streams only, written
 step by step, then replica by replica, then stream by stream: record
-``(t * replicas_per_host + r) * per_replica_batch + b`` is step ``t`` of stream
-``h * per_host_batch + r * per_replica_batch + b``. Reading the file sequentially in batches of
-``per_replica_batch`` therefore yields, at every step, replica 0's batch, replica 1's batch, ...
+`(t * replicas_per_host + r) * per_replica_batch + b` is step `t` of stream
+`h * per_host_batch + r * per_replica_batch + b`. Reading the file sequentially in batches of
+`per_replica_batch` therefore yields, at every step, replica 0's batch, replica 1's batch, ...
 
 Files are written under temporary names and renamed when complete; the metadata JSON is written
 last, so a failure never leaves records that look valid.
