@@ -22,9 +22,7 @@ def save(data_dir, split, tokens: np.ndarray, vocab_checksum: str) -> dict:
     """Writes the stream atomically and returns its JSON description."""
     bin_path, json_path = paths(data_dir, split)
     tokens = np.ascontiguousarray(tokens, "<i4")
-    with atomic.atomic_path(bin_path) as tmp:
-        with open(tmp, "wb") as f:
-            f.write(memoryview(tokens).cast("B"))
+    atomic.write_bytes(bin_path, memoryview(tokens).cast("B"))
     desc = {"split": split, "num_tokens": int(tokens.size), "dtype": "<i4",
             "sha256": tokens_sha256(tokens), "vocab_checksum": vocab_checksum}
     atomic.write_json(json_path, desc)
