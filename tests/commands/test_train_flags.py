@@ -113,3 +113,22 @@ def test_prepare_data_and_train_share_the_corpus_flags_and_layout():
         assert re.search(rf"--(\[no\])?{name}:", helps.stdout), name
         assert values[name].value is None, name
     assert (values.tgt_len, values.per_host_train_bsz, values.per_host_valid_bsz) == (64, 16, 0)
+
+
+def test_model_flags_are_generated_from_the_config():
+    """Without a preset the model flags build the config's own defaults; each flag's help is the
+    config's Attributes: entry; SMALL_MODEL is train.py's no-flags model."""
+    import dataclasses
+    from runners.cli.dataclass_flags import attribute_docs
+    values = flags.FlagValues()
+    flags_model.define_model_flags(values)
+    values(["x"])
+    assert flags_model.config_from_flags(values, 50) == txl_tf.TransformerXLConfig(n_token=50)
+    docs = attribute_docs(txl_tf.TransformerXLConfig)
+    fields = {f.name for f in dataclasses.fields(txl_tf.TransformerXLConfig)}
+    assert set(docs) == fields
+    for name in fields - {"n_token", "cutoffs", "layer_norm_epsilon"}:
+        assert values[name].help == docs[name], name
+    assert values.d_embed == -1 and values.cutoffs == ""
+    small = flags_model.config_from_flags(parse([]), 50)
+    assert {k: getattr(small, k) for k in flags_model.SMALL_MODEL} == flags_model.SMALL_MODEL
