@@ -109,7 +109,7 @@ flags.DEFINE_enum("child", None, ["memory"], "Internal: run as a measurement chi
 
 
 # ------------------------------------------------------------------------------------------------
-def _setup_tensorflow():
+def setup_tensorflow():
     if FLAGS.xla_fusion:
         if FLAGS.jit_compile:
             raise app.UsageError("--xla_fusion compiles only the element-wise ops and leaves the "
@@ -570,7 +570,7 @@ def run_benchmark():
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    _setup_tensorflow()
+    setup_tensorflow()
     if FLAGS.child == "memory":
         run_memory_child()
         return
