@@ -2,22 +2,13 @@
 
 Shared by every runner: `define_model_flags()` once at import time of the runner, then
 `config_from_flags(FLAGS, n_token, cutoffs)` (the vocabulary size and default cutoffs come from
-the data's corpus-info.json). `check_against_checkpoint_config` compares a run's configuration
-with the config.json of an existing model directory and names every field that differs.
+the data's corpus-info.json).
 """
 from typing import Optional, Sequence
 
 from absl import flags
 
 import txl_tf
-
-# Flags whose values change weight shapes: a mismatch with a saved model is an error.
-SHAPE_FIELDS = ("n_token", "n_layer", "d_model", "n_head", "d_head", "d_inner", "d_embed",
-                "div_val", "cutoffs", "proj_share_all_but_first", "proj_same_dim", "untie_r",
-                "attn_type")
-# Run settings: may differ between training and evaluation.
-RUN_FIELDS = ("tgt_len", "mem_len", "clamp_len", "same_length", "dropout", "dropatt")
-
 
 def define_model_flags(small_defaults: Optional[dict] = None,
                        flag_values: flags.FlagValues = flags.FLAGS) -> None:
@@ -105,19 +96,3 @@ def config_from_flags(flag_values, n_token: int,
         tgt_len=f.tgt_len, mem_len=f.mem_len, clamp_len=f.clamp_len, same_length=f.same_length,
         attn_type=f.attn_type, pre_lnorm=f.pre_lnorm, init=f.init, init_std=f.init_std,
         proj_init_std=f.proj_init_std, init_range=f.init_range)
-
-
-def check_against_checkpoint_config(config: txl_tf.TransformerXLConfig,
-                                    saved: txl_tf.TransformerXLConfig, where: str,
-                                    fields: Sequence[str] = SHAPE_FIELDS) -> None:
-    """Raise ConfigError naming every `fields` value that differs between the flags and `saved`."""
-    diffs = [f"{name}: flags give {getattr(config, name)!r}, {where} has {getattr(saved, name)!r}"
-             for name in fields if getattr(config, name) != getattr(saved, name)]
-    if config.n_head * config.d_head != saved.n_head * saved.d_head:
-        diffs.append(f"n_head * d_head: flags give {config.n_head * config.d_head}, {where} has "
-                     f"{saved.n_head * saved.d_head}")
-    if diffs:
-        raise txl_tf.ConfigError(
-            f"the model flags do not match {where}:\n  " + "\n  ".join(diffs)
-            + "\nPass the flags the checkpoint was trained with (its config.json), or use a new "
-            "--model_dir.")

@@ -9,6 +9,7 @@ from absl import flags
 import txl_tf
 from runners.cli import model_flags as flags_model
 from runners.train import define_flags, options_from_flags
+from txl_tf.config import check_against_saved
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Vocabulary sizes of the corpora (reference-implementation.md section 2.2).
@@ -68,9 +69,9 @@ def test_config_mismatch_names_the_fields():
     base = txl_tf.TransformerXLConfig(n_token=50, n_layer=2, d_model=16, n_head=2, d_head=8,
                                       d_inner=32)
     with pytest.raises(txl_tf.ConfigError, match=r"d_head: flags give 4[\s\S]*n_head \* d_head: flags give 16"):
-        flags_model.check_against_checkpoint_config(base.replace(n_head=4, d_head=4),
-                                                    base.replace(n_head=4, d_head=8), "ckpt")
-    flags_model.check_against_checkpoint_config(base.replace(mem_len=9, dropout=0.0), base, "x")
+        check_against_saved(base.replace(n_head=4, d_head=4), base.replace(n_head=4, d_head=8),
+                            "ckpt")
+    check_against_saved(base.replace(mem_len=9, dropout=0.0), base, "x")
 
 
 @pytest.mark.parametrize("name", sorted(RECIPES))

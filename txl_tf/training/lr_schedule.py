@@ -8,6 +8,7 @@
 reference `tf/train.py` and `tf/train_gpu.py`.) `step` is the 0-based index of the update.
 """
 import math
+from typing import Optional
 
 import keras
 import tensorflow as tf
@@ -59,3 +60,28 @@ class WarmupCosineSchedule(keras.optimizers.schedules.LearningRateSchedule):
     def get_config(self):
         return {"learning_rate": self.learning_rate, "warmup_steps": self.warmup_steps,
                 "train_steps": self.train_steps, "min_lr_ratio": self.min_lr_ratio}
+
+
+def schedule_change_notice(before: Optional[dict], schedule: dict, step: int) -> Optional[str]:
+    """One line when a resumed run's learning-rate schedule differs from the one its
+    checkpoints were trained with, else None.
+
+    Args:
+      before: the schedule recorded with the checkpoints (model_dir/schedule.json), or None.
+      schedule: this run's learning_rate, warmup_steps, train_steps, min_lr_ratio.
+      step: the step resumed from.
+    """
+    if not isinstance(before, dict):
+        return None
+    changed = [k for k in schedule if k in before and before[k] != schedule[k]]
+    if not changed:
+        return None
+    try:
+        was = warmup_cosine_lr(step, **{k: before.get(k, schedule[k]) for k in schedule})
+    except (TypeError, ValueError):
+        return None
+    now = warmup_cosine_lr(step, **schedule)
+    return ("note: resuming with " + ", ".join(f"--{k}={schedule[k]} (was {before[k]})"
+                                               for k in changed)
+            + f": the learning-rate schedule is recomputed over {schedule['train_steps']} steps "
+            f"from step {step} on (learning rate {now:.3e} at step {step} instead of {was:.3e}).")
