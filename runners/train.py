@@ -14,8 +14,7 @@ the chief, downloading the corpus on first use (`--raw_path` for a file already 
 Unknown flags, also in flagfiles, are errors. A restarted run with the same flags and --model_dir
 resumes from the last checkpoint: same weights, optimizer state, data position and memory.
 """
-import os
-import sys
+import dataclasses
 
 from runners import cli  # noqa: E402
 
@@ -27,7 +26,7 @@ from runners.cli import data_flags as flags_data  # noqa: E402
 from runners.cli import model_flags as flags_model  # noqa: E402
 from txl_tf.training import xla_clustering  # noqa: E402
 from txl_tf.training.distribute import STRATEGIES  # noqa: E402
-from txl_tf.training.run import PRECISIONS  # noqa: E402
+from txl_tf.training.options import PRECISIONS  # noqa: E402
 
 # The no-flags default: a small model that learns the built-in corpus in a few CPU minutes.
 SMALL_MODEL = dict(n_layer=4, d_model=128, n_head=4, d_head=32, d_inner=512, tgt_len=64,
@@ -134,7 +133,9 @@ def _option_value(text: str):
 
 
 def options_from_flags(f):
-    from txl_tf.training.run import TrainError, TrainOptions
+    """(DataOptions, TrainOptions) of the parsed flags `f`."""
+    from tf_records import DataOptions
+    from txl_tf.training import TrainError, TrainOptions
     corpus_options = {}
     for item in f.corpus_option:
         if "=" not in item:
@@ -142,22 +143,12 @@ def options_from_flags(f):
         key, value = item.split("=", 1)
         corpus_options[key.strip()] = _option_value(value.strip())
     corpus_options.update(flags_data.corpus_options(f))
-    return TrainOptions(
-        model_dir=f.model_dir, data_dir=f.data_dir,
-        dataset=f.dataset if f["dataset"].present else None,
-        corpus_options=corpus_options, raw_path=f.raw_path, download=f.download,
-        per_host_train_bsz=f.per_host_train_bsz, train_batch_size=f.train_batch_size,
-        per_host_valid_bsz=f.per_host_valid_bsz, num_passes=f.num_passes,
-        learning_rate=f.learning_rate,
-        warmup_steps=f.warmup_steps, train_steps=f.train_steps, min_lr_ratio=f.min_lr_ratio,
-        clip=f.clip, grad_accum_steps=f.grad_accum_steps,
-        max_per_replica_batch=f.max_per_replica_batch, precision=f.precision,
-        steps_per_loop=f.steps_per_loop, log_steps=f.log_steps, save_steps=f.save_steps,
-        eval_steps=f.eval_steps, max_eval_batches=f.max_eval_batches,
-        keep_checkpoints=f.keep_checkpoints, checkpoint_memory=f.checkpoint_memory,
-        init_checkpoint=f.init_checkpoint,
-        strategy=f.strategy, tpu=f.tpu, devices=tuple(f.devices), seed=f.seed,
-        flags_text=f.flags_into_string())
+    data = DataOptions(data_dir=f.data_dir, dataset=f.dataset if f["dataset"].present else None,
+                       corpus_options=corpus_options, raw_path=f.raw_path, download=f.download)
+    names = [field.name for field in dataclasses.fields(TrainOptions)]
+    values = {name: f[name].value for name in names if name in f}
+    return data, TrainOptions(**dict(values, devices=tuple(f.devices),
+                                     flags_text=f.flags_into_string()))
 
 
 def main(argv):
@@ -170,12 +161,13 @@ def main(argv):
         cpus = tf.config.list_physical_devices("CPU")
         tf.config.set_logical_device_configuration(
             cpus[0], [tf.config.LogicalDeviceConfiguration()] * FLAGS.logical_cpus)
-    from txl_tf.training.run import run_training
+    from tf_records import PreparedData
     from txl_tf.memory_estimate import check_step_fits
+    from txl_tf.training import train
 
     cli.check_directories(model_dir=FLAGS.model_dir, data_dir=FLAGS.data_dir)
     cli.check_files(raw_path=FLAGS.raw_path)
-    options = options_from_flags(FLAGS)
+    data_options, options = options_from_flags(FLAGS)
 
     def config_fn(n_token, cutoffs):
         config = flags_model.config_from_flags(FLAGS, n_token, cutoffs)
@@ -184,7 +176,7 @@ def main(argv):
                         bytes_per_value=2 if FLAGS.precision.startswith("mixed") else 4)
         return config
 
-    run_training(options, config_fn)
+    train(options, config_fn, PreparedData(data_options))
 
 
 if __name__ == "__main__":
