@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import uuid
 from typing import Dict, List, Optional
 
@@ -134,6 +135,34 @@ def write_text_atomic(path: str, text: str) -> None:
 def write_json_atomic(path: str, payload) -> None:
     """Write `payload` as indented, key-sorted JSON with `write_text_atomic`."""
     write_text_atomic(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str, tmp_name: str, old_name: str):
+    """Write a whole directory, then swap it in as `path`: readers see the old one or the new
+    one, never a part.
+
+    Yields an empty directory `tmp_name` beside `path` (made with the umask). When the block
+    ends normally, a previous `path` is renamed to `old_name`, the new directory to `path`, and
+    the old one deleted (a process killed between the two renames leaves `old_name`, from which
+    the caller may restore `path`). When the block or the swap fails, the new directory is
+    deleted and the error raised.
+    """
+    parent = os.path.dirname(os.path.abspath(path))
+    tmp, old = os.path.join(parent, tmp_name), os.path.join(parent, old_name)
+    os.makedirs(parent, exist_ok=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.mkdir(tmp)  # not mkdtemp (0700): the umask applies, as to every file of a model_dir
+    try:
+        yield tmp
+        shutil.rmtree(old, ignore_errors=True)
+        if os.path.exists(path):
+            os.replace(path, old)
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def save_config(config: TransformerXLConfig, model_dir: str) -> str:

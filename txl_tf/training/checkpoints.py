@@ -11,7 +11,8 @@ Layout of `model_dir` (written by `TrainCheckpoints`):
                                   replicas concatenated in replica order.
   best/                           config.json, checkpoint, ckpt-<step>.* (model and step only) and
                                   best.json: the best checkpoint on validation so far (written
-                                  whole into .best-tmp-<step>/, then swapped in).
+                                  whole into .best-tmp-<step>/, then swapped in with
+                                  `txl_tf.model_dir.atomic_directory`).
   damaged/ckpt-<step>/            the files (and memory-worker-<w>/) of a checkpoint newer than
                                   the one resumed from that could not be read, moved aside;
                                   damaged/checkpoint: a state file that could not be parsed.
@@ -46,9 +47,9 @@ import tensorflow as tf
 from absl import logging
 
 import txl_tf
-from txl_tf.model_dir import (TMP_PREFIX, checkpoint_files, checkpoint_problem, first_line,
-                              is_damage_error, quiet_tf_warnings, write_json_atomic,
-                              write_text_atomic)
+from txl_tf.model_dir import (TMP_PREFIX, atomic_directory, checkpoint_files,
+                              checkpoint_problem, first_line, is_damage_error, quiet_tf_warnings,
+                              write_json_atomic, write_text_atomic)
 
 MEMORY_DIR = "memory"
 # Memory is kept for every kept training checkpoint, so each one resumes exactly. It can
@@ -113,22 +114,14 @@ def write_memory(model_dir: str, worker: int, step: int, arrays: Sequence[np.nda
     """Atomically write worker `worker`'s memory after `step` (a temporary directory renamed
     to `step-<step>`). With `keep`, only the newest `keep` steps are kept (`TrainCheckpoints`
     prunes after the training checkpoint landed instead)."""
-    directory = _memory_dir(model_dir, worker)
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".tmp-step-{step}-{uuid.uuid4().hex}")
-    try:
-        os.mkdir(tmp)  # not mkdtemp (0700): the umask applies, as to every file of model_dir
+    final = os.path.join(_memory_dir(model_dir, worker), f"step-{step}")
+    # A step-<step> already there is from an earlier attempt whose checkpoint never landed.
+    tag = f"{step}-{uuid.uuid4().hex}"
+    with atomic_directory(final, f".tmp-step-{tag}", f".tmp-step-old-{tag}") as tmp:
         with tf.device("/CPU:0"):
             variables = {f"layer_{i}": tf.Variable(a, trainable=False)
                          for i, a in enumerate(arrays)}
         tf.train.Checkpoint(**variables).write(os.path.join(tmp, "memory"))
-        final = os.path.join(directory, f"step-{step}")
-        if os.path.exists(final):  # from an earlier attempt whose training checkpoint never landed
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     if keep is not None:
         prune_memory(model_dir, worker, sorted(memory_steps(model_dir, worker))[-keep:])
     return final
@@ -243,7 +236,7 @@ def clean_temporary(model_dir: str) -> List[str]:
     removed = []
     best, old = os.path.join(model_dir, BEST_DIR), os.path.join(model_dir, _BEST_OLD)
     if os.path.isdir(old) and not os.path.exists(best):
-        os.replace(old, best)  # killed between the two renames of `_replace_dir`
+        os.replace(old, best)  # killed between the two renames of `atomic_directory`
     places = [model_dir, best] + [_memory_dir(model_dir, w) for w in _memory_workers(model_dir)]
     for directory in filter(os.path.isdir, places):
         for name in os.listdir(directory):
@@ -256,17 +249,6 @@ def clean_temporary(model_dir: str) -> List[str]:
                 os.remove(path)
             removed.append(path)
     return removed
-
-
-def _replace_dir(new: str, final: str) -> None:
-    """Swap the complete directory `new` in as `final` (two renames; `clean_temporary`
-    undoes a swap interrupted between them)."""
-    old = os.path.join(os.path.dirname(final), _BEST_OLD)
-    shutil.rmtree(old, ignore_errors=True)
-    if os.path.exists(final):
-        os.replace(final, old)
-    os.replace(new, final)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 class TrainCheckpoints:
@@ -570,17 +552,15 @@ class TrainCheckpoints:
         if best is not None and not valid_loss < best:
             return False
         final = os.path.join(self.model_dir, BEST_DIR)
-        tmp = os.path.join(self.model_dir, f"{_BEST_TMP}{step}")
-        shutil.rmtree(tmp, ignore_errors=True)
         try:
-            txl_tf.save_config(self._model.config, tmp)
-            tf.train.CheckpointManager(tf.train.Checkpoint(model=self._model), tmp, max_to_keep=1,
-                                       checkpoint_name="ckpt").save(checkpoint_number=step)
-            write_json_atomic(os.path.join(tmp, BEST_FILE),
-                              dict(extra, step=step, valid_loss=valid_loss))
-            _replace_dir(tmp, final)
+            with atomic_directory(final, f"{_BEST_TMP}{step}", _BEST_OLD) as tmp:
+                txl_tf.save_config(self._model.config, tmp)
+                tf.train.CheckpointManager(tf.train.Checkpoint(model=self._model), tmp,
+                                           max_to_keep=1, checkpoint_name="ckpt"
+                                           ).save(checkpoint_number=step)
+                write_json_atomic(os.path.join(tmp, BEST_FILE),
+                                  dict(extra, step=step, valid_loss=valid_loss))
         except (OSError, tf.errors.OpError) as error:
-            shutil.rmtree(tmp, ignore_errors=True)
             previous = txl_tf.latest_checkpoint(final)
             raise save_error(error, f"the best checkpoint (step {step})", self.model_dir,
                              previous and f"{previous} (best/)") from None
