@@ -14,7 +14,7 @@ the chief, downloading the corpus on first use (`--raw_path` for a file already 
 Unknown flags, also in flagfiles, are errors. A restarted run with the same flags and --model_dir
 resumes from the last checkpoint: same weights, optimizer state, data position and memory.
 """
-from runners import cli  # noqa: E402
+from runners import cli
 
 cli.quiet_start()
 
@@ -23,16 +23,14 @@ from absl import app, flags  # noqa: E402
 
 from runners.cli import model_flags, train_flags  # noqa: E402
 from runners.cli.train_flags import define_flags, options_from_flags  # noqa: E402,F401
+from tf_records import PreparedData  # noqa: E402
 from txl_tf.memory_estimate import check_step_fits  # noqa: E402
-from txl_tf.training import xla_clustering  # noqa: E402
-from txl_tf.training.run import run_training  # noqa: E402
+from txl_tf.training import train, xla_clustering  # noqa: E402
 
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments {argv[1:]} (flags are --name=value).")
+def _set_up_devices():
     if FLAGS.xla_fusion:
         xla_clustering.enable_elementwise_clustering()
     if FLAGS.logical_cpus > 1:
@@ -40,21 +38,28 @@ def main(argv):
         tf.config.set_logical_device_configuration(
             cpus[0], [tf.config.LogicalDeviceConfiguration()] * FLAGS.logical_cpus)
 
+
+def config_fn(n_token, cutoffs):
+    """The model config of the flags for the data's vocabulary; refused before anything is
+    written when even one stream cannot fit."""
+    config = model_flags.config_from_flags(FLAGS, n_token, cutoffs)
+    check_step_fits(config, 1, training=True,
+                    bytes_per_value=2 if FLAGS.precision.startswith("mixed") else 4)
+    return config
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments {argv[1:]} (flags are --name=value).")
+    _set_up_devices()
     cli.check_directories(model_dir=FLAGS.model_dir, data_dir=FLAGS.data_dir)
     cli.check_files(raw_path=FLAGS.raw_path)
-    options = options_from_flags(FLAGS)
-
-    def config_fn(n_token, cutoffs):
-        config = model_flags.config_from_flags(FLAGS, n_token, cutoffs)
-        # Refused before anything is written when even one stream cannot fit.
-        check_step_fits(config, 1, training=True,
-                        bytes_per_value=2 if FLAGS.precision.startswith("mixed") else 4)
-        return config
-
-    run_training(options, config_fn)
+    data_options, options = options_from_flags(FLAGS)
+    train(options, config_fn, PreparedData(data_options))
 
 
 if __name__ == "__main__":
     define_flags()
-    flags.adopt_module_key_flags(train_flags)  # --helpshort lists them as train.py's
+    for _name in train_flags.key_flags():  # --helpshort lists them as train.py's
+        flags.declare_key_flag(_name)
     cli.run(main)

@@ -32,6 +32,7 @@ from tf_records.errors import (CorpusError, DataDirError, DataError, DownloadErr
 from tf_records.layout import RecordLayout
 from tf_records.metadata import find_records, prepare_command, read_corpus_info
 from tf_records.prepare import load_vocab, prepare, recorded_corpus
+from tf_records.prepared_data import DataOptions, PreparedData
 from tf_records.reader import dataset_from_tokens, make_input_fn
 from tf_records.stream_cache import load as load_token_stream
 from tf_records.text_codec import detokenize, tokenize_text
@@ -39,8 +40,8 @@ from tf_records.tokenize import TextRules
 from tf_records.vocabulary import Vocabulary
 
 __all__ = [
-    "CORPORA", "CorpusError", "DataDirError", "DataError", "DownloadError", "LayoutError",
-    "RecordLayout", "RecordsCorruptError", "RecordsMismatchError", "RecordsNotFoundError",
+    "CORPORA", "CorpusError", "DataDirError", "DataError", "DataOptions", "DownloadError", "LayoutError",
+    "PreparedData", "RecordLayout", "RecordsCorruptError", "RecordsMismatchError", "RecordsNotFoundError",
     "StorageError", "SyntheticCorpus", "TextRules", "Vocabulary", "VocabularyError",
     "VocabularyMismatchError",
     "dataset_from_tokens", "detokenize", "find_records", "get_corpus", "load_token_stream",

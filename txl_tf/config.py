@@ -194,3 +194,36 @@ class TransformerXLConfig:
         if not isinstance(values, dict):
             raise ConfigError("TransformerXLConfig: JSON must hold an object of fields.")
         return cls.from_dict(values)
+
+
+# Fields whose values change weight shapes: a mismatch with a saved model is an error.
+SHAPE_FIELDS = ("n_token", "n_layer", "d_model", "n_head", "d_head", "d_inner", "d_embed",
+                "div_val", "cutoffs", "proj_share_all_but_first", "proj_same_dim", "untie_r",
+                "attn_type")
+# Run settings: may differ between training and evaluation.
+RUN_FIELDS = ("tgt_len", "mem_len", "clamp_len", "same_length", "dropout", "dropatt")
+
+
+def check_against_saved(config: TransformerXLConfig, saved: TransformerXLConfig, where: str,
+                        fields: Tuple[str, ...] = SHAPE_FIELDS) -> None:
+    """Check that `config` can load the weights of the saved configuration `saved`.
+
+    Args:
+      config: the configuration of this run (from flags or code).
+      saved: the configuration of an existing model directory (its config.json).
+      where: how messages name `saved`, e.g. the path of that config.json.
+      fields: the fields that must be equal (default: those that change weight shapes).
+
+    Raises:
+      ConfigError: one message naming every differing field and the fix.
+    """
+    diffs = [f"{name}: flags give {getattr(config, name)!r}, {where} has {getattr(saved, name)!r}"
+             for name in fields if getattr(config, name) != getattr(saved, name)]
+    if config.n_head * config.d_head != saved.n_head * saved.d_head:
+        diffs.append(f"n_head * d_head: flags give {config.n_head * config.d_head}, {where} has "
+                     f"{saved.n_head * saved.d_head}")
+    if diffs:
+        raise ConfigError(
+            f"the model flags do not match {where}:\n  " + "\n  ".join(diffs)
+            + "\nPass the flags the checkpoint was trained with (its config.json), or use a new "
+            "--model_dir.")

@@ -75,27 +75,3 @@ def config_from_flags(flag_values, n_token: int,
     return dataclass_flags.options_from_flags(
         txl_tf.TransformerXLConfig, flag_values, skip=_NOT_FLAGS, n_token=n_token,
         cutoffs=cutoffs, d_embed=None if d_embed in (None, -1, 0) else d_embed)
-
-
-# Flags whose values change weight shapes: a mismatch with a saved model is an error.
-SHAPE_FIELDS = ("n_token", "n_layer", "d_model", "n_head", "d_head", "d_inner", "d_embed",
-                "div_val", "cutoffs", "proj_share_all_but_first", "proj_same_dim", "untie_r",
-                "attn_type")
-# Run settings: may differ between training and evaluation.
-RUN_FIELDS = ("tgt_len", "mem_len", "clamp_len", "same_length", "dropout", "dropatt")
-
-
-def check_against_checkpoint_config(config: txl_tf.TransformerXLConfig,
-                                    saved: txl_tf.TransformerXLConfig, where: str,
-                                    fields: Sequence[str] = SHAPE_FIELDS) -> None:
-    """Raise ConfigError naming every `fields` value that differs between the flags and `saved`."""
-    diffs = [f"{name}: flags give {getattr(config, name)!r}, {where} has {getattr(saved, name)!r}"
-             for name in fields if getattr(config, name) != getattr(saved, name)]
-    if config.n_head * config.d_head != saved.n_head * saved.d_head:
-        diffs.append(f"n_head * d_head: flags give {config.n_head * config.d_head}, {where} has "
-                     f"{saved.n_head * saved.d_head}")
-    if diffs:
-        raise txl_tf.ConfigError(
-            f"the model flags do not match {where}:\n  " + "\n  ".join(diffs)
-            + "\nPass the flags the checkpoint was trained with (its config.json), or use a new "
-            "--model_dir.")

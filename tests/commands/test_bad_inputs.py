@@ -359,7 +359,7 @@ def test_error_classes_map_to_exit_codes():
     import tensorflow as tf
 
     from runners import cli
-    from txl_tf.training.run import TrainError
+    from txl_tf.training import TrainError
 
     def raised(fn):
         try:
