@@ -8,6 +8,7 @@ directory.
 """
 import contextlib
 import errno
+import glob
 import json
 import os
 import secrets
@@ -83,27 +84,62 @@ def new_temp(directory, name):
     raise FileExistsError(f"no free temporary name for {name} in {directory}")
 
 
-@contextlib.contextmanager
-def atomic_path(path):
-    """Yields a temporary path beside ``path``; renames it to ``path`` only if the block succeeds.
+def remove_stale_temps(directory, name):
+    """Removes the temporary files of `name` a killed writer left in `directory`.
 
-    On any exception the temporary file is removed and the exception propagates (as a
-    :class:`DataDirError` when the disk is full or read-only).
+    They may be as large as the file itself and would otherwise fill the disk.
     """
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    ensure_dir(directory, "directory")
-    tmp = new_temp(directory, os.path.basename(path))
+    pattern = os.path.join(glob.escape(directory), f".{glob.escape(name)}.*.tmp")
+    for stale in glob.glob(pattern):
+        with contextlib.suppress(OSError):
+            os.remove(stale)
+
+
+@contextlib.contextmanager
+def atomic_paths(paths, errors=(OSError,)):
+    """Yields temporary paths beside `paths`; renames them all only if the block succeeds.
+
+    Args:
+      paths: the final file paths (their directories are created).
+      errors: exception types of a failed write translated by `storage_error` (e.g. also
+        `tf.errors.OpError` for TensorFlow's file writers).
+
+    Raises:
+      StorageError: a write failed because the disk is full or the directory read-only;
+        nothing is left under a final name, and every temporary file is removed.
+    """
+    paths = [os.fspath(p) for p in paths]
+    temps = []
     try:
-        yield tmp
-        os.replace(tmp, path)
+        for path in paths:
+            directory = os.path.dirname(os.path.abspath(path))
+            ensure_dir(directory, "directory")
+            temps.append(new_temp(directory, os.path.basename(path)))
+        yield list(temps)
+        while temps:
+            os.replace(temps[0], paths[len(paths) - len(temps)])
+            temps.pop(0)
     except BaseException as error:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(tmp)
-        translated = storage_error(error, path) if isinstance(error, OSError) else None
+        for tmp in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(tmp)
+        done = len(paths) - len(temps)
+        path = paths[min(done, len(paths) - 1)] if paths else ""
+        translated = storage_error(error, path) if isinstance(error, errors) else None
         if translated is not None:
             raise translated from None
         raise
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yields a temporary path beside `path`; renames it to `path` only if the block succeeds.
+
+    On any exception the temporary file is removed and the exception propagates (as a
+    `StorageError` when the disk is full or read-only).
+    """
+    with atomic_paths([path]) as (tmp,):
+        yield tmp
 
 
 def write_bytes(path, data: bytes):

@@ -43,10 +43,12 @@ class DataOptions:
 
     Attributes:
       data_dir: Prepared data directory (made on first use: vocabulary, token caches, records).
-      dataset: Corpus to prepare (builtin, synthetic, text, enwik8, text8, wt103, wt2, ptb,
-        lm1b); None: the one data_dir/corpus-info.json records.
+      dataset: Corpus (builtin, synthetic, text, enwik8, text8, wt103, wt2, ptb, lm1b). A
+        prepared data_dir keeps the one its corpus-info.json records unless another is given
+        (None: the recorded one).
       raw_path: A corpus archive or text file already on disk (no download).
-      download: Download a missing corpus archive (the chief of a multi-worker run).
+      download: Download the corpus archive when it is not in data_dir/raw (in a
+        multi-worker run, the chief downloads it).
       corpus_options: Corpus options given (the others are the recorded ones).
     """
     data_dir: str = "data/builtin"
@@ -135,6 +137,22 @@ class PreparedData:
         """The `RecordLayout` of a run (see `tf_records.layout`)."""
         return RecordLayout(tgt_len, per_replica_batch, replicas_per_host, hosts,
                             num_passes=num_passes, last_segment=last_segment)
+
+    def prepare(self, layouts: Optional[dict] = None, progress: bool = True,
+                seed: int = 0) -> dict:
+        """Prepares the directory and the records of `layouts` (see `tf_records.prepare`).
+
+        Args:
+          layouts: `{split: RecordLayout}` (None: vocabulary, corpus info and token caches).
+          progress: show progress on stderr.
+          seed: seed of the rotation offsets when a layout has `num_passes > 1`.
+
+        Returns:
+          The summary dict of `tf_records.prepare`.
+        """
+        o = self.options
+        return prepare(o.dataset, self.data_dir, layouts=layouts, raw_path=o.raw_path,
+                       download=o.download, progress=progress, seed=seed, **o.corpus_options)
 
     def ensure_records(self, layouts: dict, may_prepare: bool = True,
                        wait_seconds: float = 0.0, vocab_size: Optional[int] = None) -> dict:
