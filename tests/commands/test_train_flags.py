@@ -106,8 +106,9 @@ def test_prepare_data_and_train_share_the_corpus_flags_and_layout():
     helps = subprocess.run([sys.executable, os.path.join(REPO, "runners", "prepare_data.py"),
                             "--helpfull"], capture_output=True, text=True, cwd=REPO,
                            env=dict(os.environ, PYTHONPATH=REPO))
-    assert "--tgt_len: Segment length (tokens per record).\n    (default: '64')" in helps.stdout
-    assert "--per_replica_batch: Streams per replica.\n    (default: '16')" in helps.stdout
+    for name, default in (("tgt_len", 64), ("per_replica_batch", 16)):
+        assert re.search(rf"\n  --{name}: [^\n]*(\n    [^(\n][^\n]*)*\n    \(default: '{default}'\)",
+                         helps.stdout), name
     from runners.cli.data_flags import CORPUS_FLAGS
     values = parse([])
     for name in CORPUS_FLAGS:
