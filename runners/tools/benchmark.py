@@ -50,6 +50,7 @@ from absl import app, flags  # noqa: E402
 import txl_tf  # noqa: E402
 from runners.cli import model_flags, train_flags  # noqa: E402
 from runners.tools import benchmark_flops  # noqa: E402
+from txl_tf.model_dir import write_text_atomic  # noqa: E402
 from txl_tf.training import xla_clustering  # noqa: E402
 from txl_tf.training.lr_schedule import WarmupCosineSchedule  # noqa: E402
 from txl_tf.training.optimizer import make_optimizer  # noqa: E402
@@ -535,10 +536,7 @@ def _write_json(record):
     line = json.dumps(record, sort_keys=True)
     print("BENCHMARK_JSON " + line, flush=True)
     if FLAGS.json_out:
-        tmp = FLAGS.json_out + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(line + "\n")
-        os.replace(tmp, FLAGS.json_out)
+        write_text_atomic(FLAGS.json_out, line + "\n")
 
 
 def run_benchmark():

@@ -15,6 +15,7 @@ from txl_tf import TransformerXL, TransformerXLConfig, save_model
 from txl_tf.convert import huggingface, tf1_checkpoint
 from txl_tf.convert.assignment import assign_all, model_variables
 from txl_tf.convert.errors import WeightImportError
+from txl_tf.model_dir import write_text_atomic
 
 IMPORT_INFO_FILE = "import.json"
 
@@ -73,9 +74,6 @@ def write_model_dir(model, model_dir, report):
     check_new_model_dir(model_dir)
     path = save_model(model, model_dir)
     info = dict(report, checkpoint=os.path.basename(path))
-    tmp = os.path.join(model_dir, f".{IMPORT_INFO_FILE}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(info, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, os.path.join(model_dir, IMPORT_INFO_FILE))
+    write_text_atomic(os.path.join(model_dir, IMPORT_INFO_FILE),
+                      json.dumps(info, indent=2, sort_keys=True) + "\n")
     return path
