@@ -223,7 +223,7 @@ def _is_leftover(directory: str, name: str) -> bool:
     """Whether `name` in `directory` is what an interrupted or failed save left behind."""
     if name.startswith("ckpt-") and name.endswith("_temp"):  # sharded TF saves
         return True
-    if name.startswith((".tmp-step-", _BEST_TMP, _BEST_OLD, "checkpoint.tmp-")):
+    if name.startswith((".tmp-step-", _BEST_TMP, _BEST_OLD, "checkpoint.tmp")):
         return True
     return name.startswith(TMP_PREFIX) and os.path.isfile(os.path.join(directory, name))
 
@@ -523,7 +523,8 @@ class TrainCheckpoints:
         lines += [f"all_model_checkpoint_timestamps: "
                   f"{os.path.getmtime(_ckpt_prefix(self.model_dir, n) + '.index')}"
                   for n in numbers]
-        write_text_atomic(state, "\n".join(lines) + "\n")  # tf.train.CheckpointManager's format
+        # The text format of tf.train.CheckpointManager (TF's own writer of it is deprecated).
+        write_text_atomic(state, "\n".join(lines) + "\n")
         self.manager = self._make_manager()
 
     # ------------------------------------------------------------------------------ best model
