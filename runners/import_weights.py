@@ -1,39 +1,28 @@
 """Import released Transformer-XL weights into a txl-tf model directory.
 
-  # The authors' TF1 checkpoints (tf/sota/download.sh layout):
-  python runners/import_weights.py --source=tf1 \
-      --checkpoint=pretrained_xl/tf_wt103/model/model.ckpt-0 \
-      --corpus_info=pretrained_xl/tf_wt103/data/corpus-info.json \
-      --vocab_pickle=pretrained_xl/tf_wt103/data/cache.pkl \
-      --model_dir=models/wt103-imported --tgt_len=128 --mem_len=1600 --clamp_len=1000 \
-      --same_length
-
-  # A Hugging Face TransfoXL directory (config.json + model.safetensors | tf_model.h5 |
-  # pytorch_model.bin, the last only with PyTorch installed):
+  python runners/import_weights.py --source=tf1 --checkpoint=tf_wt103/model/model.ckpt-0 \
+      --corpus_info=tf_wt103/data/corpus-info.json --vocab_pickle=tf_wt103/data/cache.pkl \
+      --model_dir=models/wt103-imported --tgt_len=128 --mem_len=1600 --clamp_len=1000 --same_length
   python runners/import_weights.py --source=huggingface --input_dir=transfo-xl-wt103 \
-      --model_dir=models/wt103-hf
+      --model_dir=models/wt103-hf  # config.json + model.safetensors, tf_model.h5 or .bin
 
-The result is read by `txl_tf.load_model(model_dir)`, `runners/evaluate.py`, `generate.py`,
-`export.py` and `train.py --init_checkpoint`. The configuration is inferred from the source;
-run settings (segment and memory lengths, clamp_len, same_length, dropout) come from the flags
-below when given. The vocabulary pickle is read with a restricted unpickler that never runs code
-from the file (see tf_records/reference_vocab.py).
+txl_tf/convert infers the configuration (run settings from the flags when given) and maps the
+weights; tf_records reads the vocabulary pickle without running code from it and writes vocab.txt
+and corpus-info.json. `txl_tf.load_model(model_dir)` and every runner read the result.
 """
-import json
-import os
-import sys
-
-from runners import cli  # noqa: E402
+from runners import cli
 
 cli.quiet_start()
 
 from absl import app, flags  # noqa: E402
 
+from tf_records import vocab_export  # noqa: E402
+from tf_records.reference_vocab import load_vocab_pickle  # noqa: E402
 from txl_tf.convert import huggingface, importer  # noqa: E402
 from txl_tf.convert.errors import WeightImportError, read_json_object  # noqa: E402
-from tf_records.reference_vocab import load_vocab_pickle  # noqa: E402
 
 FLAGS = flags.FLAGS
+RUN_SETTINGS = ("tgt_len", "mem_len", "clamp_len", "same_length", "dropout", "dropatt")
 flags.DEFINE_enum("source", None, ["tf1", "huggingface"], "Kind of the source weights.")
 flags.DEFINE_string("checkpoint", None, "--source=tf1: the TF1 checkpoint prefix "
                     "(e.g. .../model/model.ckpt-0) or its directory.")
@@ -63,13 +52,8 @@ flags.DEFINE_enum("same_length_semantics", "paper", list(huggingface.SAME_LENGTH
                   "mem_len - 1 so that txl-tf reproduces Hugging Face's outputs exactly.")
 
 
-def _run_settings():
-    names = ("tgt_len", "mem_len", "clamp_len", "same_length", "dropout", "dropatt")
-    return {n: getattr(FLAGS, n) for n in names if getattr(FLAGS, n) is not None}
-
-
 def _vocabulary(corpus):
-    """(symbols or None, dataset or None)."""
+    """(symbols or None, dataset or None) of --vocab_pickle / --vocab_file."""
     dataset = FLAGS.dataset or (corpus or {}).get("dataset")
     if FLAGS.vocab_pickle and FLAGS.vocab_file:
         raise WeightImportError("pass --vocab_pickle or --vocab_file, not both.")
@@ -82,36 +66,38 @@ def _vocabulary(corpus):
     return None, dataset
 
 
+def _import(corpus):
+    """(model, report) of --source."""
+    run = {n: FLAGS[n].value for n in RUN_SETTINGS if FLAGS[n].value is not None}
+    if FLAGS.source == "tf1":
+        if not FLAGS.checkpoint:
+            raise app.UsageError("--source=tf1 needs --checkpoint.")
+        return importer.import_tf1(FLAGS.checkpoint, run, (corpus or {}).get("cutoffs"))
+    if not FLAGS.input_dir:
+        raise app.UsageError("--source=huggingface needs --input_dir.")
+    return importer.import_huggingface(FLAGS.input_dir, run, FLAGS.cluster_order,
+                                       FLAGS.same_length_semantics)
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     if not FLAGS.model_dir:
         raise app.UsageError("--model_dir is required.")
-    if os.path.exists(FLAGS.model_dir) and not os.path.isdir(FLAGS.model_dir):
-        raise WeightImportError(f"--model_dir={FLAGS.model_dir} is a file; give a new or "
-                                "empty directory.")
-    corpus = read_json_object(
+    cli.check_directories(model_dir=FLAGS.model_dir)
+    corpus = FLAGS.corpus_info and read_json_object(
         FLAGS.corpus_info, f"--corpus_info={FLAGS.corpus_info}",
-        "the corpus-info.json shipped with the weights") if FLAGS.corpus_info else None
+        "the corpus-info.json shipped with the weights")
     symbols, dataset = _vocabulary(corpus)
-    if FLAGS.source == "tf1":
-        if not FLAGS.checkpoint:
-            raise app.UsageError("--source=tf1 needs --checkpoint.")
-        model, report = importer.import_tf1(
-            FLAGS.checkpoint, _run_settings(), corpus_cutoffs=(corpus or {}).get("cutoffs"))
-    elif FLAGS.source == "huggingface":
-        if not FLAGS.input_dir:
-            raise app.UsageError("--source=huggingface needs --input_dir.")
-        model, report = importer.import_huggingface(
-            FLAGS.input_dir, _run_settings(), cluster_order=FLAGS.cluster_order,
-            same_length_semantics=FLAGS.same_length_semantics)
-    else:
-        raise app.UsageError("--source is required (tf1 or huggingface).")
-    if corpus is not None and corpus.get("vocab_size") not in (None, model.config.n_token):
-        raise WeightImportError(f"--corpus_info vocab_size {corpus['vocab_size']} differs "
-                                f"from the checkpoint's n_token {model.config.n_token}.")
-    path = importer.write_model_dir(model, FLAGS.model_dir, report, symbols, dataset)
+    model, report = _import(corpus)
     c = model.config
+    if corpus and corpus.get("vocab_size") not in (None, c.n_token):
+        raise WeightImportError(f"--corpus_info vocab_size {corpus['vocab_size']} differs "
+                                f"from the checkpoint's n_token {c.n_token}.")
+    importer.check_new_model_dir(FLAGS.model_dir)  # before the vocabulary is written
+    if symbols is not None:
+        vocab_export.write_vocabulary(FLAGS.model_dir, symbols, dataset, c.cutoffs, c.n_token)
+    path = importer.write_model_dir(model, FLAGS.model_dir, report)
     print(f"imported {report['source']} weights: {len(model.weights)} variables, n_layer "
           f"{c.n_layer}, d_model {c.d_model}, n_token {c.n_token}, cutoffs {list(c.cutoffs)}, "
           f"div_val {c.div_val}, untie_r {c.untie_r}, proj_same_dim {c.proj_same_dim}, "
@@ -120,7 +106,6 @@ def main(argv):
         print(f"ignored source variables: {sorted(report['ignored'])}")
     print(f"wrote {path}" + (" and vocab.txt, corpus-info.json" if symbols else
                              " (no vocabulary given: pass --vocab_pickle or --vocab_file)"))
-    return 0
 
 
 if __name__ == "__main__":

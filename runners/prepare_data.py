@@ -9,9 +9,8 @@ Examples:
 
 Unknown flags are errors. The last line of stdout is a JSON summary.
 """
+import dataclasses
 import json
-import os
-import sys
 
 from runners import cli  # noqa: E402
 
@@ -20,58 +19,66 @@ cli.quiet_start()
 from absl import app, flags  # noqa: E402
 
 import tf_records  # noqa: E402
-from runners.cli import data_flags as flags_data  # noqa: E402
+from runners.cli import data_flags  # noqa: E402
+from runners.cli.dataclass_flags import define_flags, given, options_from_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
+# The record layout's defaults are those of runners/train.py's defaults (tgt_len 64, 16
+# streams, one replica), so that train.py reuses these records.
+LAYOUT_DEFAULTS = {"tgt_len": 64, "per_replica_batch": 16}
 
-flags.DEFINE_enum("dataset", "builtin", sorted(tf_records.CORPORA), "Corpus to prepare.")
-flags.DEFINE_string("data_dir", None, "Output directory.", required=True)
-flags.DEFINE_string("raw_path", None, "Archive / text file already on disk (no download).")
-flags.DEFINE_bool("download", True, "Download the canonical archive if it is not in data_dir/raw.")
-flags.DEFINE_list("splits", ["train", "valid", "test"], "Splits to write records for ('' = none).")
-# Record layout (applies to every split in --splits). The defaults are the layout of
-# runners/train.py's defaults (tgt_len 64, 16 streams, one replica).
-flags.DEFINE_integer("tgt_len", 64, "Segment length (tokens per record).")
-flags.DEFINE_integer("per_replica_batch", 16, "Streams per replica.")
-flags.DEFINE_integer("replicas_per_host", 1, "Replicas (cores/devices) per host.")
-flags.DEFINE_integer("num_hosts", 1, "Hosts (input pipelines); one file per host.")
-flags.DEFINE_integer("num_passes", 1, "Rotated copies of the stream (training on TPU).")
-flags.DEFINE_enum("last_segment", "drop", ["drop", "pad"],
-                  "drop: drop each stream's last partial segment; pad: keep it, labels -1.")
-flags.DEFINE_integer("seed", 0, "Seed of the rotation offsets (num_passes > 1).")
-flags.DEFINE_bool("progress", True, "Show progress on stderr.")
-# Corpus options (only the ones given on the command line are passed to the corpus).
-flags_data.define_corpus_flags(FLAGS)
+
+def define_all_flags(fv: flags.FlagValues = FLAGS) -> None:
+    """The data, record layout and corpus flags of this runner."""
+    define_flags(tf_records.DataOptions, fv, defaults={"data_dir": None},
+                 enums={"dataset": sorted(tf_records.CORPORA)}, skip=("corpus_options",))
+    flags.mark_flag_as_required("data_dir", flag_values=fv)
+    flags.DEFINE_list("splits", ["train", "valid", "test"],
+                      "Splits to write records for ('' = none).", flag_values=fv)
+    define_flags(tf_records.RecordLayout, fv, defaults=LAYOUT_DEFAULTS,
+                 enums={"last_segment": ["drop", "pad"]})
+    flags.DEFINE_integer("seed", 0, "Seed of the rotation offsets (num_passes > 1).",
+                         flag_values=fv)
+    flags.DEFINE_bool("progress", True, "Show progress on stderr.", flag_values=fv)
+    # Corpus options: only the ones given on the command line are passed to the corpus.
+    data_flags.define_corpus_flags(fv)
+    for cls in (tf_records.DataOptions, tf_records.RecordLayout):  # listed by --helpshort
+        for field in dataclasses.fields(cls):
+            if field.name in fv:
+                flags.declare_key_flag(field.name, flag_values=fv)
+
+
+def check_corpus_flags(dataset: str, options: dict) -> None:
+    """A usage error for corpus flags `dataset` does not take."""
+    known = tf_records.CORPORA[dataset].OPTIONS
+    bad = sorted(set(options) - set(known))
+    if bad:
+        raise app.UsageError(
+            f"--dataset={dataset} does not take {', '.join('--' + b for b in bad)}; its options "
+            f"are {', '.join('--' + o for o in sorted(known))}.")
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    given_options = data_flags.corpus_options(FLAGS)
     # A prepared data_dir keeps its recorded dataset and options unless others are given.
-    dataset, options = tf_records.recorded_corpus(
-        FLAGS.data_dir, FLAGS.dataset if FLAGS["dataset"].present else None, FLAGS.raw_path,
-        flags_data.corpus_options(FLAGS))
-    corpus_class = tf_records.CORPORA[dataset]
-    bad = sorted(set(flags_data.corpus_options(FLAGS)) - set(corpus_class.OPTIONS))
-    if bad:
-        raise app.UsageError(f"--dataset={dataset} does not take {', '.join('--' + b for b in bad)}; "
-                             f"its options are {', '.join('--' + o for o in sorted(corpus_class.OPTIONS))}.")
-    splits = [s for s in FLAGS.splits if s]
-    layout = tf_records.RecordLayout(
-        tgt_len=FLAGS.tgt_len, per_replica_batch=FLAGS.per_replica_batch,
-        replicas_per_host=FLAGS.replicas_per_host, num_hosts=FLAGS.num_hosts,
-        num_passes=FLAGS.num_passes, last_segment=FLAGS.last_segment)
+    data = tf_records.PreparedData(options_from_flags(
+        tf_records.DataOptions, FLAGS, skip=("corpus_options",),
+        dataset=FLAGS.dataset if given(FLAGS, "dataset") else None,
+        corpus_options=given_options))
+    check_corpus_flags(data.dataset, given_options)
+    layout = options_from_flags(tf_records.RecordLayout, FLAGS)
     cli.check_directories(data_dir=FLAGS.data_dir)
     cli.check_files(raw_path=FLAGS.raw_path, train_path=FLAGS.train_path,
                     valid_path=FLAGS.valid_path, test_path=FLAGS.test_path,
                     vocab_path=FLAGS.vocab_path)
-    summary = tf_records.prepare(dataset, FLAGS.data_dir,
-                                 layouts={s: layout for s in splits}, raw_path=FLAGS.raw_path,
-                                 download=FLAGS.download, progress=FLAGS.progress,
-                                 seed=FLAGS.seed, **options)
+    summary = data.prepare({s: layout for s in FLAGS.splits if s}, progress=FLAGS.progress,
+                           seed=FLAGS.seed)
     print(json.dumps(summary, sort_keys=True))
     return 0
 
 
 if __name__ == "__main__":
+    define_all_flags()
     cli.run(main)

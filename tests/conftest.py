@@ -8,7 +8,9 @@ TensorFlow is configured once, before any test touches it:
     (group, instance) key with its shape for the whole process, and every new MirroredStrategy
     starts from the same keys, so a strategy reducing tensors of other shapes in a later test
     would fail with "Shape mismatch in the collective instance".
-Tests that need a multi-replica strategy use the ``two_cpu_devices`` fixture.
+Tests that need a multi-replica strategy use the ``two_cpu_devices`` fixture; tests that need
+a prepared data directory the ``synthetic_data_dir`` fixture (tests/support/tiny.py has the
+tiny model and data settings).
 """
 import itertools
 import os
@@ -34,6 +36,16 @@ def two_cpu_devices():
     devices = [d.name for d in tf.config.list_logical_devices("CPU")]
     assert len(devices) >= 2, f"expected two logical CPUs, got {devices}"
     return devices[:2]
+
+
+@pytest.fixture(scope="session")
+def synthetic_data_dir(tmp_path_factory):
+    """A data directory holding the ``tiny.SYNTHETIC`` corpus (vocabulary, corpus info, token
+    caches), prepared once per session. Tests may add records of their own layouts to it (as
+    training does), never change or remove what is there."""
+    import tiny
+
+    return tiny.prepare_synthetic(tmp_path_factory.mktemp("synthetic") / "data")
 
 
 _COLLECTIVE_KEY_RANGES = itertools.count(1)

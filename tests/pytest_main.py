@@ -1,7 +1,8 @@
 """Entry point of the Bazel py_tests (tests/pytest.bzl): runs pytest on the given test files.
 
-Bazel runs it from the runfiles tree, where `tests/conftest.py` and `pyproject.toml` sit next to
-the test file, so pytest applies the same set-up and options as `python -m pytest tests`.
+Bazel runs it from the runfiles tree, which holds `pyproject.toml`, `tests/conftest.py` and
+`tests/support/` where the repository does, so pytest applies the same set-up and options as
+`python -m pytest tests`.
 The project's own packages are imported only from the runfiles (the targets' declared deps),
 never from an editable install of the repository into the virtualenv.
 """

@@ -2,36 +2,42 @@
 
 Public API (see each module's docstring):
 
-* ``RecordLayout(tgt_len, per_replica_batch, replicas_per_host=1, num_hosts=1, num_passes=1,
-  last_segment="drop")`` - how streams are laid out (``num_streams``, ``per_host_batch``).
-* ``CORPORA`` / ``get_corpus(name, **options)`` - enwik8, text8, wt103, wt2, ptb, lm1b, text,
+- `DataOptions`, `PreparedData(options or data_dir)`: a prepared data directory (its corpus,
+  records found or made for a layout, input functions, unigram baseline, vocabulary).
+- `RecordLayout(tgt_len, per_replica_batch, replicas_per_host=1, num_hosts=1, num_passes=1,
+  last_segment="drop")`: how streams are laid out (`num_streams`, `per_host_batch`).
+- `CORPORA` / `get_corpus(name, **options)`: enwik8, text8, wt103, wt2, ptb, lm1b, text,
   builtin, synthetic.
-* ``prepare(dataset, data_dir, layouts={split: RecordLayout}, raw_path=None, download=True,
-  **corpus_options) -> dict``.
-* ``find_records(data_dir, split, layout, vocab_size=None, verify="size") -> metadata dict``.
-* ``make_input_fn(data_dir, split, layout, repeat=True, start_step=0, vocab_size=None)
-  -> input_fn(input_context) -> tf.data.Dataset`` of ``{"inputs", "labels"}`` int32
-  ``[per_replica_batch, tgt_len]``.
-* ``dataset_from_tokens(tokens, per_replica_batch, tgt_len, ...)`` - the same from memory.
-* ``Vocabulary``, ``load_vocab(data_dir)``, ``tokenize_text``, ``detokenize``, ``TextRules``.
-* ``load_token_stream(data_dir, split, verify=True)`` - int32 ``[N]`` ids of a prepared split
-  (the token cache ``prepare`` wrote).
-* Errors: ``DataError`` and subclasses ``CorpusError``, ``DownloadError``, ``VocabularyError``,
-  ``LayoutError``, ``RecordsNotFoundError``, ``RecordsMismatchError``, ``RecordsCorruptError``
-  (also damaged JSON files), ``VocabularyMismatchError`` (``vocab.txt`` missing or not the one
-  ``corpus-info.json`` describes), ``DataDirError`` (a file as data_dir, read-only, disk full).
+- `prepare(dataset, data_dir, layouts={split: RecordLayout}, raw_path=None, download=True,
+  **corpus_options) -> dict`.
+- `find_records(data_dir, split, layout, vocab_size=None, verify="size") -> metadata dict`.
+- `make_input_fn(data_dir, split, layout, repeat=True, start_step=0, vocab_size=None)
+  -> input_fn(input_context) -> tf.data.Dataset` of `{"inputs", "labels"}`, int32 `[B, Q]`
+  (B = per_replica_batch, Q = tgt_len).
+- `dataset_from_tokens(tokens, per_replica_batch, tgt_len, ...)`: the same from memory.
+- `Vocabulary`, `load_vocab(data_dir)`, `tokenize_text`, `detokenize`, `TextRules`.
+- `load_token_stream(data_dir, split, verify=True)`: int32 `[N]` ids of a prepared split
+  (the token cache `prepare` wrote).
+- Errors: `DataError` and subclasses `CorpusError`, `DownloadError`, `VocabularyError`
+  (`VocabularyImportError`, `UnsafePickleError`), `LayoutError`, `RecordsNotFoundError`,
+  `RecordsMismatchError`, `RecordsCorruptError` (also damaged JSON files),
+  `VocabularyMismatchError` (`vocab.txt` missing or not the one `corpus-info.json`
+  describes), `DataDirError` (a file as data_dir, read-only, disk full).
 
-TensorFlow is imported lazily (only by the writer and reader), so corpus and vocabulary work does
-not pay for it. This package never imports ``txl_tf`` or ``runners``.
+TensorFlow is imported lazily (only by the writer and reader), so corpus and vocabulary work
+does not pay for it. This package never imports `txl_tf` or `runners`.
 """
 from tf_records.corpora import CORPORA, get_corpus
 from tf_records.corpora.synthetic import Synthetic as SyntheticCorpus
 from tf_records.errors import (CorpusError, DataDirError, DataError, DownloadError, LayoutError,
                                RecordsCorruptError, RecordsMismatchError, RecordsNotFoundError,
-                               StorageError, VocabularyError, VocabularyMismatchError)
+                               StorageError, UnsafePickleError, VocabularyError,
+                               VocabularyImportError, VocabularyMismatchError)
 from tf_records.layout import RecordLayout
 from tf_records.metadata import find_records, prepare_command, read_corpus_info
-from tf_records.prepare import load_vocab, prepare, recorded_corpus
+from tf_records.model_vocab import load_vocab
+from tf_records.prepare import prepare, recorded_corpus
+from tf_records.prepared_data import DataOptions, PreparedData
 from tf_records.reader import dataset_from_tokens, make_input_fn
 from tf_records.stream_cache import load as load_token_stream
 from tf_records.text_codec import detokenize, tokenize_text
@@ -39,10 +45,10 @@ from tf_records.tokenize import TextRules
 from tf_records.vocabulary import Vocabulary
 
 __all__ = [
-    "CORPORA", "CorpusError", "DataDirError", "DataError", "DownloadError", "LayoutError",
-    "RecordLayout", "RecordsCorruptError", "RecordsMismatchError", "RecordsNotFoundError",
-    "StorageError", "SyntheticCorpus", "TextRules", "Vocabulary", "VocabularyError",
-    "VocabularyMismatchError",
+    "CORPORA", "CorpusError", "DataDirError", "DataError", "DataOptions", "DownloadError",
+    "LayoutError", "PreparedData", "RecordLayout", "RecordsCorruptError", "RecordsMismatchError",
+    "RecordsNotFoundError", "StorageError", "SyntheticCorpus", "TextRules", "UnsafePickleError",
+    "Vocabulary", "VocabularyError", "VocabularyImportError", "VocabularyMismatchError",
     "dataset_from_tokens", "detokenize", "find_records", "get_corpus", "load_token_stream",
     "load_vocab", "make_input_fn", "prepare", "prepare_command", "read_corpus_info",
     "recorded_corpus", "tokenize_text",

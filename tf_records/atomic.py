@@ -1,13 +1,14 @@
-"""Atomic file writes: write to a temporary name in the same directory, then ``os.replace``.
+"""Atomic file writes: write to a temporary name in the same directory, then `os.replace`.
 
 An interrupted or failed write never leaves a half-written file under the final name. Files are
-created with mode ``0o666`` minus the process umask (0644 under the usual 022), so a data
+created with mode `0o666` minus the process umask (0644 under the usual 022), so a data
 directory shared with other users stays readable. A write that fails because the directory is
-read-only or its disk is full raises :class:`~tf_records.errors.DataDirError` naming the
+read-only or its disk is full raises `DataDirError` naming the
 directory.
 """
 import contextlib
 import errno
+import glob
 import json
 import os
 import secrets
@@ -18,15 +19,15 @@ _READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 def storage_error(error, path, what=None):
-    """The :class:`StorageError` for a write of ``path`` that failed on a full or read-only disk.
+    """The `StorageError` for a write of `path` that failed on a full or read-only disk.
 
     Args:
-      error: the exception raised by the write (``OSError`` or a TensorFlow ``OpError``).
-      path: the file being written (or, with ``what``, the directory being created).
+      error: the exception raised by the write (`OSError` or a TensorFlow `OpError`).
+      path: the file being written (or, with `what`, the directory being created).
       what: the role of the directory being created (e.g. "data_dir"), or None for a file.
 
     Returns:
-      A ``StorageError`` naming the directory and the fix, or None for any other failure.
+      A `StorageError` naming the directory and the fix, or None for any other failure.
     """
     code, text = getattr(error, "errno", None), str(error)
     path = os.path.abspath(path)
@@ -48,10 +49,10 @@ def storage_error(error, path, what=None):
 
 
 def ensure_dir(path, what="data_dir"):
-    """Creates directory ``path`` (and its parents) if needed.
+    """Creates directory `path` (and its parents) if needed.
 
     Raises:
-      DataDirError: ``path`` (or a parent) is a file, or the directory cannot be created.
+      DataDirError: `path` (or a parent) is a file, or the directory cannot be created.
     """
     path = os.fspath(path)
     if os.path.exists(path) and not os.path.isdir(path):
@@ -66,9 +67,9 @@ def ensure_dir(path, what="data_dir"):
 
 
 def new_temp(directory, name):
-    """Creates an empty temporary file ``.<name>.<random>.tmp`` in ``directory``; returns its path.
+    """Creates an empty temporary file `.<name>.<random>.tmp` in `directory`; returns its path.
 
-    Unlike ``tempfile.mkstemp`` (always mode 0600), the file gets ``0o666`` minus the umask.
+    Unlike `tempfile.mkstemp` (always mode 0600), the file gets `0o666` minus the umask.
     """
     for _ in range(100):
         tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
@@ -83,48 +84,83 @@ def new_temp(directory, name):
     raise FileExistsError(f"no free temporary name for {name} in {directory}")
 
 
-@contextlib.contextmanager
-def atomic_path(path):
-    """Yields a temporary path beside ``path``; renames it to ``path`` only if the block succeeds.
+def remove_stale_temps(directory, name):
+    """Removes the temporary files of `name` a killed writer left in `directory`.
 
-    On any exception the temporary file is removed and the exception propagates (as a
-    :class:`DataDirError` when the disk is full or read-only).
+    They may be as large as the file itself and would otherwise fill the disk.
     """
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    ensure_dir(directory, "directory")
-    tmp = new_temp(directory, os.path.basename(path))
+    pattern = os.path.join(glob.escape(directory), f".{glob.escape(name)}.*.tmp")
+    for stale in glob.glob(pattern):
+        with contextlib.suppress(OSError):
+            os.remove(stale)
+
+
+@contextlib.contextmanager
+def atomic_paths(paths, errors=(OSError,)):
+    """Yields temporary paths beside `paths`; renames them all only if the block succeeds.
+
+    Args:
+      paths: the final file paths (their directories are created).
+      errors: exception types of a failed write translated by `storage_error` (e.g. also
+        `tf.errors.OpError` for TensorFlow's file writers).
+
+    Raises:
+      StorageError: a write failed because the disk is full or the directory read-only;
+        nothing is left under a final name, and every temporary file is removed.
+    """
+    paths = [os.fspath(p) for p in paths]
+    temps = []
     try:
-        yield tmp
-        os.replace(tmp, path)
+        for path in paths:
+            directory = os.path.dirname(os.path.abspath(path))
+            ensure_dir(directory, "directory")
+            temps.append(new_temp(directory, os.path.basename(path)))
+        yield list(temps)
+        while temps:
+            os.replace(temps[0], paths[len(paths) - len(temps)])
+            temps.pop(0)
     except BaseException as error:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(tmp)
-        translated = storage_error(error, path) if isinstance(error, OSError) else None
+        for tmp in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(tmp)
+        done = len(paths) - len(temps)
+        path = paths[min(done, len(paths) - 1)] if paths else ""
+        translated = storage_error(error, path) if isinstance(error, errors) else None
         if translated is not None:
             raise translated from None
         raise
 
 
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yields a temporary path beside `path`; renames it to `path` only if the block succeeds.
+
+    On any exception the temporary file is removed and the exception propagates (as a
+    `StorageError` when the disk is full or read-only).
+    """
+    with atomic_paths([path]) as (tmp,):
+        yield tmp
+
+
 def write_bytes(path, data: bytes):
-    """Atomically writes ``data`` to ``path``."""
+    """Atomically writes `data` to `path`."""
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
             f.write(data)
 
 
 def write_text(path, text: str):
-    """Atomically writes UTF-8 ``text`` to ``path``."""
+    """Atomically writes UTF-8 `text` to `path`."""
     write_bytes(path, text.encode("utf-8"))
 
 
 def write_json(path, obj):
-    """Atomically writes ``obj`` as indented, key-sorted JSON (one trailing newline)."""
+    """Atomically writes `obj` as indented, key-sorted JSON (one trailing newline)."""
     write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
 def read_json(path, fix="delete it and rerun runners/prepare_data.py", required=()):
-    """Reads a JSON object written by :func:`write_json`.
+    """Reads a JSON object written by `write_json`.
 
     Args:
       path: the file.

@@ -1,111 +1,89 @@
 """Downloading canonical archives: progress bar, integrity check, temporary file then rename.
 
-``fetch(url, dest, ...)`` downloads ``url`` (``http(s)://`` or ``file://``) to ``dest.part``,
-shows a progress bar on stderr, checks the expected size / md5 / sha256 when known, and only then
-renames it to ``dest`` (``os.replace``). An interrupted or failed download never leaves a file
-under ``dest``. Without network it fails at once with a message naming the URL and ``--raw_path``.
+`fetch(url, dest, ...)` downloads `url` (`http(s)://` or `file://`) to a temporary file beside
+`dest`, shows a progress bar on stderr, checks the expected size / md5 / sha256 when known, and
+only then renames it to `dest`. An interrupted or failed download never leaves a file under
+`dest`. Without network it fails at once with a message naming the URL and `--raw_path`.
 """
-import contextlib
 import hashlib
 import http.client
 import os
-import sys
-import time
 import urllib.error
 import urllib.request
 
+from tf_records import atomic
 from tf_records.errors import DownloadError
+from tf_records.progress import Progress
 
 
-class Progress:
-    """A minimal text progress bar on stderr: ``label  42.0/100.0 MB  [#####     ]  12.3 MB/s``."""
+def _open(url, timeout, hint):
+    try:
+        return urllib.request.urlopen(url, timeout=timeout)
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as e:
+        raise DownloadError(f"cannot download {url}: {getattr(e, 'reason', e)}. {hint}") from None
 
-    def __init__(self, label, total=None, unit="MB", scale=1e6, stream=None, enabled=True):
-        self.label, self.total, self.unit, self.scale = label, total, unit, scale
-        self.stream = stream or sys.stderr
-        self.enabled = enabled
-        self.start = self.last = time.time()
-        self.done = 0
-        self.drawn = -1
 
-    def update(self, done, total=None):
-        self.done = done
-        if total is not None:
-            self.total = total
-        now = time.time()
-        if self.enabled and (now - self.last > 0.5 or (self.total and done >= self.total)):
-            self.last = now
-            self._draw(now)
+def _copy(response, out, bar, url, hint):
+    """Copies `response` into the file `out`; returns `(bytes, md5, sha256)`."""
+    h_md5, h_sha = hashlib.md5(), hashlib.sha256()
+    got = 0
+    while True:
+        try:
+            chunk = response.read(1 << 20)
+        except (OSError, http.client.HTTPException) as e:
+            raise DownloadError(f"download of {url} interrupted after {got} bytes: {e}. "
+                                f"{hint}") from None
+        if not chunk:
+            return got, h_md5.hexdigest(), h_sha.hexdigest()
+        out.write(chunk)
+        h_md5.update(chunk)
+        h_sha.update(chunk)
+        got += len(chunk)
+        bar.update(got)
 
-    def _draw(self, now):
-        self.drawn = self.done
-        rate = self.done / self.scale / max(now - self.start, 1e-9)
-        if self.total:
-            frac = min(self.done / self.total, 1.0)
-            bar = "#" * int(frac * 30)
-            text = (f"\r{self.label}  {self.done / self.scale:.1f}/{self.total / self.scale:.1f} "
-                    f"{self.unit}  [{bar:<30}]  {rate:.1f} {self.unit}/s")
-        else:
-            text = f"\r{self.label}  {self.done / self.scale:.1f} {self.unit}  {rate:.1f} {self.unit}/s"
-        self.stream.write(text)
-        self.stream.flush()
 
-    def close(self):
-        if self.enabled:
-            if self.drawn != self.done:
-                self._draw(time.time())
-            self.stream.write("\n")
-            self.stream.flush()
+def _check(url, got, sizes, md5, sha256, expected_md5, expected_sha256, hint):
+    for expected in sizes - {None}:
+        if got != expected:
+            raise DownloadError(f"{url}: got {got} bytes, expected {expected} (truncated "
+                                f"download). {hint}")
+    if expected_md5 and md5 != expected_md5:
+        raise DownloadError(f"{url}: md5 {md5} != expected {expected_md5} (corrupted). {hint}")
+    if expected_sha256 and sha256 != expected_sha256:
+        raise DownloadError(f"{url}: sha256 {sha256} != expected {expected_sha256}. {hint}")
 
 
 def fetch(url, dest, md5=None, sha256=None, size=None, progress=True, timeout=15):
-    """Downloads ``url`` to ``dest`` atomically and verifies it. Returns ``dest``.
+    """Downloads `url` to `dest` atomically and verifies it.
 
-    One attempt, no retries: without network it fails at once (a name that does not resolve, a
-    refused connection), and a silent network after ``timeout`` seconds.
+    One attempt, no retries: without network it fails at once (a name that does not resolve,
+    a refused connection), and a silent network after `timeout` seconds.
 
-    Raises DownloadError (no network, HTTP error, fewer bytes than ``size`` or the server's
-    Content-Length, wrong checksum); nothing is left at ``dest`` and the temporary
-    ``dest.part`` is removed.
+    Args:
+      url: an `http(s)://` or `file://` URL.
+      dest: the file to write (its directory is created).
+      md5, sha256: expected checksums (None: not checked).
+      size: expected size in bytes (None: the server's Content-Length, when it sends one).
+      progress: show a progress bar on stderr.
+      timeout: seconds without data before giving up.
+
+    Returns:
+      `dest`.
+
+    Raises:
+      DownloadError: no network, HTTP error, fewer bytes than `size` or the server's
+        Content-Length, or a wrong checksum; nothing is left at `dest` and the temporary
+        file is removed.
     """
     dest = os.fspath(dest)
-    os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
-    tmp = dest + ".part"
     hint = f"Download {url} yourself and pass it with --raw_path=FILE."
-    try:
-        try:
-            response = urllib.request.urlopen(url, timeout=timeout)
-        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as e:
-            raise DownloadError(f"cannot download {url}: {getattr(e, 'reason', e)}. {hint}") from None
+    with atomic.atomic_path(dest) as tmp:
+        response = _open(url, timeout, hint)
         with response, open(tmp, "wb") as out:
             total = response.headers.get("Content-Length")
             total = int(total) if total else size
             bar = Progress(f"download {os.path.basename(dest)}", total, enabled=progress)
-            h_md5, h_sha = hashlib.md5(), hashlib.sha256()
-            got = 0
-            while True:
-                try:
-                    chunk = response.read(1 << 20)
-                except (OSError, http.client.HTTPException) as e:
-                    raise DownloadError(f"download of {url} interrupted after {got} bytes: {e}. {hint}") from None
-                if not chunk:
-                    break
-                out.write(chunk)
-                h_md5.update(chunk)
-                h_sha.update(chunk)
-                got += len(chunk)
-                bar.update(got)
+            got, got_md5, got_sha256 = _copy(response, out, bar, url, hint)
             bar.close()
-        for expected in {total, size} - {None}:
-            if got != expected:
-                raise DownloadError(f"{url}: got {got} bytes, expected {expected} (truncated "
-                                    f"download). {hint}")
-        if md5 and h_md5.hexdigest() != md5:
-            raise DownloadError(f"{url}: md5 {h_md5.hexdigest()} != expected {md5} (corrupted). {hint}")
-        if sha256 and h_sha.hexdigest() != sha256:
-            raise DownloadError(f"{url}: sha256 {h_sha.hexdigest()} != expected {sha256}. {hint}")
-        os.replace(tmp, dest)
-        return dest
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(tmp)
+        _check(url, got, {total, size}, got_md5, got_sha256, md5, sha256, hint)
+    return dest

@@ -1,7 +1,7 @@
-"""Errors raised by ``tf_records``.
+"""Errors raised by `tf_records`.
 
 Every error names the problem and the fix (usually the exact command that rebuilds the data).
-All of them derive from :class:`DataError`, itself a ``ValueError``, so callers that only want to
+All of them derive from `DataError`, itself a `ValueError`, so callers that only want to
 report "bad data" can catch one class.
 """
 
@@ -20,11 +20,20 @@ class DownloadError(DataError):
 
 
 class VocabularyError(DataError):
-    """A vocabulary file is malformed, or a symbol is unknown under the ``error`` policy."""
+    """A vocabulary file is malformed, or a symbol is unknown under the `error` policy."""
+
+
+class VocabularyImportError(VocabularyError):
+    """A released vocabulary (a reference pickle or a symbol list) that cannot be imported:
+    unreadable, of another size than the model's, or unsafe."""
+
+
+class UnsafePickleError(VocabularyImportError):
+    """A pickle that names a global outside the allow-list of `tf_records.reference_vocab`."""
 
 
 class LayoutError(DataError):
-    """A :class:`~tf_records.RecordLayout` is invalid, or a corpus is too short for it."""
+    """A `RecordLayout` is invalid, or a corpus is too short for it."""
 
 
 class RecordsNotFoundError(DataError):
@@ -41,7 +50,7 @@ class RecordsCorruptError(DataError):
 
 
 class VocabularyMismatchError(VocabularyError):
-    """A data directory's ``vocab.txt`` is missing or differs from its ``corpus-info.json``."""
+    """A data directory's `vocab.txt` is missing or differs from its `corpus-info.json`."""
 
 
 class DataDirError(DataError):

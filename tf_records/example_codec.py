@@ -1,20 +1,22 @@
-"""Vectorized serialization of ``tf.train.Example`` protos with fixed-length int64 features.
+"""Vectorized serialization of `tf.train.Example` protos with fixed-length int64 features.
 
-Building one ``tf.train.Example`` per record in Python costs tens of microseconds, and a corpus of
+Building one `tf.train.Example` per record in Python costs tens of microseconds, and a corpus of
 100M tokens has hundreds of thousands of records. Instead the protocol-buffer wire format of a
 whole block of records is written at once with numpy: every record becomes one row of a byte
-matrix with a validity mask (a varint of up to ``K`` bytes occupies ``K`` slots, of which the
-first ``len`` are valid), and one boolean compress of the matrix yields all records back to back.
-The bytes are canonical: identical to ``tf.train.Example.SerializeToString(deterministic=True)``
+matrix with a validity mask (a varint of up to `K` bytes occupies `K` slots, of which the
+first `len` are valid), and one boolean compress of the matrix yields all records back to back.
+The bytes are canonical: identical to `tf.train.Example.SerializeToString(deterministic=True)`
 (a test checks it).
 
-Wire layout of one record (every ``len`` is a varint)::
+Wire layout of one record (every `len` is a varint):
 
-    Example   = 0x0A len(Features) Features
-    Features  = for each feature: 0x0A len(Entry) Entry
-    Entry     = 0x0A len(key) key 0x12 len(Feature) Feature
-    Feature   = 0x1A len(Int64List) Int64List
-    Int64List = 0x0A len(packed) packed-varints
+```
+Example   = 0x0A len(Features) Features
+Features  = for each feature: 0x0A len(Entry) Entry
+Entry     = 0x0A len(key) key 0x12 len(Feature) Feature
+Feature   = 0x1A len(Int64List) Int64List
+Int64List = 0x0A len(packed) packed-varints
+```
 """
 import numpy as np
 
@@ -53,7 +55,7 @@ class _Rows:
         self.col += len(data)
 
     def varints(self, values: np.ndarray, lengths: np.ndarray, width: int):
-        """Per-row varints: values [R] or [R, T]; each takes ``width`` slots per value."""
+        """Per-row varints: values [R] or [R, T]; each takes `width` slots per value."""
         values = values.reshape(values.shape[0], -1)
         lengths = lengths.reshape(values.shape)
         num_rows, count = values.shape
@@ -74,11 +76,11 @@ def serialize_int64_examples(features: dict):
     """Serializes records with fixed-length int64 features.
 
     Args:
-      features: ordered mapping name -> integer array ``[R, T_f]`` (one row per record).
+      features: ordered mapping name -> integer array `[R, T_f]` (one row per record).
 
     Returns:
-      ``(buf, offsets)``: uint8 ``[total]`` and int64 ``[R+1]``; record ``i`` is
-      ``buf[offsets[i]:offsets[i+1]]``, a serialized ``tf.train.Example``.
+      `(buf, offsets)`: uint8 `[total]` and int64 `[R+1]`; record `i` is
+      `buf[offsets[i]:offsets[i+1]]`, a serialized `tf.train.Example`.
     """
     plan, total = [], None
     for key, arr in features.items():
@@ -125,8 +127,8 @@ def serialize_int64_examples(features: dict):
 
 
 def encode_varint_stream(values: np.ndarray):
-    """Varint-encodes a flat integer array: ``(data, offsets)`` with ``data`` bytes and
-    ``offsets`` int64 ``[n+1]``; value ``i`` is ``data[offsets[i]:offsets[i+1]]``."""
+    """Varint-encodes a flat integer array: `(data, offsets)` with `data` bytes and
+    `offsets` int64 `[n+1]`; value `i` is `data[offsets[i]:offsets[i+1]]`."""
     vals = _as_unsigned(np.ascontiguousarray(values).reshape(-1))
     nb = varint_lengths(vals)
     width = int(nb.max(initial=1))
@@ -161,13 +163,13 @@ def _varint_bytes(value: int) -> bytes:
 
 
 class WindowRecordEncoder:
-    """Serializes ``{"inputs": row[a:a+T], "labels": row[a+1:a+T+1]}`` Examples from a varint-
+    """Serializes `{"inputs": row[a:a+T], "labels": row[a+1:a+T+1]}` Examples from a varint-
     encoded stream: each token is encoded once, and a record is two headers plus two byte slices
     of the encoded stream (inputs and labels overlap in all but one token). Headers are memoized
-    by payload length. The bytes equal :func:`serialize_int64_examples` (a test checks it).
+    by payload length. The bytes equal `serialize_int64_examples` (a test checks it).
 
     Args:
-      data, offsets: :func:`encode_varint_stream` of the flattened stream rows.
+      data, offsets: `encode_varint_stream` of the flattened stream rows.
     """
 
     def __init__(self, data: bytes, offsets: np.ndarray):
@@ -199,7 +201,7 @@ class WindowRecordEncoder:
         return cached
 
     def records(self, starts, tgt_len: int):
-        """Yields serialized Examples for windows starting at flat token indices ``starts``."""
+        """Yields serialized Examples for windows starting at flat token indices `starts`."""
         offsets = self.offsets
         a = offsets[starts].tolist()
         b = offsets[np.asarray(starts) + 1].tolist()

@@ -1,9 +1,9 @@
-"""How a split's token stream is cut into per-core contiguous streams (``RecordLayout``).
+"""How a split's token stream is cut into per-core contiguous streams (`RecordLayout`).
 
-The stream of ``N`` tokens is cut row-major into ``num_streams = num_hosts * replicas_per_host *
-per_replica_batch`` contiguous rows. Stream ``s`` belongs to host ``s // per_host_batch`` and,
-within that host, to local replica ``(s % per_host_batch) // per_replica_batch``. At every step
-each replica receives a batch-major ``[per_replica_batch, tgt_len]`` slice of its own streams, and
+The stream of `N` tokens is cut row-major into ``num_streams = num_hosts * replicas_per_host *
+per_replica_batch` contiguous rows. Stream `s` belongs to host `s // per_host_batch`` and,
+within that host, to local replica `(s % per_host_batch) // per_replica_batch`. At every step
+each replica receives a batch-major `[per_replica_batch, tgt_len]` slice of its own streams, and
 the next step continues each stream exactly where the previous one ended.
 """
 import dataclasses
@@ -18,15 +18,23 @@ class RecordLayout:
     """Layout of pre-batched records.
 
     Attributes:
-      tgt_len: tokens per segment (the model's segment length); records hold ``[tgt_len]``.
-      per_replica_batch: streams per replica (the per-replica batch size).
-      replicas_per_host: local replicas (cores/devices) per host / input pipeline.
-      num_hosts: hosts (input pipelines); each host reads only its own files.
-      num_passes: number of copies of the stream, each cyclically rotated by a seeded random offset
-        (the reference's ``num_passes`` for TPU training; 1 = the stream once, no rotation).
-      last_segment: what happens to the tail of each stream that does not fill a whole segment:
-        ``"drop"`` (default, as the reference's TPU records) drops it; ``"pad"`` keeps it, padding
-        ``inputs`` with 0 and ``labels`` with -1 (consumers must mask ``labels < 0``).
+      tgt_len: Segment length Q (tokens per record, the model's segment length).
+      per_replica_batch: Streams per replica B (the per-replica batch size).
+      replicas_per_host: Local replicas (cores/devices) per host / input pipeline.
+      num_hosts: Hosts (input pipelines); one file per host, each host reads only its own.
+      num_passes: Copies of the stream, each cyclically rotated by a seeded random offset (the
+        reference's num_passes for TPU training; 1 = the stream once, no rotation).
+      last_segment: The tail of each stream that does not fill a whole segment: drop (default,
+        as the reference's TPU records) drops it; pad keeps it, padding inputs with 0 and
+        labels with -1 (consumers must mask labels < 0).
+
+    Example:
+
+    ```python
+    layout = RecordLayout(tgt_len=512, per_replica_batch=4, replicas_per_host=8, num_hosts=2)
+    layout.num_streams, layout.basename("train")
+    # (64, "train.bsz-32.tlen-512.core-8.hosts-2.passes-1")
+    ```
     """
 
     tgt_len: int
@@ -48,24 +56,24 @@ class RecordLayout:
 
     @property
     def per_host_batch(self) -> int:
-        """Streams per host: ``replicas_per_host * per_replica_batch``."""
+        """Streams per host: `replicas_per_host * per_replica_batch`."""
         return self.replicas_per_host * self.per_replica_batch
 
     @property
     def num_streams(self) -> int:
-        """All streams: ``num_hosts * replicas_per_host * per_replica_batch`` (the global batch)."""
+        """All streams: `num_hosts * replicas_per_host * per_replica_batch` (the global batch)."""
         return self.num_hosts * self.per_host_batch
 
     @property
     def num_replicas(self) -> int:
-        """Replicas in sync: ``num_hosts * replicas_per_host``."""
+        """Replicas in sync: `num_hosts * replicas_per_host`."""
         return self.num_hosts * self.replicas_per_host
 
     def basename(self, split: str) -> str:
-        """File stem carrying the layout, e.g. ``train.bsz-32.tlen-512.core-8.hosts-2.passes-1``.
+        """File stem carrying the layout, e.g. `train.bsz-32.tlen-512.core-8.hosts-2.passes-1`.
 
-        ``bsz`` is the per-host batch (as in the reference's ``train.bsz-..tlen-..core-..``).
-        ``.pad`` is appended when ``last_segment == "pad"``.
+        `bsz` is the per-host batch (as in the reference's `train.bsz-..tlen-..core-..`).
+        `.pad` is appended when `last_segment == "pad"`.
         """
         name = (f"{split}.bsz-{self.per_host_batch}.tlen-{self.tgt_len}.core-{self.replicas_per_host}"
                 f".hosts-{self.num_hosts}.passes-{self.num_passes}")
@@ -75,7 +83,7 @@ class RecordLayout:
         return dataclasses.asdict(self)
 
     def flags(self) -> str:
-        """The ``runners/prepare_data.py`` flags that make this layout (for error messages)."""
+        """The `runners/prepare_data.py` flags that make this layout (for error messages)."""
         text = (f"--tgt_len={self.tgt_len} --per_replica_batch={self.per_replica_batch} "
                 f"--replicas_per_host={self.replicas_per_host} --num_hosts={self.num_hosts}")
         if self.num_passes != 1:

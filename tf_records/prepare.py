@@ -1,16 +1,18 @@
-"""``prepare``: corpus -> vocabulary, corpus info, cached token streams and TFRecords.
+"""`prepare`: corpus -> vocabulary, corpus info, cached token streams and TFRecords.
 
-Files made in ``data_dir``::
+Files made in `data_dir`:
 
-    vocab.txt                 the vocabulary (one symbol per line, id order; see vocabulary.py)
-    corpus-info.json          dataset, level, options, vocab_size, vocab_checksum, cutoffs,
-                              text rules, token counts per split, corpus-specific facts
-    <split>.ids.bin / .json   the encoded stream of each split (int32 LE) + description
-    <records>.tfrecords, record_info-<...>.json   per requested split/layout (see metadata.py)
-    raw/                      downloaded archives
+```
+vocab.txt                 the vocabulary (one symbol per line, id order; see vocabulary.py)
+corpus-info.json          dataset, level, options, vocab_size, vocab_checksum, cutoffs,
+                          text rules, token counts per split, corpus-specific facts
+<split>.ids.bin / .json   the encoded stream of each split (int32 LE) + description
+<records>.tfrecords, record_info-<...>.json   per requested split/layout (see metadata.py)
+raw/                      downloaded archives
+```
 
 Re-running with the same dataset/options and existing matching records is a fast no-op. A
-``data_dir`` prepared for another dataset or other data options is refused (use another
+`data_dir` prepared for another dataset or other data options is refused (use another
 directory).
 """
 import os
@@ -21,23 +23,12 @@ from tf_records import atomic, metadata, stream_cache
 from tf_records.corpora import get_corpus
 from tf_records.errors import DataError
 from tf_records.layout import RecordLayout
-from tf_records.vocabulary import Vocabulary
+from tf_records.progress import Progress
 
 
 def _log(progress, text):
     if progress:
         print(text, file=sys.stderr, flush=True)
-
-
-def load_vocab(data_dir, corpus_info=None) -> Vocabulary:
-    """The vocabulary of a prepared ``data_dir`` (with its specials and unk policy)."""
-    info = corpus_info or metadata.read_corpus_info(data_dir)
-    if info is None:
-        raise DataError(f"{data_dir} has no {metadata.CORPUS_INFO}; run runners/prepare_data.py first.")
-    metadata.check_vocab_file(data_dir, info)
-    return Vocabulary.load(os.path.join(data_dir, metadata.VOCAB_FILE), info["level"],
-                           specials=info.get("specials", []), unk_symbol=info.get("unk_symbol"),
-                           unk_policy=info.get("unk_policy", "error"))
 
 
 def _records_current(data_dir, split, layout, info, desc):
@@ -54,8 +45,8 @@ def _records_current(data_dir, split, layout, info, desc):
 
 
 def options_diff(recorded: dict, given: dict) -> str:
-    """``key: recorded -> given`` for every corpus option that differs, e.g.
-    ``level: 'word' -> 'char'; lower_case: False -> True``."""
+    """`key: recorded -> given` for every corpus option that differs, e.g.
+    `level: 'word' -> 'char'; lower_case: False -> True`."""
     keys = sorted(set(recorded) | set(given))
     return "; ".join(f"{k}: {recorded.get(k)!r} -> {given.get(k)!r}" for k in keys
                      if recorded.get(k) != given.get(k))
@@ -70,23 +61,23 @@ def _check_same_options(data_dir, info, corpus):
 
 
 def recorded_corpus(data_dir, dataset=None, raw_path=None, options=None):
-    """The dataset and corpus options to prepare (or reuse) ``data_dir`` with: what its
-    ``corpus-info.json`` records, overridden by the ``options`` given (and, for the ``text``
-    corpus, ``raw_path`` as ``train_path``). Options only need repeating to change them.
+    """The dataset and corpus options to prepare (or reuse) `data_dir` with: what its
+    `corpus-info.json` records, overridden by the `options` given (and, for the `text`
+    corpus, `raw_path` as `train_path`). Options only need repeating to change them.
 
     Args:
       data_dir: a prepared (or new) data directory.
-      dataset: the dataset asked for, or None (the recorded one; ``builtin`` for a new
+      dataset: the dataset asked for, or None (the recorded one; `builtin` for a new
         directory).
       raw_path: the raw file given, if any.
       options: corpus options given.
 
     Returns:
-      ``(dataset, options)``; for a new directory or another dataset, the given ones.
+      `(dataset, options)`; for a new directory or another dataset, the given ones.
 
     Raises:
-      DataError: the given options change what ``data_dir`` holds (the message lists
-        ``key: recorded -> given``), or are not options of the dataset.
+      DataError: the given options change what `data_dir` holds (the message lists
+        `key: recorded -> given`), or are not options of the dataset.
     """
     info = metadata.read_corpus_info(data_dir)
     recorded = info is not None and "dataset" in info and dataset in (None, info["dataset"])
@@ -104,23 +95,115 @@ def recorded_corpus(data_dir, dataset=None, raw_path=None, options=None):
     return dataset, options
 
 
+def _check_layouts(dataset, corpus, layouts):
+    for split, layout in layouts.items():
+        if split not in corpus.splits:
+            raise DataError(f"unknown split {split!r} for {dataset}; splits: {list(corpus.splits)}.")
+        if not isinstance(layout, RecordLayout):
+            raise DataError(f"layouts[{split!r}] must be a RecordLayout, got {layout!r}.")
+
+
+def _check_existing(data_dir, dataset, corpus):
+    """The corpus info of `data_dir` (None when new), refusing another dataset or options and
+    an edited vocabulary (which is never overwritten)."""
+    info = metadata.read_corpus_info(data_dir)
+    if info is None:
+        return None
+    if os.path.exists(os.path.join(data_dir, metadata.VOCAB_FILE)):
+        metadata.check_vocab_file(data_dir, info)
+    if info.get("dataset") != dataset:
+        raise DataError(f"{data_dir} already holds {info.get('dataset')}, not {dataset}. Use "
+                        "another --data_dir (or delete this one).")
+    _check_same_options(data_dir, info, corpus)
+    return info
+
+
+def _is_cached(data_dir, info, descs) -> bool:
+    """Whether the vocabulary and every split's token cache are there and belong together."""
+    return (info is not None and os.path.exists(os.path.join(data_dir, metadata.VOCAB_FILE))
+            and all(d is not None and d["vocab_checksum"] == info["vocab_checksum"]
+                    for d in descs.values()))
+
+
+def _build(dataset, corpus, data_dir, raw_path, download, progress, descs):
+    """Builds the corpus: writes the vocabulary, the token caches (into `descs`) and
+    corpus-info.json; returns `(info, {split: tokens})`."""
+    built = corpus.build(data_dir, raw_path=raw_path, download=download, progress=progress)
+    vocab = built.vocab
+    checksum = vocab.checksum()
+    vocab.save(os.path.join(data_dir, metadata.VOCAB_FILE))
+    for split, tokens in built.streams.items():
+        descs[split] = stream_cache.save(data_dir, split, tokens, checksum)
+    info = {
+        "format": metadata.FORMAT,
+        "dataset": dataset,
+        "level": vocab.level,
+        "options": corpus.fingerprint(),
+        "option_flags": corpus.option_flags(),
+        "vocab_size": len(vocab),
+        "vocab_checksum": checksum,
+        "specials": vocab.specials,
+        "unk_symbol": vocab.unk_symbol,
+        "unk_policy": vocab.unk_policy,
+        "cutoffs": list(corpus.cutoffs),
+        "text_rules": built.rules.to_dict(),
+        "num_tokens": {s: d["num_tokens"] for s, d in descs.items()},
+        **built.info,
+    }
+    atomic.write_json(os.path.join(data_dir, metadata.CORPUS_INFO), info)
+    return info, built.streams
+
+
+def _records(data_dir, split, layout, info, desc, tokens, seed, progress) -> dict:
+    """The records of `split` for `layout`: the current ones, else written now (from `tokens`,
+    or the token cache when None)."""
+    from tf_records import writer  # TensorFlow is imported only when records are written
+
+    meta = _records_current(data_dir, split, layout, info, desc)
+    written = meta is None
+    if written:
+        if tokens is None:
+            tokens = stream_cache.load(data_dir, split)
+        bar = Progress(f"records {layout.basename(split)}", unit="k records", scale=1e3,
+                       enabled=bool(progress))
+        meta = writer.write_records(data_dir, split, tokens, layout, corpus_info=info,
+                                    stream_sha256=desc["sha256"], seed=seed,
+                                    progress=bar.update)
+        bar.close()
+    return {"info_file": metadata.info_file(layout, split), "files": meta["files"],
+            "num_steps": meta["num_steps"], "written": written}
+
+
 def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progress=True,
             seed=0, **corpus_options) -> dict:
-    """Prepares ``dataset`` in ``data_dir`` and returns a summary dict.
+    """Prepares `dataset` in `data_dir` and returns a summary dict.
 
     Args:
-      dataset: a name in ``tf_records.CORPORA``.
+      dataset: a name in `tf_records.CORPORA`.
       data_dir: output directory (created).
-      layouts: ``{split: RecordLayout}``; records are written for each (None/{}: vocabulary, corpus
-        info and token caches only).
+      layouts: `{split: RecordLayout}`; records are written for each (None/{}: vocabulary,
+        corpus info and token caches only).
       raw_path: an archive / text file already on disk (no download).
-      download: allow downloading the canonical archive when it is not in ``data_dir/raw``.
+      download: allow downloading the canonical archive when it is not in `data_dir/raw`.
       progress: show progress on stderr.
-      seed: seed of the rotation offsets for ``num_passes > 1``.
-      **corpus_options: options of the corpus (see each corpus module), e.g. ``full_bytes=True``.
+      seed: seed of the rotation offsets for `num_passes > 1`.
+      **corpus_options: options of the corpus (see each corpus module), e.g. `full_bytes=True`.
 
-    Returns ``{"dataset", "data_dir", "vocab_size", "vocab_checksum", "num_tokens": {split: n},
-    "records": {split: {"info_file", "files", "num_steps", "written"}}, "seconds"}``.
+    Returns:
+      `{"dataset", "data_dir", "level", "vocab_size", "vocab_checksum", "num_tokens":
+      {split: n}, "records": {split: {"info_file", "files", "num_steps", "written"}},
+      "seconds"}`.
+
+    Raises:
+      DataError: another dataset or other options than `data_dir` holds, an unknown split,
+        or bad corpus data (`CorpusError`, `DownloadError`, ...).
+
+    Example:
+
+    ```python
+    tf_records.prepare("enwik8", "data/enwik8",
+                       layouts={"train": tf_records.RecordLayout(512, 22)})
+    ```
     """
     start = time.time()
     data_dir = os.fspath(data_dir)
@@ -129,85 +212,21 @@ def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progr
         corpus_options["train_path"], raw_path = os.path.abspath(raw_path), None
     corpus = get_corpus(dataset, **corpus_options)
     layouts = dict(layouts or {})
-    for split, layout in layouts.items():
-        if split not in corpus.splits:
-            raise DataError(f"unknown split {split!r} for {dataset}; splits: {list(corpus.splits)}.")
-        if not isinstance(layout, RecordLayout):
-            raise DataError(f"layouts[{split!r}] must be a RecordLayout, got {layout!r}.")
+    _check_layouts(dataset, corpus, layouts)
     atomic.ensure_dir(data_dir)
-    info = metadata.read_corpus_info(data_dir)
-    if info is not None and os.path.exists(os.path.join(data_dir, metadata.VOCAB_FILE)):
-        metadata.check_vocab_file(data_dir, info)  # an edited vocabulary is never overwritten
-    if info is not None and info.get("dataset") != dataset:
-        raise DataError(f"{data_dir} already holds {info.get('dataset')}, not {dataset}. Use "
-                        "another --data_dir (or delete this one).")
-    if info is not None:
-        _check_same_options(data_dir, info, corpus)
+    info = _check_existing(data_dir, dataset, corpus)
     descs = {s: stream_cache.describe(data_dir, s) for s in corpus.splits}
-    cached = (info is not None and os.path.exists(os.path.join(data_dir, metadata.VOCAB_FILE))
-              and all(d is not None and d["vocab_checksum"] == info["vocab_checksum"]
-                      for d in descs.values()))
-    if not cached:
-        _log(progress, f"building {dataset} in {data_dir} ...")
-        built = corpus.build(data_dir, raw_path=raw_path, download=download, progress=progress)
-        vocab = built.vocab
-        checksum = vocab.checksum()
-        vocab.save(os.path.join(data_dir, metadata.VOCAB_FILE))
-        for split, tokens in built.streams.items():
-            descs[split] = stream_cache.save(data_dir, split, tokens, checksum)
-        info = {
-            "format": metadata.FORMAT,
-            "dataset": dataset,
-            "level": vocab.level,
-            "options": corpus.fingerprint(),
-            "option_flags": corpus.option_flags(),
-            "vocab_size": len(vocab),
-            "vocab_checksum": checksum,
-            "specials": vocab.specials,
-            "unk_symbol": vocab.unk_symbol,
-            "unk_policy": vocab.unk_policy,
-            "cutoffs": list(corpus.cutoffs),
-            "text_rules": built.rules.to_dict(),
-            "num_tokens": {s: d["num_tokens"] for s, d in descs.items()},
-            **built.info,
-        }
-        atomic.write_json(os.path.join(data_dir, metadata.CORPUS_INFO), info)
-        streams_in_memory = built.streams
-    else:
+    if _is_cached(data_dir, info, descs):
         _log(progress, f"{dataset} vocabulary and token streams already in {data_dir}")
         streams_in_memory = {}
-
-    from tf_records import writer  # TensorFlow is imported only when records are written
-
-    records = {}
-    for split, layout in layouts.items():
-        meta = _records_current(data_dir, split, layout, info, descs[split])
-        written = meta is None
-        if written:
-            tokens = streams_in_memory.get(split)
-            if tokens is None:
-                tokens = stream_cache.load(data_dir, split)
-            bar = _Bar(f"records {layout.basename(split)}", progress)
-            meta = writer.write_records(data_dir, split, tokens, layout, corpus_info=info,
-                                        stream_sha256=descs[split]["sha256"], seed=seed,
-                                        progress=bar.update)
-            bar.close()
-        records[split] = {"info_file": metadata.info_file(layout, split),
-                          "files": meta["files"], "num_steps": meta["num_steps"], "written": written}
+    else:
+        _log(progress, f"building {dataset} in {data_dir} ...")
+        info, streams_in_memory = _build(dataset, corpus, data_dir, raw_path, download,
+                                         progress, descs)
+    records = {split: _records(data_dir, split, layout, info, descs[split],
+                               streams_in_memory.get(split), seed, progress)
+               for split, layout in layouts.items()}
     return {"dataset": dataset, "data_dir": data_dir, "level": info["level"],
             "vocab_size": info["vocab_size"], "vocab_checksum": info["vocab_checksum"],
             "num_tokens": info["num_tokens"], "records": records,
             "seconds": round(time.time() - start, 3)}
-
-
-class _Bar:
-    def __init__(self, label, enabled):
-        from tf_records.download import Progress
-
-        self.bar = Progress(label, unit="k records", scale=1e3, enabled=bool(enabled))
-
-    def update(self, done, total):
-        self.bar.update(done, total)
-
-    def close(self):
-        self.bar.close()

@@ -1,11 +1,11 @@
 """Reading pre-batched records (or in-memory token streams) as per-replica batches.
 
-Every dataset made here yields dicts ``{"inputs": int32 [B, Q], "labels": int32 [B, Q]}`` with
+Every dataset made here yields dicts `{"inputs": int32 [B, Q], "labels": int32 [B, Q]}` with
 B = per_replica_batch and Q = tgt_len (batch-major, static shapes) in the order step 0 / replica 0,
 step 0 / replica 1, ..., step 1 / replica 0, ... for the host's local replicas. With
-``tf.distribute.Strategy.distribute_datasets_from_function``, a host's input pipeline hands its
-consecutive elements to its local replicas in order, so replica ``r`` receives its own streams at
-every step (a test checks this with ``MirroredStrategy`` on two logical CPUs). There is no
+`tf.distribute.Strategy.distribute_datasets_from_function`, a host's input pipeline hands its
+consecutive elements to its local replicas in order, so replica `r` receives its own streams at
+every step (a test checks this with `MirroredStrategy` on two logical CPUs). There is no
 shuffling inside a stream; the order is deterministic.
 """
 import numpy as np
@@ -35,7 +35,7 @@ def _host_index(input_context, num_hosts, num_replicas):
 
 
 def _finish(ds, elements_per_step, num_steps, repeat, start_step):
-    """Start at ``start_step`` (wrapping when ``repeat``), repeat, deterministic order, prefetch."""
+    """Start at `start_step` (wrapping when `repeat`), repeat, deterministic order, prefetch."""
     import tensorflow as tf
 
     if start_step < 0:
@@ -56,26 +56,39 @@ def _finish(ds, elements_per_step, num_steps, repeat, start_step):
 
 def make_input_fn(data_dir, split, layout: RecordLayout, repeat=True, start_step=0,
                   vocab_size=None, verify="checksum"):
-    """Returns ``input_fn(input_context=None) -> tf.data.Dataset`` over the records of ``split``.
+    """The input function of the records of `split`, for `distribute_datasets_from_function`.
 
     Args:
-      data_dir: directory written by :func:`tf_records.prepare`.
-      split: ``train`` / ``valid`` / ``test``.
-      layout: the run's :class:`RecordLayout`; records must have been made for exactly this layout
-        (else RecordsNotFoundError / RecordsMismatchError with the command that makes them).
+      data_dir: directory written by `tf_records.prepare`.
+      split: `train` / `valid` / `test`.
+      layout: the run's `RecordLayout`; records must have been made for exactly this layout.
       repeat: repeat forever (training); False yields each step once (evaluation).
       start_step: the global step to start at (all replicas' streams at that step); wraps around
-        the split's ``num_steps`` when ``repeat``.
+        the split's `num_steps` when `repeat`.
       vocab_size: if given, must equal the records' vocabulary size.
-      verify: how each host checks its own files before reading: ``"checksum"`` (sha256, default),
-        ``"size"`` or ``"none"``. With one host the check runs here (damaged files raise
+      verify: how each host checks its own files before reading: `"checksum"` (sha256, default),
+        `"size"` or `"none"`. With one host the check runs here (damaged files raise
         RecordsCorruptError before anything is built); with several, in each host's
-        ``input_fn``.
+        `input_fn`.
 
-    The dataset yields ``{"inputs", "labels"}``: int32 ``[per_replica_batch, tgt_len]``, static
-    shapes, one element per local replica per step, in replica order. The host index is
-    ``input_context.input_pipeline_id``; ``input_context.num_input_pipelines`` must equal
-    ``layout.num_hosts``. The metadata is available as ``input_fn.metadata``.
+    Returns:
+      `input_fn(input_context=None) -> tf.data.Dataset` yielding `{"inputs", "labels"}`:
+      int32 `[B, Q]` (B = per_replica_batch, Q = tgt_len), static shapes, one element per
+      local replica per step, in replica order. The host index is
+      `input_context.input_pipeline_id`; `input_context.num_input_pipelines` must equal
+      `layout.num_hosts`. The metadata dict is `input_fn.metadata`.
+
+    Raises:
+      RecordsNotFoundError, RecordsMismatchError: no records for `layout` (the message holds
+        the command that makes them).
+      RecordsCorruptError: a damaged file (with one host, before anything is built).
+
+    Example:
+
+    ```python
+    input_fn = make_input_fn("data/builtin", "train", RecordLayout(64, 16))
+    batch = next(iter(input_fn()))  # {"inputs": [16, 64], "labels": [16, 64]}
+    ```
     """
     # With several hosts only this host's files need to be here: each host's input_fn verifies
     # its own files. With one host they are verified now, before anything is built on them.
@@ -116,15 +129,16 @@ def dataset_from_tokens(tokens, per_replica_batch, tgt_len, replicas_per_host=1,
     """An in-memory dataset with exactly the element order of the records for the same layout.
 
     Args:
-      tokens: int ``[N]`` token ids (e.g. ``tokenize_text`` of an arbitrary text file).
+      tokens: int `[N]` token ids (e.g. `tokenize_text` of an arbitrary text file).
       per_replica_batch, tgt_len, replicas_per_host, num_hosts, last_segment, num_passes: as in
-        :class:`RecordLayout`.
+        `RecordLayout`.
       host: which host's streams to yield.
-      repeat, start_step: as in :func:`make_input_fn`.
-      pass_offsets: rotation offsets (default: the seeded ones of ``streams.pass_offsets``).
+      repeat, start_step: as in `make_input_fn`.
+      pass_offsets: rotation offsets (default: the seeded ones of `streams.pass_offsets`).
 
-    Returns a ``tf.data.Dataset`` of ``{"inputs", "labels"}`` int32 ``[per_replica_batch,
-    tgt_len]``; ``dataset.num_steps`` holds the number of steps.
+    Returns:
+      A `tf.data.Dataset` of `{"inputs", "labels"}`, int32 `[B, Q]` (B = per_replica_batch,
+      Q = tgt_len); `dataset.num_steps` holds the number of steps.
     """
     import tensorflow as tf
 

@@ -1,7 +1,7 @@
 """Encoded token streams cached as raw little-endian int32 files plus JSON (never pickle).
 
-``data_dir/<split>.ids.bin`` holds the ids; ``data_dir/<split>.ids.json`` holds ``num_tokens``,
-``dtype`` (``<i4``), ``sha256`` and ``vocab_checksum``. Other layouts are built from the cache
+`data_dir/<split>.ids.bin` holds the ids; `data_dir/<split>.ids.json` holds `num_tokens`,
+`dtype` (`<i4`), `sha256` and `vocab_checksum`. Other layouts are built from the cache
 without re-tokenizing.
 """
 import os
@@ -22,9 +22,7 @@ def save(data_dir, split, tokens: np.ndarray, vocab_checksum: str) -> dict:
     """Writes the stream atomically and returns its JSON description."""
     bin_path, json_path = paths(data_dir, split)
     tokens = np.ascontiguousarray(tokens, "<i4")
-    with atomic.atomic_path(bin_path) as tmp:
-        with open(tmp, "wb") as f:
-            f.write(memoryview(tokens).cast("B"))
+    atomic.write_bytes(bin_path, memoryview(tokens).cast("B"))
     desc = {"split": split, "num_tokens": int(tokens.size), "dtype": "<i4",
             "sha256": tokens_sha256(tokens), "vocab_checksum": vocab_checksum}
     atomic.write_json(json_path, desc)
@@ -43,7 +41,19 @@ def describe(data_dir, split):
 
 
 def load(data_dir, split, verify=True) -> np.ndarray:
-    """int32 [N] ids of ``split`` (checked against the recorded sha256 when ``verify``)."""
+    """The cached token stream of `split`.
+
+    Args:
+      data_dir: a prepared data directory.
+      split: `train`, `valid` or `test`.
+      verify: check the ids against the recorded sha256.
+
+    Returns:
+      int32 `[N]` ids.
+
+    Raises:
+      RecordsCorruptError: the cache is missing, truncated or fails its checksum.
+    """
     desc = describe(data_dir, split)
     bin_path, _ = paths(data_dir, split)
     if desc is None:

@@ -1,17 +1,17 @@
 """Cutting a token stream into per-core contiguous streams (pure numpy, shared by writer and reader).
 
-Given ``tokens`` [N] and a :class:`~tf_records.RecordLayout` with ``S = num_streams`` streams and
-segment length ``T = tgt_len``:
+Given `tokens` [N] and a `RecordLayout` with `S = num_streams` streams and
+segment length `T = tgt_len`:
 
-1. ``num_passes`` copies of the stream are concatenated; copy 0 is the stream itself and copy
-   ``p > 0`` is the stream cyclically rotated left by ``offsets[p]`` (seeded random offsets,
+1. `num_passes` copies of the stream are concatenated; copy 0 is the stream itself and copy
+   `p > 0` is the stream cyclically rotated left by `offsets[p]` (seeded random offsets,
    recorded in the metadata; the reference used unseeded offsets for every copy).
-2. The result is cut row-major into ``S`` contiguous rows of ``L`` tokens: row ``s`` is
-   ``data[s*L:(s+1)*L]`` (``drop``: ``L = len // S``, the last ``len % S`` tokens are dropped;
-   ``pad``: ``L = ceil(len / S)`` and the end is padded).
-3. Step ``t`` of stream ``s`` has ``inputs = row[t*T:(t+1)*T]`` and ``labels =
-   row[t*T+1:(t+1)*T+1]``. ``drop`` keeps ``(L-1)//T`` whole steps and drops the last partial
-   segment of every row; ``pad`` keeps ``ceil((L-1)/T)`` steps, padding inputs with 0 and labels
+2. The result is cut row-major into `S` contiguous rows of `L` tokens: row `s` is
+   `data[s*L:(s+1)*L]` (`drop`: `L = len // S`, the last `len % S` tokens are dropped;
+   `pad`: `L = ceil(len / S)` and the end is padded).
+3. Step `t` of stream `s` has `inputs = row[t*T:(t+1)*T]` and
+   `labels = row[t*T+1:(t+1)*T+1]`. `drop` keeps `(L-1)//T` whole steps and drops the last partial
+   segment of every row; `pad` keeps `ceil((L-1)/T)` steps, padding inputs with 0 and labels
    with -1.
 """
 import hashlib
@@ -24,16 +24,25 @@ PAD_LABEL = -1
 
 
 def pass_offsets(num_tokens: int, num_passes: int, seed: int = 0) -> list:
-    """Rotation offsets, one per pass: ``[0, r1, r2, ...]`` with ``r_p`` uniform in ``[0, N)``."""
+    """Rotation offsets, one per pass: `[0, r1, r2, ...]` with `r_p` uniform in `[0, N)`."""
     rng = np.random.default_rng(seed)
     return [0] + [int(x) for x in rng.integers(0, max(num_tokens, 1), size=num_passes - 1)]
 
 
 def stream_matrix(tokens: np.ndarray, layout, offsets=None):
-    """Returns ``(matrix, num_steps)``: int32 ``[num_streams, num_steps*tgt_len + 1]``, row ``s``
-    = stream ``s`` (``PAD_LABEL`` where padded).
+    """The streams of a layout as one matrix.
 
-    Raises LayoutError if the corpus is too short for one step of the layout.
+    Args:
+      tokens: int `[N]` token ids.
+      layout: the `RecordLayout`.
+      offsets: rotation offsets, one per pass (default: no rotation).
+
+    Returns:
+      `(matrix, num_steps)`: int32 `[num_streams, num_steps * tgt_len + 1]`, row `s` =
+      stream `s` (`PAD_LABEL` where padded).
+
+    Raises:
+      LayoutError: the corpus is too short for one step of the layout.
     """
     tokens = np.asarray(tokens, np.int32).reshape(-1)
     n = tokens.size
@@ -65,9 +74,18 @@ def stream_matrix(tokens: np.ndarray, layout, offsets=None):
 
 
 def step_windows(matrix: np.ndarray, tgt_len: int, step_begin: int, step_end: int, streams=None):
-    """Returns ``(inputs, labels)``, int32 ``[step_end-step_begin, len(streams), tgt_len]``
-    for steps ``[step_begin, step_end)`` of the given streams (default all), in (step, stream)
-    order. Padded inputs are 0 and padded labels ``PAD_LABEL``."""
+    """The segments of steps `[step_begin, step_end)` of some streams.
+
+    Args:
+      matrix: the stream matrix of `stream_matrix`.
+      tgt_len: segment length Q.
+      step_begin, step_end: the steps.
+      streams: stream indices (default all).
+
+    Returns:
+      `(inputs, labels)`, int32 `[step_end - step_begin, len(streams), Q]` in (step, stream)
+      order; padded inputs are 0 and padded labels `PAD_LABEL`.
+    """
     rows = matrix if streams is None else matrix[streams]
     t = tgt_len
     block = rows[:, step_begin * t: step_end * t + 1]
@@ -79,8 +97,8 @@ def step_windows(matrix: np.ndarray, tgt_len: int, step_begin: int, step_end: in
 
 
 def host_streams(layout, host: int) -> np.ndarray:
-    """Stream indices of ``host``, in replica-major order: replica r owns
-    ``[host*per_host_batch + r*per_replica_batch, ... + per_replica_batch)``."""
+    """Stream indices of `host`, in replica-major order: replica r owns
+    `[host*per_host_batch + r*per_replica_batch, ... + per_replica_batch)`."""
     b = layout.per_host_batch
     return np.arange(host * b, (host + 1) * b)
 

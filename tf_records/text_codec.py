@@ -1,9 +1,9 @@
 """Tokenizing arbitrary text with a prepared corpus's vocabulary and rules (evaluation, generation).
 
-``tokenize_text(text, source)`` and ``detokenize(ids, source)`` take ``source`` = a prepared
-``data_dir`` (path), or a corpus-info dict together with ``vocab=``. They invert each other for
+`tokenize_text(text, source)` and `detokenize(ids, source)` take `source` = a prepared
+`data_dir` (path), or a corpus-info dict together with `vocab=`. They invert each other for
 byte- and char-level corpora (byte level: except bytes the corpus drops, e.g. enwik8's newlines
-by default). Word level: ``detokenize`` joins words with spaces and turns ``<eos>`` into line ends.
+by default). Word level: `detokenize` joins words with spaces and turns `<eos>` into line ends.
 """
 import os
 
@@ -11,7 +11,7 @@ import numpy as np
 
 from tf_records import metadata
 from tf_records.errors import DataError
-from tf_records.prepare import load_vocab
+from tf_records.model_vocab import load_vocab
 from tf_records.tokenize import TextRules, decode_ids, encode_text
 
 
@@ -29,12 +29,23 @@ def _resolve(source, vocab):
 
 
 def tokenize_text(text, source, vocab=None, backend="python") -> np.ndarray:
-    """Text (str, or bytes for byte level) -> int32 ids [n] with the corpus's rules."""
+    """Token ids of `text` (str, or bytes for byte level) with a corpus's rules.
+
+    Args:
+      text: the text.
+      source: a prepared data directory, or a corpus-info dict (then with `vocab`).
+      vocab: the `Vocabulary` (default: the data directory's).
+      backend: word level: `python` or `tf_text` (identical ids).
+
+    Returns:
+      int32 `[n]` ids.
+    """
     info, vocab = _resolve(source, vocab)
     return encode_text(text, TextRules.from_dict(info["text_rules"]), vocab, backend=backend)
 
 
 def detokenize(ids, source, vocab=None, as_bytes=False):
-    """ids [n] -> text (str; bytes with ``as_bytes``)."""
+    """The text of `ids` (str; bytes with `as_bytes`); `source`, `vocab` as in
+    `tokenize_text`."""
     info, vocab = _resolve(source, vocab)
     return decode_ids(ids, TextRules.from_dict(info["text_rules"]), vocab, as_bytes=as_bytes)

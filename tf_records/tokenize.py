@@ -1,18 +1,18 @@
 """Tokenization rules shared by corpora, evaluation and generation.
 
-``TextRules`` records how raw text becomes symbols for a corpus (it is stored in
-``corpus-info.json`` so that arbitrary text can later be tokenized the same way):
+`TextRules` records how raw text becomes symbols for a corpus (it is stored in
+`corpus-info.json` so that arbitrary text can later be tokenized the same way):
 
-* ``byte`` level: the UTF-8 bytes of the text, minus ``drop_bytes`` (enwik8's reference
-  preprocessing drops newline bytes: ``drop_bytes=[10]``).
-* ``char`` level: the characters (optionally lower-cased).
-* ``word`` level, the reference rule (``tf/vocabulary.py``): each line is stripped, optionally
-  lower-cased and split on whitespace (Python's ``str.split()`` definition); ``eos`` is appended to
-  every line, blank lines included; with ``double_eos`` (lm1b) each line becomes ``<S> ... <S>``.
+* `byte` level: the UTF-8 bytes of the text, minus `drop_bytes` (enwik8's reference
+  preprocessing drops newline bytes: `drop_bytes=[10]`).
+* `char` level: the characters (optionally lower-cased).
+* `word` level, the reference rule (`tf/vocabulary.py`): each line is stripped, optionally
+  lower-cased and split on whitespace (Python's `str.split()` definition); `eos` is appended to
+  every line, blank lines included; with `double_eos` (lm1b) each line becomes `<S> ... <S>`.
 
-Word-level encoding has two backends that give identical ids (a test proves it): ``"python"``
-(the plain reference definition) and ``"tf_text"`` (``tensorflow_text.regex_split`` on exactly
-Python's whitespace characters plus a ``tf.lookup`` hash table, in batches of lines).
+Word-level encoding has two backends that give identical ids (a test proves it): `"python"`
+(the plain reference definition) and `"tf_text"` (`tensorflow_text.regex_split` on exactly
+Python's whitespace characters plus a `tf.lookup` hash table, in batches of lines).
 """
 import dataclasses
 import sys
@@ -103,7 +103,7 @@ class _TfTextWordEncoder:
 
 
 def _insert_eos(ids, lengths, vocab, rules):
-    """Flat ids of rows with ``lengths`` -> ids with eos (or <S> ... <S>) around every row."""
+    """Flat ids of rows with `lengths` -> ids with eos (or <S> ... <S>) around every row."""
     if rules.double_eos:
         pre, post, mark = 1, 1, vocab.id_of(rules.double_eos)
     elif rules.eos:
@@ -125,7 +125,7 @@ def encode_word_lines(lines, vocab: Vocabulary, rules: TextRules, backend="pytho
                       batch_lines=16384) -> np.ndarray:
     """Encodes an iterable of lines with the word rule -> int32 ids [n] (one stream).
 
-    ``backend``: ``"python"`` or ``"tf_text"``; both give identical ids.
+    `backend`: `"python"` or `"tf_text"`; both give identical ids.
     """
     if backend not in BACKENDS:
         raise DataError(f"backend must be one of {BACKENDS}, got {backend!r}.")
@@ -151,7 +151,22 @@ def encode_word_lines(lines, vocab: Vocabulary, rules: TextRules, backend="pytho
 
 
 def encode_text(text, rules: TextRules, vocab: Vocabulary, backend="python") -> np.ndarray:
-    """Raw text (str, or bytes for byte level) -> int32 ids [n] under ``rules``."""
+    """Token ids of raw text under a corpus's text rules.
+
+    Args:
+      text: str, or bytes (byte level; UTF-8 for the other levels).
+      rules: the corpus's `TextRules`.
+      vocab: its `Vocabulary` (same level as `rules`).
+      backend: word level: `python` or `tf_text` (identical ids).
+
+    Returns:
+      int32 `[n]` ids.
+
+    Raises:
+      VocabularyError: `rules` and `vocab` differ in level, or a symbol is unknown under the
+        `error` policy.
+      DataError: bytes that are not UTF-8 for a char- or word-level corpus.
+    """
     if rules.level != vocab.level:
         raise VocabularyError(f"rules are {rules.level}-level but the vocabulary is {vocab.level}-level.")
     if rules.level == "byte":
@@ -172,9 +187,19 @@ def encode_text(text, rules: TextRules, vocab: Vocabulary, backend="python") -> 
 
 
 def decode_ids(ids, rules: TextRules, vocab: Vocabulary, as_bytes=False):
-    """int ids [n] -> text. Byte level: the bytes decoded as UTF-8 (invalid bytes replaced) or the
-    raw bytes with ``as_bytes``; char level: the string; word level: symbols joined by spaces with
-    every ``eos`` turned into a line end (``<S>`` markers dropped)."""
+    """The text of token ids.
+
+    Args:
+      ids: int `[n]` ids.
+      rules: the corpus's `TextRules`.
+      vocab: its `Vocabulary`.
+      as_bytes: return bytes instead of str.
+
+    Returns:
+      Byte level: the bytes decoded as UTF-8 (invalid bytes replaced), or the raw bytes with
+      `as_bytes`; char level: the string; word level: symbols joined by spaces with every `eos`
+      turned into a line end (`<S>` markers dropped).
+    """
     decoded = vocab.decode(ids)
     if rules.level == "byte":
         return decoded if as_bytes else decoded.decode("utf-8", errors="replace")

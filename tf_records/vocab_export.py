@@ -9,13 +9,10 @@ vocabulary size and checksum, and the cutoffs.
 import os
 
 from tf_records import atomic
+from tf_records.errors import VocabularyImportError
+from tf_records.model_vocab import CORPUS_INFO_FILE, VOCAB_FILE
 from tf_records.tokenize import TextRules
 from tf_records.vocabulary import Vocabulary
-
-from txl_tf.convert.errors import WeightImportError
-
-VOCAB_FILE = "vocab.txt"
-CORPUS_INFO_FILE = "corpus-info.json"
 
 # The reference corpora's text rules (reference brief section 2.2).
 DATASET_RULES = {
@@ -29,7 +26,9 @@ DATASET_RULES = {
 UNK_SYMBOLS = {"lm1b": "<UNK>"}
 
 
-def infer_level(symbols):
+def infer_level(symbols) -> str:
+    """`byte` when every symbol is a decimal byte value, `char` when every one is one character,
+    else `word`."""
     if all(s.isdigit() and 0 <= int(s) <= 255 for s in symbols):
         return "byte"
     if all(len(s) == 1 for s in symbols):
@@ -38,10 +37,26 @@ def infer_level(symbols):
 
 
 def write_vocabulary(model_dir, symbols, dataset=None, cutoffs=(), n_token=None):
-    """Write `vocab.txt` and `corpus-info.json` into `model_dir`; returns the corpus info."""
+    """Writes an imported model's `vocab.txt` and `corpus-info.json` into `model_dir`.
+
+    Args:
+      model_dir: the model directory (created when missing).
+      symbols: the symbols in id order (str; byte symbols as decimal values).
+      dataset: the reference corpus (its text rules and unknown symbol), or None: the level is
+        inferred from the symbols.
+      cutoffs: the model's adaptive-softmax cutoffs.
+      n_token: the model's vocabulary size V; None: not checked.
+
+    Returns:
+      The corpus-info dict written.
+
+    Raises:
+      VocabularyImportError: the vocabulary has another size than the model's.
+      StorageError: `model_dir` is read-only or its disk is full.
+    """
     symbols = list(symbols)
     if n_token is not None and len(symbols) != n_token:
-        raise WeightImportError(
+        raise VocabularyImportError(
             f"the vocabulary has {len(symbols)} symbols but the model has n_token={n_token}; "
             "it belongs to another model (use the cache.pkl shipped with these weights).")
     rules = DATASET_RULES.get(dataset) or TextRules(infer_level(symbols))
@@ -54,7 +69,7 @@ def write_vocabulary(model_dir, symbols, dataset=None, cutoffs=(), n_token=None)
         unk = None
     vocab = Vocabulary(table, rules.level, unk_symbol=unk,
                        unk_policy="unk" if unk is not None else "error")
-    os.makedirs(model_dir, exist_ok=True)
+    atomic.ensure_dir(model_dir, "model_dir")
     vocab.save(os.path.join(model_dir, VOCAB_FILE))
     info = {"dataset": dataset or "imported", "level": rules.level, "rules": rules.to_dict(),
             "vocab_size": len(vocab),

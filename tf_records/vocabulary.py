@@ -1,21 +1,21 @@
-"""Vocabularies as plain text files: one symbol per line, in id order (line ``i`` is id ``i``).
+"""Vocabularies as plain text files: one symbol per line, in id order (line `i` is id `i`).
 
-File format by level (UTF-8, ``\\n`` line ends, no header, never a pickle):
+File format by level (UTF-8, `\\n` line ends, no header, never a pickle):
 
-* ``byte``: the decimal byte value (``0`` ... ``255``), as the reference's enwik8 preprocessing
-  wrote bytes. Example: ``101`` is ``e``.
-* ``char``: the character itself, except whitespace, non-printable characters and the backslash,
-  which are written as ``\\uXXXX`` (or ``\\UXXXXXXXX``) escapes; e.g. a space is ``\\u0020``.
-* ``word``: the word itself (words never contain whitespace), e.g. ``<eos>``, ``the``.
+* `byte`: the decimal byte value (`0` ... `255`), as the reference's enwik8 preprocessing
+  wrote bytes. Example: `101` is `e`.
+* `char`: the character itself, except whitespace, non-printable characters and the backslash,
+  which are written as `\\uXXXX` (or `\\UXXXXXXXX`) escapes; e.g. a space is `\\u0020`.
+* `word`: the word itself (words never contain whitespace), e.g. `<eos>`, `the`.
 
 Building orders symbols as: special symbols first (in the given order), then by descending count,
 ties broken by ascending symbol (byte value, code point, or string order). So the ids are a pure
-function of the counts, unlike the reference's ``Counter.most_common`` (whose tie order changed
-between Python 2 and 3). ``min_freq`` keeps symbols with ``count >= min_freq``; ``max_size`` caps
+function of the counts, unlike the reference's `Counter.most_common` (whose tie order changed
+between Python 2 and 3). `min_freq` keeps symbols with `count >= min_freq`; `max_size` caps
 the total size including specials.
 
-Unknown-symbol policy: ``"error"`` raises :class:`~tf_records.errors.VocabularyError` naming the
-first unknown symbol; ``"unk"`` maps unknown symbols to ``unk_symbol`` (which must be in the
+Unknown-symbol policy: `"error"` raises `VocabularyError` naming the
+first unknown symbol; `"unk"` maps unknown symbols to `unk_symbol` (which must be in the
 vocabulary).
 """
 import collections
@@ -55,16 +55,16 @@ def _line_to_char(line: str, lineno: int, path) -> str:
 
 
 class Vocabulary:
-    """An ordered symbol table for one level (``byte``, ``char`` or ``word``).
+    """An ordered symbol table for one level (`byte`, `char` or `word`).
 
-    Symbols are ints 0..255 for ``byte`` and strings for ``char`` and ``word``.
+    Symbols are ints 0..255 for `byte` and strings for `char` and `word`.
 
     Args:
       symbols: symbols in id order.
-      level: ``"byte"``, ``"char"`` or ``"word"``.
-      specials: the special symbols (must be in ``symbols``); informational, kept in corpus-info.
-      unk_symbol: the symbol unknown symbols map to under ``unk_policy="unk"``.
-      unk_policy: ``"error"`` or ``"unk"``.
+      level: `"byte"`, `"char"` or `"word"`.
+      specials: the special symbols (must be in `symbols`); informational, kept in corpus-info.
+      unk_symbol: the symbol unknown symbols map to under `unk_policy="unk"`.
+      unk_policy: `"error"` or `"unk"`.
     """
 
     def __init__(self, symbols, level, specials=(), unk_symbol=None, unk_policy="error"):
@@ -112,8 +112,8 @@ class Vocabulary:
               unk_policy="error"):
         """Builds a vocabulary from symbol counts (a mapping symbol -> count).
 
-        Order: ``specials`` (plus ``unk_symbol`` if not among them) first, then descending count,
-        ties by ascending symbol; ``count >= min_freq``; at most ``max_size`` symbols in total.
+        Order: `specials` (plus `unk_symbol` if not among them) first, then descending count,
+        ties by ascending symbol; `count >= min_freq`; at most `max_size` symbols in total.
         """
         specials = list(specials)
         if unk_symbol is not None and unk_symbol not in specials:
@@ -151,7 +151,18 @@ class Vocabulary:
 
     @classmethod
     def load(cls, path, level, specials=(), unk_symbol=None, unk_policy="error"):
-        """Reads a vocabulary file written by :meth:`save` (or any file in the same format)."""
+        """Reads a vocabulary file written by `save` (or any file in the same format).
+
+        Args:
+          path: the file.
+          level, specials, unk_symbol, unk_policy: as in `Vocabulary`.
+
+        Returns:
+          The `Vocabulary`.
+
+        Raises:
+          VocabularyError: the file is missing, not UTF-8, empty or malformed.
+        """
         if not os.path.exists(path):
             raise VocabularyError(f"vocabulary file {path} does not exist.")
         try:
@@ -201,7 +212,7 @@ class Vocabulary:
 
     @property
     def unk_id(self):
-        """The id of ``unk_symbol`` or None."""
+        """The id of `unk_symbol` or None."""
         return self.index.get(self.unk_symbol) if self.unk_symbol is not None else None
 
     def id_of(self, sym) -> int:
@@ -257,7 +268,7 @@ class Vocabulary:
         return ids
 
     def encode(self, tokens) -> np.ndarray:
-        """Symbols -> int32 ids [n]. ``tokens``: bytes (byte), str (char) or list of str (word)."""
+        """Symbols -> int32 ids [n]. `tokens`: bytes (byte), str (char) or list of str (word)."""
         if self.level == "byte":
             return self.encode_bytes(tokens)
         if self.level == "char":
@@ -278,16 +289,16 @@ class Vocabulary:
 
 
 def content_checksum(level, content: bytes) -> str:
-    """sha256 (hex, first 16 digits) of ``level=<level>\\n`` followed by a vocabulary file's bytes.
+    """sha256 (hex, first 16 digits) of `level=<level>\\n` followed by a vocabulary file's bytes.
 
-    Equals :meth:`Vocabulary.checksum` of the vocabulary a file written by
-    :meth:`Vocabulary.save` holds; any edit of the file changes it.
+    Equals `Vocabulary.checksum` of the vocabulary a file written by
+    `Vocabulary.save` holds; any edit of the file changes it.
     """
     return hashlib.sha256(f"level={level}\n".encode("utf-8") + content).hexdigest()[:16]
 
 
 def file_checksum(path, level) -> str:
-    """:func:`content_checksum` of the vocabulary file ``path`` (read as bytes, not parsed)."""
+    """`content_checksum` of the vocabulary file `path` (read as bytes, not parsed)."""
     with open(path, "rb") as f:
         return content_checksum(level, f.read())
 

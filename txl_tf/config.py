@@ -28,40 +28,50 @@ class ConfigError(ValueError):
 class TransformerXLConfig:
     """Hyperparameters of a Transformer-XL language model.
 
-    Model shape:
-      n_token: vocabulary size V.
-      n_layer, d_model, n_head, d_head, d_inner: depth L, width d, heads H of size Dh, FF width.
-      d_embed: embedding width before projection to d_model (None means d_model).
-      div_val: adaptive embedding divisor; bin i has width d_embed // div_val**i.
-      cutoffs: increasing token-id boundaries of the adaptive softmax bins ([] = plain softmax).
-      proj_share_all_but_first: tail bins of the softmax reuse the embedding projections.
-      proj_same_dim: give a bin a projection even when its width already equals d_model.
-      untie_r: one u/v bias pair per layer ([L, H, Dh]) instead of one shared pair ([H, Dh]).
-      attn_type: the position encoding, the reference's numbering:
-        0 Transformer-XL (relative sinusoids with u/v biases);
-        1 Shaw et al. (2018): learned relative embeddings [max_klen, H, Dh] and biases
-          [max_klen, H] per layer, distances beyond the table share its longest distance;
-        2 Vaswani et al. (2017): absolute sinusoids of positions counted back from the newest key
-          (clipped by clamp_len) added to the input and, where it is read, the layer-0 memory;
-        3 Al-Rfou et al. (2018): learned absolute embeddings [max_klen, D] added to the input of
-          every layer (memory and segment).
-      max_klen: rows of the learned position tables of attn_type 1 and 3 (the reference's
-        max_klen = tgt_len + mem_len). None means tgt_len + mem_len, fixed when the config is
-        made, so a later change of tgt_len or mem_len (evaluation) keeps the trained tables.
-        Must stay None for attn_type 0 and 2, which have no such table.
-      pre_lnorm: LayerNorm before each sub-layer instead of after (the reference TF is post-LN).
+    Shapes: V vocabulary, L layers, D d_model, N heads of size H, Q segment length, M memory
+    length. Initialisers as the reference: N(0, init_std) for kernels, tables and the u/v biases,
+    N(0, proj_init_std) for projections, U(-init_range, init_range) for everything with
+    init='uniform'. d_embed None means D (a flag spells it -1); bin i of the adaptive embedding
+    has width d_embed // div_val**i; untie_r gives u/v of shape [L, N, H] instead of one shared
+    [N, H] pair; clamp_len > 0 clips relative distances to at most clamp_len (-1 or 0: no
+    clipping); with same_length every query attends to M + 1 keys. The run settings (tgt_len,
+    mem_len, clamp_len, same_length, dropout, dropatt) do not change the weights; evaluation may
+    change them. runners/cli/model_flags.py generates the model flags from the entries below
+    (an entry is the flag's help).
 
-    Regularisation and initialisation:
-      dropout, dropatt: dropout rate of activations and of attention probabilities.
-      init ('normal' | 'uniform'), init_std, proj_init_std, init_range: initialisers as the
-        reference: N(0, init_std) for kernels, tables and u/v; N(0, proj_init_std) for
-        projections; U(-init_range, init_range) for everything with init='uniform'.
-      layer_norm_epsilon: 1e-12 as the reference TF LayerNorm.
-
-    Run settings (weights do not depend on them; evaluation may change them):
-      tgt_len: segment length; mem_len: memory length (0 = none); clamp_len: relative distances
-        are clipped to at most clamp_len when it is > 0 (-1 or 0 = no clipping);
-      same_length: every query attends to the same number of keys (mem_len + 1).
+    Attributes:
+      n_token: Vocabulary size V.
+      n_layer: Number of layers L.
+      d_model: Model width D.
+      n_head: Attention heads N.
+      d_head: Size H of each head.
+      d_inner: Feed-forward inner width.
+      d_embed: Embedding width (-1: d_model).
+      div_val: Adaptive embedding divisor.
+      cutoffs: Increasing token ids where the adaptive softmax bins start (empty: plain softmax).
+      proj_share_all_but_first: Softmax tail bins reuse the embedding projections.
+      proj_same_dim: Project a bin even when its width equals d_model.
+      untie_r: One u/v bias pair per layer.
+      dropout: Dropout rate.
+      dropatt: Attention dropout rate.
+      tgt_len: Segment length Q.
+      mem_len: Memory length M.
+      clamp_len: Clamp relative distances (-1: none).
+      same_length: Same attention length for every query.
+      attn_type: Position encoding: 0 Transformer-XL (relative sinusoids with u/v biases), 1 Shaw
+        et al. (learned relative embeddings and biases per layer), 2 vanilla Transformer
+        (absolute sinusoids of positions counted back from the newest key, clipped by
+        clamp_len, added to the input and the layer-0 memory), 3 Al-Rfou et al. (learned
+        absolute embeddings added to every layer's input).
+      max_klen: Rows of the learned position tables of attn_type 1 and 3 (default tgt_len +
+        mem_len, fixed when the config is made, so evaluation with other lengths keeps the
+        trained tables; must stay unset for attn_type 0 and 2).
+      pre_lnorm: Pre-LayerNorm (the reference TF is post-LN).
+      init: Initialiser.
+      init_std: Std of the normal initialiser.
+      proj_init_std: Std of projection initialisers.
+      init_range: Range of the uniform initialiser.
+      layer_norm_epsilon: LayerNorm epsilon (1e-12 as the reference TF LayerNorm).
     """
 
     n_token: int
@@ -212,3 +222,36 @@ class TransformerXLConfig:
         if not isinstance(values, dict):
             raise ConfigError("TransformerXLConfig: JSON must hold an object of fields.")
         return cls.from_dict(values)
+
+
+# Fields whose values change weight shapes: a mismatch with a saved model is an error.
+SHAPE_FIELDS = ("n_token", "n_layer", "d_model", "n_head", "d_head", "d_inner", "d_embed",
+                "div_val", "cutoffs", "proj_share_all_but_first", "proj_same_dim", "untie_r",
+                "attn_type")
+# Run settings: may differ between training and evaluation.
+RUN_FIELDS = ("tgt_len", "mem_len", "clamp_len", "same_length", "dropout", "dropatt")
+
+
+def check_against_saved(config: TransformerXLConfig, saved: TransformerXLConfig, where: str,
+                        fields: Tuple[str, ...] = SHAPE_FIELDS) -> None:
+    """Check that `config` can load the weights of the saved configuration `saved`.
+
+    Args:
+      config: the configuration of this run (from flags or code).
+      saved: the configuration of an existing model directory (its config.json).
+      where: how messages name `saved`, e.g. the path of that config.json.
+      fields: the fields that must be equal (default: those that change weight shapes).
+
+    Raises:
+      ConfigError: one message naming every differing field and the fix.
+    """
+    diffs = [f"{name}: flags give {getattr(config, name)!r}, {where} has {getattr(saved, name)!r}"
+             for name in fields if getattr(config, name) != getattr(saved, name)]
+    if config.n_head * config.d_head != saved.n_head * saved.d_head:
+        diffs.append(f"n_head * d_head: flags give {config.n_head * config.d_head}, {where} has "
+                     f"{saved.n_head * saved.d_head}")
+    if diffs:
+        raise ConfigError(
+            f"the model flags do not match {where}:\n  " + "\n  ".join(diffs)
+            + "\nPass the flags the checkpoint was trained with (its config.json), or use a new "
+            "--model_dir.")

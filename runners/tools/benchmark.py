@@ -1,10 +1,13 @@
 r"""Speed, memory and FLOPs utilisation of txl-tf on the machine at hand.
 
 After warm-up (and XLA compilation) it measures, in one run:
-  * training step: forward over a segment [B, Q] with memory [B, M], mean NLL, gradients,
-    global-norm clip, Adam update, new memory carried to the next step (the trainer's step),
-    compiled as one `tf.function(jit_compile=--jit_compile)`: tokens/s and seconds per step;
-  * evaluation step: forward with memory and labels, no dropout: tokens/s;
+  * training step: the step train.py runs, `Trainer.train` of txl_tf.training.trainer over a
+    segment [B, Q] with memory [B, M]: token-mean NLL, all-reduced gradients, global-norm clip,
+    the training optimizer and learning-rate schedule, gradient accumulation, the new memory
+    carried to the next step; compiled as training compiles it (`--xla_fusion` as in train.py):
+    tokens/s and seconds per step;
+  * evaluation step: forward with memory and labels, no dropout, compiled as one
+    `tf.function(jit_compile=--jit_compile)`: tokens/s;
   * the dense matmul peak of this machine (large float32 / bfloat16 matmuls timed in the same
     run), and the model FLOPs utilisation (MFU) of the training and evaluation steps:
     model FLOPs per token x tokens/s / measured matmul peak;
@@ -20,7 +23,7 @@ Optional comparisons:
 
 Prints a readable table and one line `BENCHMARK_JSON {...}` with every figure.
 
-Example (the issue-7 configuration):
+Example (the default configuration, spelled out):
   python runners/tools/benchmark.py --n_token=204 --n_layer=6 --d_model=256 --n_head=8 --d_head=32 \
       --d_inner=1024 --tgt_len=128 --mem_len=128 --batch_size=8 --dropout=0.1 \
       --compare_huggingface --compare_vanilla
@@ -30,24 +33,35 @@ import json
 import os
 import platform
 import re
+import resource
 import statistics
 import subprocess
 import sys
 import time
 
-from absl import app, flags
+from runners import cli
 
-from runners.tools import benchmark_flops
-from runners.cli import model_flags as flags_model
-from txl_tf.training import xla_clustering
-from runners import train as train_runner
+cli.quiet_start()
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from absl import app, flags  # noqa: E402
+
+import txl_tf  # noqa: E402
+from runners.cli import model_flags, train_flags  # noqa: E402
+from runners.tools import benchmark_flops  # noqa: E402
+from txl_tf.model_dir import write_text_atomic  # noqa: E402
+from txl_tf.training import xla_clustering  # noqa: E402
+from txl_tf.training.lr_schedule import WarmupCosineSchedule  # noqa: E402
+from txl_tf.training.optimizer import make_optimizer  # noqa: E402
+from txl_tf.training.trainer import Trainer  # noqa: E402
 
 FLAGS = flags.FLAGS
 
-# ---- the training runner's flags: model flags, precision, seed, learning_rate, clip, ... --------
-# Defined by train.py itself, so a training flagfile (--flagfile=runners/enwik8_base.flags) or
-# any training flag works here unchanged; the defaults are the issue-7 benchmark configuration.
-train_runner.define_flags(FLAGS)
+# ---- the training flags: model flags, precision, seed, learning_rate, clip, ... -----------------
+# The flags of train.py, so that a training flagfile (--flagfile=runners/enwik8_base.flags) or
+# any training flag works here unchanged; the defaults are the benchmark configuration below.
+train_flags.define_flags(FLAGS)
 BENCHMARK_DEFAULTS = dict(n_layer=6, d_model=256, n_head=8, d_head=32, d_inner=1024,
                           tgt_len=128, mem_len=128, dropout=0.1, dropatt=0.0, cutoffs="none",
                           learning_rate=2.5e-4)
@@ -57,7 +71,8 @@ MODEL_FLAGS = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "d_embed", "
                "cutoffs", "proj_share_all_but_first", "proj_same_dim", "untie_r", "dropout",
                "dropatt", "tgt_len", "mem_len", "clamp_len", "same_length", "attn_type",
                "pre_lnorm", "init", "init_std", "proj_init_std", "init_range", "precision",
-               "seed", "learning_rate", "clip", "xla_fusion")
+               "seed", "learning_rate", "warmup_steps", "train_steps", "min_lr_ratio", "clip",
+               "grad_accum_steps", "xla_fusion")
 
 # ---- benchmark flags ------------------------------------------------------------------------------
 BENCH_FLAGS = ("n_token", "batch_size", "eval_tgt_len", "eval_mem_len", "steps", "bench_warmup",
@@ -69,7 +84,8 @@ flags.DEFINE_integer("eval_mem_len", None, "Evaluation memory length (default me
 flags.DEFINE_integer("steps", 4, "Timed steps of each kind per round.")
 flags.DEFINE_integer("bench_warmup", 3, "Untimed steps (compilation included) before timing.")
 flags.DEFINE_integer("rounds", 5, "Measurement rounds; comparisons are interleaved per round.")
-flags.DEFINE_bool("jit_compile", True, "Compile each step with XLA (tf.function(jit_compile)).")
+flags.DEFINE_bool("jit_compile", True, "Compile the evaluation steps with XLA (tf.function("
+                  "jit_compile)); the training step is compiled as train.py compiles it.")
 flags.DEFINE_integer("threads", 0, "Intra-op threads for TF (and torch); 0 = number of cores.")
 flags.DEFINE_integer("matmul_size", 2048, "Side of the square matmuls that measure the peak.")
 flags.DEFINE_list("memory_mem_lens", [],
@@ -94,27 +110,23 @@ flags.DEFINE_enum("child", None, ["memory"], "Internal: run as a measurement chi
 
 
 # ------------------------------------------------------------------------------------------------
-def _setup_tensorflow():
+def setup_tensorflow():
     if FLAGS.xla_fusion:
         if FLAGS.jit_compile:
             raise app.UsageError("--xla_fusion compiles only the element-wise ops and leaves the "
                                  "matmuls to oneDNN; it replaces whole-step XLA, so pass "
                                  "--nojit_compile with it.")
         xla_clustering.enable_elementwise_clustering()
-    import tensorflow as tf
     if FLAGS.threads > 0:
         tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
-    return tf
 
 
 def model_config(**changes):
     """The `TransformerXLConfig` of the training flags (as train.py builds it) and --n_token."""
-    return flags_model.config_from_flags(FLAGS, FLAGS.n_token).replace(**changes)
+    return model_flags.config_from_flags(FLAGS, FLAGS.n_token).replace(**changes)
 
 
 def build_model(config):
-    import keras
-    import txl_tf
     if FLAGS.precision == "mixed_float16":
         raise app.UsageError("--precision=mixed_float16 needs loss scaling and has no fast path "
                              "on CPU; benchmark float32 or mixed_bfloat16.")
@@ -128,58 +140,64 @@ def _eval_lengths():
     return q, m
 
 
+def _random_tokens(generator, batch_size, length, n_token):
+    """{"inputs", "labels"} int32 [B, length]: a random segment and its next tokens."""
+    tokens = generator.uniform([batch_size, length + 1], 0, n_token, tf.int32)
+    return {"inputs": tokens[:, :-1], "labels": tokens[:, 1:]}
+
+
+def _trainer(model):
+    """The `Trainer` of train.py's flags: its optimizer, schedule, clip and accumulation."""
+    warmup = min(FLAGS.warmup_steps, FLAGS.train_steps)
+    schedule = WarmupCosineSchedule(FLAGS.learning_rate, warmup, FLAGS.train_steps,
+                                    FLAGS.min_lr_ratio)
+    strategy = tf.distribute.get_strategy()
+    return Trainer(model, make_optimizer(schedule), strategy, clip=FLAGS.clip,
+                   grad_accum_steps=FLAGS.grad_accum_steps,
+                   loss_scaling=FLAGS.precision == "mixed_float16")
+
+
 class Steps:
-    """The compiled training and evaluation steps of one model, memory carried across calls."""
+    """The training step of one model as training runs it (`Trainer.train`, one step per call)
+    and a compiled evaluation step (`--jit_compile`), memory carried across calls.
+
+    Args:
+      config: the model configuration.
+      batch_size: streams B of every step.
+      seed: seed of the weights, dropout and the random tokens.
+    """
 
     def __init__(self, config, batch_size, seed=0):
-        import keras
-        tf = _setup_tensorflow()
-        self.tf = tf
         keras.utils.set_random_seed(seed)
-        self.config = config
-        self.model = build_model(config)
-        self.optimizer = keras.optimizers.Adam(
-            learning_rate=FLAGS.learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-8)
-        self.optimizer.build(self.model.trainable_variables)
-        self.batch_size = batch_size
-        q = config.tgt_len
+        self.config, self.model = config, build_model(config)
+        self.trainer = _trainer(self.model)
         self.eval_q, self.eval_m = _eval_lengths()
-        gen = tf.random.Generator.from_seed(seed)
-        self.train_tokens = gen.uniform([batch_size, q + 1], 0, config.n_token, tf.int32)
-        self.eval_tokens = gen.uniform([batch_size, self.eval_q + 1], 0, config.n_token,
-                                       tf.int32)
-        self.train_mems = self.model.init_mems(batch_size)
+        generator = tf.random.Generator.from_seed(seed)
+        batch = _random_tokens(generator, batch_size, config.tgt_len, config.n_token)
+        dataset = tf.data.Dataset.from_tensors(batch).repeat()
+        self.train_batches = iter(
+            self.trainer.strategy.experimental_distribute_dataset(dataset))
+        self.train_mems = self.trainer.init_memory(batch_size)
+        self.eval_batch = _random_tokens(generator, batch_size, self.eval_q, config.n_token)
         self.eval_mems = self.model.init_mems(batch_size, self.eval_m)
-        model, optimizer, clip = self.model, self.optimizer, FLAGS.clip
-        variables = model.trainable_variables
-        eval_m = self.eval_m
+        self._eval_step = self._compile_eval_step()
+
+    def _compile_eval_step(self):
+        model, mem_len = self.model, self.eval_m
 
         @tf.function(jit_compile=FLAGS.jit_compile)
-        def train_step(tokens, mems):
-            with tf.GradientTape() as tape:
-                out = model(tokens[:, :-1], mems=mems or None, labels=tokens[:, 1:],
-                            training=True)
-                loss = tf.reduce_mean(out["nll"])
-            grads = tape.gradient(loss, variables)
-            if clip > 0:
-                grads, _ = tf.clip_by_global_norm(grads, clip)
-            optimizer.apply_gradients(zip(grads, variables))
-            return loss, out["mems"]
-
-        @tf.function(jit_compile=FLAGS.jit_compile)
-        def eval_step(tokens, mems):
-            out = model(tokens[:, :-1], mems=mems or None, labels=tokens[:, 1:],
-                        training=False, mem_len=eval_m)
+        def eval_step(batch, mems):
+            out = model(batch["inputs"], mems=mems or None, labels=batch["labels"],
+                        training=False, mem_len=mem_len)
             return tf.reduce_mean(out["nll"]), out["mems"]
-
-        self._train_step, self._eval_step = train_step, eval_step
+        return eval_step
 
     def train(self):
-        loss, self.train_mems = self._train_step(self.train_tokens, self.train_mems)
-        return loss
+        self.train_mems, stats = self.trainer.train(self.train_batches, self.train_mems, 1)
+        return stats.loss
 
     def evaluate(self):
-        loss, self.eval_mems = self._eval_step(self.eval_tokens, self.eval_mems)
+        loss, self.eval_mems = self._eval_step(self.eval_batch, self.eval_mems)
         return loss
 
     def time_steps(self, kind, steps):
@@ -193,7 +211,7 @@ class Steps:
 
 
 # ------------------------------------------------------------------------------------------------
-def measure_matmul_peak(tf, size, dtype, repeats=5):
+def measure_matmul_peak(size, dtype, repeats=5):
     """Best achieved FLOP/s of a [size, size] x [size, size] matmul (plain TF and XLA)."""
     a = tf.random.normal([size, size], dtype=tf.float32)
     b = tf.random.normal([size, size], dtype=tf.float32)
@@ -226,7 +244,6 @@ def _reset_vm_hwm():
 
 def run_memory_child():
     """Child process: build, compile and run training steps; report peak RSS figures."""
-    import resource
     config = model_config()
     steps = Steps(config, FLAGS.batch_size, FLAGS.seed)
     after_build = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -316,7 +333,7 @@ class HuggingFaceClient:
 
 
 # ------------------------------------------------------------------------------------------------
-def compare_vanilla(tf, lens, batch_size, predictions, rounds):
+def compare_vanilla(lens, batch_size, predictions, rounds):
     """Per-token evaluation time, vanilla sliding window vs Transformer-XL memory, per L."""
     q = FLAGS.eval_tgt_len or FLAGS.tgt_len
     rows = []
@@ -363,9 +380,7 @@ def compare_vanilla(tf, lens, batch_size, predictions, rounds):
 
 
 # ------------------------------------------------------------------------------------------------
-def _versions(tf):
-    import keras
-    import txl_tf
+def _versions():
     cpu = platform.processor()
     try:
         with open("/proc/cpuinfo") as f:
@@ -439,103 +454,121 @@ def print_table(r):
     print()
 
 
-def run_benchmark():
-    tf = _setup_tensorflow()
-    threads = FLAGS.threads or os.cpu_count()
-    config = model_config()
-    eval_q, eval_m = _eval_lengths()
-    b = FLAGS.batch_size
-    steps = Steps(config, b, FLAGS.seed)
-    hf = HuggingFaceClient(threads) if FLAGS.compare_huggingface else None
+def _warm_up(steps, hf):
+    """Untimed steps of everything that is timed (XLA compilation included)."""
+    for contender in (steps, hf) if hf else (steps,):
+        contender.time_steps("train", FLAGS.bench_warmup)
+        contender.time_steps("eval", FLAGS.bench_warmup)
 
-    # Warm-up (includes XLA compilation) of everything that is timed.
-    steps.time_steps("train", FLAGS.bench_warmup)
-    steps.time_steps("eval", FLAGS.bench_warmup)
-    if hf:
-        hf.time_steps("train", FLAGS.bench_warmup)
-        hf.time_steps("eval", FLAGS.bench_warmup)
 
-    precision_dtype = tf.bfloat16 if FLAGS.precision == "mixed_bfloat16" else tf.float32
+def _timed_rounds(steps, hf, precision_dtype):
+    """({kind: step seconds}, float32 matmul peak, peak in the precision's dtype), interleaved:
+    each round times every contender once."""
     peak32, peak_p = 0.0, 0.0
     times = {"train": [], "eval": [], "hf_train": [], "hf_eval": []}
-    for _ in range(FLAGS.rounds):  # interleaved: each round times every contender once
-        peak32 = max(peak32, measure_matmul_peak(tf, FLAGS.matmul_size, tf.float32))
+    for _ in range(FLAGS.rounds):
+        peak32 = max(peak32, measure_matmul_peak(FLAGS.matmul_size, tf.float32))
         if precision_dtype != tf.float32:
-            peak_p = max(peak_p, measure_matmul_peak(tf, FLAGS.matmul_size, precision_dtype))
-        times["train"] += steps.time_steps("train", FLAGS.steps)
-        if hf:
-            times["hf_train"] += hf.time_steps("train", FLAGS.steps)
-        times["eval"] += steps.time_steps("eval", FLAGS.steps)
-        if hf:
-            times["hf_eval"] += hf.time_steps("eval", FLAGS.steps)
-    peak = peak_p if precision_dtype != tf.float32 else peak32
+            peak_p = max(peak_p, measure_matmul_peak(FLAGS.matmul_size, precision_dtype))
+        for kind in ("train", "eval"):
+            times[kind] += steps.time_steps(kind, FLAGS.steps)
+            if hf:
+                times["hf_" + kind] += hf.time_steps(kind, FLAGS.steps)
+    return times, peak32, peak_p if precision_dtype != tf.float32 else peak32
 
-    train_s = statistics.median(times["train"])
-    eval_s = statistics.median(times["eval"])
+
+def _speed(tokens_per_step, train_times, eval_times, eval_tokens_per_step):
+    """Seconds per step and tokens/s (median and best) of the timed steps."""
+    train_s, eval_s = statistics.median(train_times), statistics.median(eval_times)
+    return dict(train_step_s=train_s, train_tokens_per_s=tokens_per_step / train_s,
+                train_step_s_all=train_times, eval_step_s=eval_s,
+                eval_tokens_per_s=eval_tokens_per_step / eval_s, eval_step_s_all=eval_times,
+                train_tokens_per_s_best=tokens_per_step / min(train_times),
+                eval_tokens_per_s_best=eval_tokens_per_step / min(eval_times))
+
+
+def _utilisation(config, record, peak):
+    """Model FLOPs per token and the MFU of the median and best steps."""
+    b, (eval_q, eval_m) = FLAGS.batch_size, _eval_lengths()
     train_fpt = benchmark_flops.train_flops_per_token(config, b, config.tgt_len, config.mem_len)
     eval_fpt = benchmark_flops.forward_flops_per_token(config, b, eval_q, eval_m)
-    record = {
-        "machine": _versions(tf), "config": config.to_dict(), "batch_size": b,
+    return dict(train_flops_per_token=train_fpt, eval_flops_per_token=eval_fpt,
+                mfu_train=train_fpt * record["train_tokens_per_s"] / peak,
+                mfu_eval=eval_fpt * record["eval_tokens_per_s"] / peak,
+                mfu_train_best=train_fpt * record["train_tokens_per_s_best"] / peak,
+                mfu_eval_best=eval_fpt * record["eval_tokens_per_s_best"] / peak)
+
+
+def _huggingface_figures(record, hf, times, train_tokens, eval_tokens):
+    record["huggingface"] = dict(hf.info, precision=FLAGS.hf_precision, peak_rss_mb=hf.close(),
+                                 **_speed(train_tokens, times["hf_train"], times["hf_eval"],
+                                          eval_tokens))
+    for kind in ("train", "eval"):
+        record[f"{kind}_speedup_vs_huggingface"] = (
+            record[f"{kind}_tokens_per_s"] / record["huggingface"][f"{kind}_tokens_per_s"])
+
+
+def _memory_figures(record, config):
+    record["peak_rss_mb"] = None
+    if not FLAGS.measure_memory:
+        return
+    mem_lens = [int(m) for m in FLAGS.memory_mem_lens] or [config.mem_len]
+    record["memory"] = [measure_memory_child(m) for m in mem_lens]
+    for m in record["memory"]:
+        if m["mem_len"] == config.mem_len:
+            record["peak_rss_mb"] = m["process_peak_rss_mb"]
+
+
+def _settings(config, steps, threads, peak32, peak, precision_dtype):
+    eval_q, eval_m = _eval_lengths()
+    return {
+        "machine": _versions(), "config": config.to_dict(), "batch_size": FLAGS.batch_size,
         "eval_tgt_len": eval_q, "eval_mem_len": eval_m, "jit_compile": FLAGS.jit_compile,
-        "xla_fusion": FLAGS.xla_fusion,
-        "precision": FLAGS.precision, "threads": threads, "rounds": FLAGS.rounds,
-        "steps_per_round": FLAGS.steps, "n_params": int(sum(
-            v.numpy().size for v in steps.model.trainable_variables)),
-        "train_step_s": train_s, "train_tokens_per_s": b * config.tgt_len / train_s,
-        "train_step_s_all": times["train"],
-        "eval_step_s": eval_s, "eval_tokens_per_s": b * eval_q / eval_s,
-        "eval_step_s_all": times["eval"],
-        "train_tokens_per_s_best": b * config.tgt_len / min(times["train"]),
-        "eval_tokens_per_s_best": b * eval_q / min(times["eval"]),
-        "train_flops_per_token": train_fpt, "eval_flops_per_token": eval_fpt,
+        "xla_fusion": FLAGS.xla_fusion, "precision": FLAGS.precision, "threads": threads,
+        "rounds": FLAGS.rounds, "steps_per_round": FLAGS.steps,
+        "n_params": int(sum(v.numpy().size for v in steps.model.trainable_variables)),
         "matmul_size": FLAGS.matmul_size, "matmul_peak_flops_float32": peak32,
         "matmul_peak_flops": peak, "peak_dtype": precision_dtype.name,
-        "mfu_train": train_fpt * b * config.tgt_len / train_s / peak,
-        "mfu_eval": eval_fpt * b * eval_q / eval_s / peak,
-        "mfu_train_best": train_fpt * b * config.tgt_len / min(times["train"]) / peak,
-        "mfu_eval_best": eval_fpt * b * eval_q / min(times["eval"]) / peak,
-        "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
-    }
-    if hf:
-        hf_train_s = statistics.median(times["hf_train"])
-        hf_eval_s = statistics.median(times["hf_eval"])
-        record["huggingface"] = dict(
-            hf.info, precision=FLAGS.hf_precision, train_step_s=hf_train_s, train_tokens_per_s=b * config.tgt_len / hf_train_s,
-            eval_step_s=hf_eval_s, eval_tokens_per_s=b * eval_q / hf_eval_s,
-            train_step_s_all=times["hf_train"], eval_step_s_all=times["hf_eval"],
-            train_tokens_per_s_best=b * config.tgt_len / min(times["hf_train"]),
-            eval_tokens_per_s_best=b * eval_q / min(times["hf_eval"]),
-            peak_rss_mb=hf.close())
-        record["train_speedup_vs_huggingface"] = (record["train_tokens_per_s"]
-                                                 / record["huggingface"]["train_tokens_per_s"])
-        record["eval_speedup_vs_huggingface"] = (record["eval_tokens_per_s"]
-                                                / record["huggingface"]["eval_tokens_per_s"])
-    if FLAGS.compare_vanilla:
-        record["vanilla_batch_size"] = FLAGS.vanilla_batch_size
-        record["vanilla"] = compare_vanilla(tf, [int(x) for x in FLAGS.vanilla_lens],
-                                            FLAGS.vanilla_batch_size, FLAGS.vanilla_predictions,
-                                            FLAGS.rounds)
-    record["peak_rss_mb"] = None
-    if FLAGS.measure_memory:
-        mem_lens = [int(m) for m in FLAGS.memory_mem_lens] or [config.mem_len]
-        record["memory"] = [measure_memory_child(m) for m in mem_lens]
-        for m in record["memory"]:
-            if m["mem_len"] == config.mem_len:
-                record["peak_rss_mb"] = m["process_peak_rss_mb"]
-    print_table(record)
+        "command": " ".join([os.path.basename(sys.executable)] + sys.argv)}
+
+
+def _write_json(record):
     line = json.dumps(record, sort_keys=True)
     print("BENCHMARK_JSON " + line, flush=True)
     if FLAGS.json_out:
-        tmp = FLAGS.json_out + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(line + "\n")
-        os.replace(tmp, FLAGS.json_out)
+        write_text_atomic(FLAGS.json_out, line + "\n")
+
+
+def run_benchmark():
+    """Times every contender, prints the table and the BENCHMARK_JSON line; returns the record."""
+    threads = FLAGS.threads or os.cpu_count()
+    config = model_config()
+    b, (eval_q, _) = FLAGS.batch_size, _eval_lengths()
+    steps = Steps(config, b, FLAGS.seed)
+    hf = HuggingFaceClient(threads) if FLAGS.compare_huggingface else None
+    _warm_up(steps, hf)
+    precision_dtype = tf.bfloat16 if FLAGS.precision == "mixed_bfloat16" else tf.float32
+    times, peak32, peak = _timed_rounds(steps, hf, precision_dtype)
+    record = _settings(config, steps, threads, peak32, peak, precision_dtype)
+    record.update(_speed(b * config.tgt_len, times["train"], times["eval"], b * eval_q))
+    record.update(_utilisation(config, record, peak))
+    if hf:
+        _huggingface_figures(record, hf, times, b * config.tgt_len, b * eval_q)
+    if FLAGS.compare_vanilla:
+        record["vanilla_batch_size"] = FLAGS.vanilla_batch_size
+        record["vanilla"] = compare_vanilla([int(x) for x in FLAGS.vanilla_lens],
+                                            FLAGS.vanilla_batch_size, FLAGS.vanilla_predictions,
+                                            FLAGS.rounds)
+    _memory_figures(record, config)
+    print_table(record)
+    _write_json(record)
     return record
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    setup_tensorflow()
     if FLAGS.child == "memory":
         run_memory_child()
         return
@@ -543,4 +576,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

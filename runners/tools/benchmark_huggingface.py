@@ -8,8 +8,9 @@ nothing from this repository:
     /work/hfenv/bin/python runners/tools/benchmark_huggingface.py --n_layer 6 --d_model 256 ...
 
 It builds `TransfoXLLMHeadModel` with the same shape as the txl-tf model and measures
-  * the training step the txl-tf benchmark times: forward over a segment [B, Q] with memory,
-    mean NLL, backward, global-norm clipping, Adam update, memory carried to the next step;
+  * the training step txl-tf's benchmark times (txl-tf's Trainer step) written for PyTorch:
+    forward over a segment [B, Q] with memory, mean NLL, backward, global-norm clipping, Adam
+    update, memory carried to the next step;
   * the evaluation step: forward with memory and labels under `torch.no_grad()`.
 Tokens per step are B * Q for both libraries (HF shifts the labels inside the model and scores
 Q - 1 of them, but computes all Q positions).
@@ -25,8 +26,13 @@ Two modes:
 import argparse
 import json
 import resource
+import statistics
 import sys
 import time
+
+import torch
+import transformers
+from transformers import TransfoXLConfig, TransfoXLLMHeadModel
 
 
 def parse_args(argv=None):
@@ -68,9 +74,6 @@ class HFBench:
     """TransfoXLLMHeadModel plus its train and eval steps, memory carried across calls."""
 
     def __init__(self, args):
-        import torch
-        from transformers import TransfoXLConfig, TransfoXLLMHeadModel
-
         self.torch = torch
         torch.set_num_threads(args.threads)
         torch.manual_seed(args.seed)
@@ -157,8 +160,6 @@ def peak_rss_mb():
 
 
 def serve(bench):
-    import torch
-    import transformers
     print(json.dumps({"ready": True, "torch": torch.__version__,
                       "transformers": transformers.__version__,
                       "threads": torch.get_num_threads(), "n_params": bench.n_params}),
@@ -186,10 +187,6 @@ def main(argv=None):
     if args.serve:
         serve(bench)
         return
-    import statistics
-
-    import torch
-    import transformers
     bench.time_steps("train", args.warmup)
     bench.time_steps("eval", args.warmup)
     train = bench.time_steps("train", args.steps)

@@ -11,11 +11,16 @@ import collections
 import glob
 import os
 import re
-import sys
 
-from absl import app, flags
+from runners import cli
 
-from runners.tools import benchmark
+cli.quiet_start()
+
+import tensorflow as tf  # noqa: E402
+from absl import app, flags  # noqa: E402
+from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
+
+from runners.tools import benchmark  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("logdir", "/tmp/txl_tf_profile", "Where the profile is written.")
@@ -23,13 +28,12 @@ flags.DEFINE_enum("kind", "train", ["train", "eval"], "Which step to profile.")
 flags.DEFINE_integer("top", 30, "How many of the most expensive ops to print.")
 
 
-_WAITING = {"train_step", "eval_step", "TFE_Py_ExecuteCancelable", "EagerExecute",
+_WAITING = {"_train_loop", "eval_step", "TFE_Py_ExecuteCancelable", "EagerExecute",
             "EagerKernelExecute", "BlockUntilReady"}
 
 
 def summarize(logdir, top):
     """Total self time per event name on the CPU threads of the newest trace."""
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
     paths = sorted(glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb")),
                    key=os.path.getmtime)
     if not paths:
@@ -61,7 +65,7 @@ def summarize(logdir, top):
                 while stack and stack[-1][0] <= event.offset_ps:
                     close(stack.pop())
                 name = plane.event_metadata[event.metadata_id].name
-                if name.endswith("::Run") or name in _WAITING:
+                if name.endswith("::Run") or name in _WAITING or name.startswith("EagerLocal"):
                     continue  # the calling thread waiting for the step, not work
                 stack.append([event.offset_ps + event.duration_ps, name, 0, event.duration_ps])
             while stack:
@@ -77,10 +81,11 @@ def summarize(logdir, top):
 
 
 def main(argv):
-    import tensorflow as tf
-    del argv
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    benchmark.setup_tensorflow()
     steps = benchmark.Steps(benchmark.model_config(), FLAGS.batch_size, FLAGS.seed)
-    steps.time_steps(FLAGS.kind, FLAGS.warmup_steps)
+    steps.time_steps(FLAGS.kind, FLAGS.bench_warmup)
     tf.profiler.experimental.start(FLAGS.logdir)
     seconds = steps.time_steps(FLAGS.kind, FLAGS.steps)
     tf.profiler.experimental.stop()
@@ -89,4 +94,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -15,6 +15,9 @@ prints the largest differences of the log-probabilities and of the new memories.
 when a relative difference exceeds --tolerance.
 
 `--mode=txl` is the half that runs inside the project environment (called by the script itself).
+Each half imports its own framework inside the functions that run in its environment (torch and
+transformers on one side, TensorFlow and txl_tf on the other), so either environment can load
+this file.
 """
 import argparse
 import json
@@ -50,7 +53,7 @@ CONFIGS = {
 
 
 def _check_pytorch_bin_reader(safetensors_dir, bin_dir, name):
-    sys.path.insert(0, REPO)
+    sys.path.insert(0, REPO)  # the torch environment does not have this repository installed
     from txl_tf.convert import huggingface
 
     st, _ = huggingface.read_weights(safetensors_dir)
@@ -73,74 +76,99 @@ def _hf_side(args):
     return _compare_all(args)
 
 
-def _compare_all(args):
+def _random_hf_model(fields, index):
+    """A `TransfoXLLMHeadModel` with every parameter random (LayerNorm, clusters, u/v too)."""
     import torch
     from transformers import TransfoXLConfig, TransfoXLLMHeadModel
 
-    worst = {}
-    failed = False
+    torch.manual_seed(index)
+    model = TransfoXLLMHeadModel(TransfoXLConfig(dropout=0.0, dropatt=0.0, **fields)).eval()
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            if "layer_norm.weight" in pname:
+                p.copy_(1.0 + 0.2 * torch.randn_like(p))
+            elif p.dim() >= 2 and "bias" not in pname:
+                p.copy_(torch.randn_like(p) / p.shape[-1] ** 0.5)
+            else:
+                p.copy_(0.3 * torch.randn_like(p))
+    return model
+
+
+def _hf_outputs(model, tokens, qlen, segments):
+    """Hugging Face's log-probabilities and memories [L, B, M, D] per segment, from mems=None."""
+    import torch
+
+    logp, memories, mems = [], [], None
+    with torch.no_grad():
+        for s in range(segments):
+            out = model(input_ids=torch.tensor(tokens[:, s * qlen:(s + 1) * qlen]), mems=mems)
+            mems = out.mems
+            logp.append(out.prediction_scores.numpy())
+            memories.append(np.stack([m.numpy().transpose(1, 0, 2) for m in mems]))
+    return logp, memories
+
+
+def _txl_outputs(args, work, hf_dir, tokens, qlen, flags):
+    """Imports `hf_dir` and runs txl-tf on `tokens`, both in the project's Python."""
+    model_dir = os.path.join(work, "txl")
+    subprocess.run([args.project_python, os.path.join(REPO, "runners", "import_weights.py"),
+                    "--source=huggingface", f"--input_dir={hf_dir}",
+                    f"--model_dir={model_dir}", f"--tgt_len={qlen}", *flags],
+                   check=True, cwd=REPO, stdout=subprocess.DEVNULL)
+    data = os.path.join(work, "tokens.npz")
+    np.savez(data, tokens=tokens, qlen=qlen, segments=args.segments)
+    subprocess.run([args.project_python, os.path.abspath(__file__), "--mode=txl",
+                    f"--model_dir={model_dir}", f"--data={data}"], check=True, cwd=REPO)
+    return np.load(os.path.join(work, "txl_out.npz"))
+
+
+def _differences(name, txl, hf_logp, hf_mems, segments, hf_semantics):
+    """Largest absolute and relative differences of the log-probabilities and memories."""
+    logp_abs = logp_rel = mem_abs = mem_rel = 0.0
+    for s in range(segments):
+        a, b = txl[f"logp_{s}"], hf_logp[s]
+        logp_abs = max(logp_abs, float(np.max(np.abs(a - b))))
+        logp_rel = max(logp_rel, float(np.max(np.abs(a - b)) / np.max(np.abs(b))))
+        tm, hm = txl[f"mems_{s}"], hf_mems[s]
+        if hf_semantics:  # txl-tf keeps mem_len - 1 states: the newest of Hugging Face's
+            hm = hm[:, :, 1:]
+        if tm.shape != hm.shape:
+            raise SystemExit(f"{name}: memory shapes differ: txl {tm.shape}, HF {hm.shape}")
+        mem_abs = max(mem_abs, float(np.max(np.abs(tm - hm))))
+        mem_rel = max(mem_rel, float(np.max(np.abs(tm - hm)) / np.max(np.abs(hm))))
+    return dict(log_prob_max_abs=logp_abs, log_prob_max_rel=logp_rel, mems_max_abs=mem_abs,
+                mems_max_rel=mem_rel)
+
+
+def _compare_one(args, index, name, fields, flags):
+    """The differences of one configuration."""
+    model = _random_hf_model(fields, index)
+    work = tempfile.mkdtemp(prefix=f"hfparity-{name}-", dir=args.work_dir)
+    hf_dir, bin_dir = os.path.join(work, "hf"), os.path.join(work, "hf_bin")
+    # The project environment has no torch, so it imports the safetensors written by
+    # save_pretrained; the pickle file is read here, in the torch environment, by the
+    # importer's own reader and must give the same tensors.
+    model.save_pretrained(hf_dir, safe_serialization=True)
+    model.save_pretrained(bin_dir, safe_serialization=False)
+    _check_pytorch_bin_reader(hf_dir, bin_dir, name)
+    batch, qlen = 3, 5
+    tokens = np.random.default_rng(index).integers(0, fields["vocab_size"],
+                                                   size=(batch, qlen * args.segments))
+    hf_logp, hf_mems = _hf_outputs(model, tokens, qlen, args.segments)
+    txl = _txl_outputs(args, work, hf_dir, tokens, qlen, flags)
+    return _differences(name, txl, hf_logp, hf_mems, args.segments,
+                        "--same_length_semantics=huggingface" in flags)
+
+
+def _compare_all(args):
+    worst, failed = {}, False
     for index, (name, (fields, _, flags)) in enumerate(CONFIGS.items()):
-        torch.manual_seed(index)
-        config = TransfoXLConfig(dropout=0.0, dropatt=0.0, **fields)
-        model = TransfoXLLMHeadModel(config).eval()
-        with torch.no_grad():
-            for pname, p in model.named_parameters():
-                if "layer_norm.weight" in pname:
-                    p.copy_(1.0 + 0.2 * torch.randn_like(p))
-                elif p.dim() >= 2 and "bias" not in pname:
-                    p.copy_(torch.randn_like(p) / p.shape[-1] ** 0.5)
-                else:
-                    p.copy_(0.3 * torch.randn_like(p))
-        work = tempfile.mkdtemp(prefix=f"hfparity-{name}-", dir=args.work_dir)
-        hf_dir, model_dir = os.path.join(work, "hf"), os.path.join(work, "txl")
-        # The project environment has no torch, so it imports the safetensors written by
-        # save_pretrained; the pickle file is read here, in the torch environment, by the
-        # importer's own reader and must give the same tensors.
-        model.save_pretrained(hf_dir, safe_serialization=True)
-        bin_dir = os.path.join(work, "hf_bin")
-        model.save_pretrained(bin_dir, safe_serialization=False)
-        _check_pytorch_bin_reader(hf_dir, bin_dir, name)
-        rng = np.random.default_rng(index)
-        batch, qlen = 3, 5
-        tokens = rng.integers(0, fields["vocab_size"], size=(batch, qlen * args.segments))
-        hf_logp, hf_mems = [], []
-        mems = None
-        with torch.no_grad():
-            for s in range(args.segments):
-                seg = torch.tensor(tokens[:, s * qlen:(s + 1) * qlen])
-                out = model(input_ids=seg, mems=mems)
-                mems = out.mems
-                hf_logp.append(out.prediction_scores.numpy())
-                hf_mems.append(np.stack([m.numpy().transpose(1, 0, 2) for m in mems]))
-        subprocess.run([args.project_python, os.path.join(REPO, "runners", "import_weights.py"),
-                        "--source=huggingface", f"--input_dir={hf_dir}",
-                        f"--model_dir={model_dir}", f"--tgt_len={qlen}", *flags],
-                       check=True, cwd=REPO, stdout=subprocess.DEVNULL)
-        data = os.path.join(work, "tokens.npz")
-        np.savez(data, tokens=tokens, qlen=qlen, segments=args.segments)
-        subprocess.run([args.project_python, os.path.abspath(__file__), "--mode=txl",
-                        f"--model_dir={model_dir}", f"--data={data}"], check=True, cwd=REPO)
-        txl = np.load(os.path.join(work, "txl_out.npz"))
-        hf_semantics = "--same_length_semantics=huggingface" in flags
-        logp_abs = logp_rel = mem_abs = mem_rel = 0.0
-        for s in range(args.segments):
-            a, b = txl[f"logp_{s}"], hf_logp[s]
-            logp_abs = max(logp_abs, float(np.max(np.abs(a - b))))
-            logp_rel = max(logp_rel, float(np.max(np.abs(a - b)) / np.max(np.abs(b))))
-            tm, hm = txl[f"mems_{s}"], hf_mems[s]
-            if hf_semantics:  # txl-tf keeps mem_len - 1 states: the newest of Hugging Face's
-                hm = hm[:, :, 1:]
-            if tm.shape != hm.shape:
-                raise SystemExit(f"{name}: memory shapes differ: txl {tm.shape}, HF {hm.shape}")
-            mem_abs = max(mem_abs, float(np.max(np.abs(tm - hm))))
-            mem_rel = max(mem_rel, float(np.max(np.abs(tm - hm)) / np.max(np.abs(hm))))
-        worst[name] = dict(log_prob_max_abs=logp_abs, log_prob_max_rel=logp_rel,
-                           mems_max_abs=mem_abs, mems_max_rel=mem_rel)
-        ok = max(logp_rel, mem_rel) <= args.tolerance
+        worst[name] = w = _compare_one(args, index, name, fields, flags)
+        ok = max(w["log_prob_max_rel"], w["mems_max_rel"]) <= args.tolerance
         failed |= not ok
         print(f"{'ok  ' if ok else 'FAIL'} {name} ({args.segments} segments): "
-              f"log-prob max abs {logp_abs:.2e} rel {logp_rel:.2e}; "
-              f"memory max abs {mem_abs:.2e} rel {mem_rel:.2e}", flush=True)
+              f"log-prob max abs {w['log_prob_max_abs']:.2e} rel {w['log_prob_max_rel']:.2e}; "
+              f"memory max abs {w['mems_max_abs']:.2e} rel {w['mems_max_rel']:.2e}", flush=True)
     largest = max(max(w["log_prob_max_abs"], w["mems_max_abs"]) for w in worst.values())
     print(f"largest absolute difference over all cases: {largest:.3e}")
     if args.report:

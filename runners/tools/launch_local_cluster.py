@@ -52,16 +52,18 @@ def tf_configs(num_workers: int, ports: Optional[Sequence[int]] = None) -> List[
 
 def start_workers(train_flags: Sequence[str], num_workers: int = 2, cwd: Optional[str] = None,
                   env: Optional[dict] = None, log_dir: Optional[str] = None,
-                  command: Optional[Sequence[str]] = None) -> List[subprocess.Popen]:
+                  command: Optional[Sequence[str]] = None,
+                  pipe_output: bool = False) -> List[subprocess.Popen]:
     """Start the workers; returns their processes (worker i at index i).
 
     Args:
       train_flags: flags of runners/train.py (`--strategy=multi_worker_mirrored` is added).
       num_workers: cluster size.
       cwd, env: working directory and base environment of the workers.
-      log_dir: if given, worker i's stdout and stderr go to `log_dir/worker-<i>.log`; otherwise
-        they are inherited.
+      log_dir: if given, worker i's stdout and stderr go to `log_dir/worker-<i>.log`.
       command: the program to run instead of `python runners/train.py` (e.g. a test script).
+      pipe_output: stdout and stderr of each worker as one text pipe (`Popen.stdout`);
+        otherwise (and without log_dir) they are inherited.
     """
     base_env = dict(os.environ if env is None else env)
     base_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -74,19 +76,24 @@ def start_workers(train_flags: Sequence[str], num_workers: int = 2, cwd: Optiona
     processes = []
     try:
         for i, config in enumerate(tf_configs(num_workers)):
-            worker_env = dict(base_env, TF_CONFIG=config)
-            if log_dir:
-                os.makedirs(log_dir, exist_ok=True)
-                out = open(os.path.join(log_dir, f"worker-{i}.log"), "ab")
-                processes.append(subprocess.Popen(program + args, cwd=cwd, env=worker_env,
-                                                  stdout=out, stderr=subprocess.STDOUT))
-                out.close()
-            else:
-                processes.append(subprocess.Popen(program + args, cwd=cwd, env=worker_env))
+            processes.append(_start_worker(program + args, cwd, dict(base_env, TF_CONFIG=config),
+                                           log_dir and os.path.join(log_dir, f"worker-{i}.log"),
+                                           pipe_output))
     except BaseException:
         kill_workers(processes)
         raise
     return processes
+
+
+def _start_worker(argv, cwd, env, log_path, pipe_output) -> subprocess.Popen:
+    if pipe_output:
+        return subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, bufsize=1)
+    if not log_path:
+        return subprocess.Popen(argv, cwd=cwd, env=env)
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    with open(log_path, "ab") as out:
+        return subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
 def kill_workers(processes: Sequence[subprocess.Popen]) -> None:
@@ -126,14 +133,14 @@ def wait_workers(processes: Sequence[subprocess.Popen], timeout: Optional[float]
         kill_workers(processes)
 
 
-def _main(argv: Sequence[str]) -> int:
-    num_workers = 2
-    args = list(argv)
+def _parse(argv: Sequence[str]):
+    """(num_workers, train.py flags), or an exit code for --help and bad flags."""
+    num_workers, args = 2, list(argv)
     if "--" in args:
         own, train_flags = args[:args.index("--")], args[args.index("--") + 1:]
     else:
-        own, train_flags = [a for a in args if a.startswith("--num_workers")], \
-            [a for a in args if not a.startswith("--num_workers")]
+        own = [a for a in args if a.startswith("--num_workers")]
+        train_flags = [a for a in args if not a.startswith("--num_workers")]
     for a in own:
         if a.startswith("--num_workers="):
             num_workers = int(a.split("=", 1)[1])
@@ -147,30 +154,33 @@ def _main(argv: Sequence[str]) -> int:
     if num_workers < 1:
         print("launch_local_cluster: --num_workers must be >= 1", file=sys.stderr)
         return 2
+    return num_workers, train_flags
+
+
+def _prefix_output(processes) -> List[threading.Thread]:
+    """Copies each worker's output to stdout, each line prefixed with `[worker i] `."""
+    def pump(stream, prefix):
+        for line in stream:
+            sys.stdout.write(prefix + line)
+            sys.stdout.flush()
+
+    threads = [threading.Thread(target=pump, args=(p.stdout, f"[worker {i}] "), daemon=True)
+               for i, p in enumerate(processes)]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def _main(argv: Sequence[str]) -> int:
+    parsed = _parse(argv)
+    if isinstance(parsed, int):
+        return parsed
+    num_workers, train_flags = parsed
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    processes = []
-    # Prefix each worker's output with its index.
-    base_env = dict(env, TF_CPP_MIN_LOG_LEVEL=env.get("TF_CPP_MIN_LOG_LEVEL", "2"))
-    base_env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"]
-                                     if env.get("PYTHONPATH") else "")
-    if not any(a.startswith("--strategy=") for a in train_flags):
-        train_flags = list(train_flags) + ["--strategy=multi_worker_mirrored"]
-    threads = []
+    processes, threads = [], []
     try:
-        for i, config in enumerate(tf_configs(num_workers)):
-            p = subprocess.Popen([sys.executable, TRAIN] + list(train_flags),
-                                 env=dict(base_env, TF_CONFIG=config), stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True, bufsize=1)
-            processes.append(p)
-
-            def pump(stream=p.stdout, prefix=f"[worker {i}] "):
-                for line in stream:
-                    sys.stdout.write(prefix + line)
-                    sys.stdout.flush()
-
-            t = threading.Thread(target=pump, daemon=True)
-            t.start()
-            threads.append(t)
+        processes = start_workers(train_flags, num_workers, env=env, pipe_output=True)
+        threads = _prefix_output(processes)
         code = wait_workers(processes)
     except KeyboardInterrupt:
         kill_workers(processes)

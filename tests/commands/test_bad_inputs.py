@@ -359,7 +359,7 @@ def test_error_classes_map_to_exit_codes():
     import tensorflow as tf
 
     from runners import cli
-    from txl_tf.training.run import TrainError
+    from txl_tf.training import TrainError
 
     def raised(fn):
         try:
@@ -371,7 +371,7 @@ def test_error_classes_map_to_exit_codes():
     oom = tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor with "
                                            "shape[8,100,32] and type float")
     assert cli.classify(oom) == (1, "out of memory allocating a tensor of shape [8,100,32]; "
-                                    f"{cli._MEMORY_FIX}.")
+                                    f"{cli.errors.MEMORY_FIX}.")
     assert cli.classify(tf.errors.DataLossError(None, None, "corrupted record at 12"))[0] == 1
     assert cli.classify(MemoryError())[0] == 1
     assert cli.classify(OSError(errno.EROFS, "Read-only file system", "/x/y")) == (

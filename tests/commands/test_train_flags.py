@@ -9,6 +9,7 @@ from absl import flags
 import txl_tf
 from runners.cli import model_flags as flags_model
 from runners.train import define_flags, options_from_flags
+from txl_tf.config import check_against_saved
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Vocabulary sizes of the corpora (reference-implementation.md section 2.2).
@@ -44,8 +45,8 @@ def test_no_flags_defaults_are_the_small_default_flagfile():
 @pytest.mark.parametrize("path", FLAGFILES, ids=os.path.basename)
 def test_flagfile_builds_a_consistent_run(path):
     values = parse([f"--flagfile={path}"])
-    options = options_from_flags(values)
-    config = flags_model.config_from_flags(values, N_TOKEN[options.dataset])
+    data, options = options_from_flags(values)
+    config = flags_model.config_from_flags(values, N_TOKEN[data.dataset])
     name = os.path.basename(path)
     if name in RECIPES:
         layers, d, heads, inner, tgt, batch, lr, steps = RECIPES[name]
@@ -68,9 +69,9 @@ def test_config_mismatch_names_the_fields():
     base = txl_tf.TransformerXLConfig(n_token=50, n_layer=2, d_model=16, n_head=2, d_head=8,
                                       d_inner=32)
     with pytest.raises(txl_tf.ConfigError, match=r"d_head: flags give 4[\s\S]*n_head \* d_head: flags give 16"):
-        flags_model.check_against_checkpoint_config(base.replace(n_head=4, d_head=4),
-                                                    base.replace(n_head=4, d_head=8), "ckpt")
-    flags_model.check_against_checkpoint_config(base.replace(mem_len=9, dropout=0.0), base, "x")
+        check_against_saved(base.replace(n_head=4, d_head=4), base.replace(n_head=4, d_head=8),
+                            "ckpt")
+    check_against_saved(base.replace(mem_len=9, dropout=0.0), base, "x")
 
 
 @pytest.mark.parametrize("name", sorted(RECIPES))
@@ -85,14 +86,14 @@ def test_recipes_choose_the_strategy_of_the_machine(name):
 def test_data_flags_given_or_recorded():
     """--dataset not given: the one data_dir records (None); corpus flags and --corpus_option
     reach the corpus with their types, only when given."""
-    assert options_from_flags(parse([])).dataset is None
-    assert options_from_flags(parse([])).corpus_options == {}
-    options = options_from_flags(parse([
+    assert options_from_flags(parse([]))[0].dataset is None
+    assert options_from_flags(parse([]))[0].corpus_options == {}
+    data, options = options_from_flags(parse([
         "--dataset=text", "--level=word", "--nolower_case", "--unk_policy=unk",
         "--corpus_option=verify_checksum=false", "--corpus_option=eval_bytes=5000",
         "--corpus_option=eval_fraction=0.1", "--max_per_replica_batch=4"]))
-    assert options.dataset == "text" and options.max_per_replica_batch == 4
-    assert options.corpus_options == {"level": "word", "lower_case": False, "unk_policy": "unk",
+    assert data.dataset == "text" and options.max_per_replica_batch == 4
+    assert data.corpus_options == {"level": "word", "lower_case": False, "unk_policy": "unk",
                                       "verify_checksum": False, "eval_bytes": 5000,
                                       "eval_fraction": 0.1}
 
@@ -105,11 +106,31 @@ def test_prepare_data_and_train_share_the_corpus_flags_and_layout():
     helps = subprocess.run([sys.executable, os.path.join(REPO, "runners", "prepare_data.py"),
                             "--helpfull"], capture_output=True, text=True, cwd=REPO,
                            env=dict(os.environ, PYTHONPATH=REPO))
-    assert "--tgt_len: Segment length (tokens per record).\n    (default: '64')" in helps.stdout
-    assert "--per_replica_batch: Streams per replica.\n    (default: '16')" in helps.stdout
+    for name, default in (("tgt_len", 64), ("per_replica_batch", 16)):
+        assert re.search(rf"\n  --{name}: [^\n]*(\n    [^(\n][^\n]*)*\n    \(default: '{default}'\)",
+                         helps.stdout), name
     from runners.cli.data_flags import CORPUS_FLAGS
     values = parse([])
     for name in CORPUS_FLAGS:
         assert re.search(rf"--(\[no\])?{name}:", helps.stdout), name
         assert values[name].value is None, name
     assert (values.tgt_len, values.per_host_train_bsz, values.per_host_valid_bsz) == (64, 16, 0)
+
+
+def test_model_flags_are_generated_from_the_config():
+    """Without a preset the model flags build the config's own defaults; each flag's help is the
+    config's Attributes: entry; SMALL_MODEL is train.py's no-flags model."""
+    import dataclasses
+    from runners.cli.dataclass_flags import attribute_docs
+    values = flags.FlagValues()
+    flags_model.define_model_flags(values)
+    values(["x"])
+    assert flags_model.config_from_flags(values, 50) == txl_tf.TransformerXLConfig(n_token=50)
+    docs = attribute_docs(txl_tf.TransformerXLConfig)
+    fields = {f.name for f in dataclasses.fields(txl_tf.TransformerXLConfig)}
+    assert set(docs) == fields
+    for name in fields - {"n_token", "cutoffs", "layer_norm_epsilon"}:
+        assert values[name].help.endswith(docs[name]), name  # enums add <a|b>: in front
+    assert values.d_embed == -1 and values.cutoffs == ""
+    small = flags_model.config_from_flags(parse([]), 50)
+    assert {k: getattr(small, k) for k in flags_model.SMALL_MODEL} == flags_model.SMALL_MODEL

@@ -149,6 +149,16 @@ def test_command_line_import_writes_a_complete_model_dir(tmp_path):
     assert result.returncode != 0 and "4 symbols" in result.stderr
     assert not os.path.exists(tmp_path / "model2" / "checkpoint")
 
+    # Importing into a directory that holds a model is refused before its vocabulary changes.
+    _reference_cache_pickle(str(tmp_path / "reversed.pkl"), symbols[::-1], "wt103")
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO, "runners", "import_weights.py"), "--source=tf1",
+         f"--checkpoint={prefix}", f"--vocab_pickle={tmp_path / 'reversed.pkl'}",
+         f"--model_dir={model_dir}"],
+        capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert result.returncode == 2 and "already holds a checkpoint" in result.stderr
+    assert Vocabulary.load(os.path.join(model_dir, "vocab.txt"), "word").symbols == symbols
+
 
 def test_huggingface_style_vocab_dict(tmp_path):
     """A Hugging Face `vocab.pkl` (the tokenizer's attribute dict) with a compiled regex: the
@@ -160,3 +170,19 @@ def test_huggingface_style_vocab_dict(tmp_path):
     path = tmp_path / "vocab.pkl"
     path.write_bytes(pickle.dumps(state, protocol=2))
     assert load_vocab_pickle(str(path))[0] == ["<eos>", "the", ","]
+
+
+def test_the_converter_is_model_code_only():
+    """txl_tf/convert imports neither the data package nor the runners: the runner writes the
+    vocabulary."""
+    import ast
+    folder = os.path.join(REPO, "txl_tf", "convert")
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".py"):
+            continue
+        tree = ast.parse(open(os.path.join(folder, name)).read())
+        imported = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                    for alias in node.names]
+        imported += [node.module or "" for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom)]
+        assert not [m for m in imported if m.split(".")[0] in ("tf_records", "runners")], name

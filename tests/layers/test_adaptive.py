@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from txl_tf import AdaptiveEmbedding, AdaptiveSoftmax, TransformerXL, TransformerXLConfig
+from tiny import tiny_config
+from txl_tf import AdaptiveEmbedding, AdaptiveSoftmax, TransformerXL
 
 N_TOKEN, D_MODEL = 40, 8
 LAYOUTS = [
@@ -120,10 +121,8 @@ def test_no_cutoffs_is_a_plain_tied_softmax():
 
 
 def test_model_softmax_is_tied_to_the_embedding():
-    config = TransformerXLConfig(n_token=40, n_layer=1, d_model=8, n_head=2, d_head=4,
-                                 d_inner=16, cutoffs=(10, 25), div_val=2,
-                                 proj_share_all_but_first=True)
-    model = TransformerXL(config)
+    model = TransformerXL(tiny_config(n_token=40, cutoffs=(10, 25), div_val=2,
+                                      proj_share_all_but_first=True))
     assert model.softmax.embedding is model.embedding
     for i in range(3):
         assert model.softmax.embedding.bin_weights(i)[0] is model.embedding.tables[i]

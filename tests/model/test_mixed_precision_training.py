@@ -1,7 +1,7 @@
 """`--precision=mixed_bfloat16` (the TPU precision) trains like float32.
 
 The same run (same initial weights, same data, 80 steps on a slice of the built-in byte corpus)
-in float32 and in mixed_bfloat16 through `run_training`: both drive the loss far below its start
+in float32 and in mixed_bfloat16 through `txl_tf.training.train`: both drive the loss far below its start
 and below the corpus' unigram entropy, and the bfloat16 losses (train and validation) stay
 within a few percent of the float32 ones all along. The checkpointed weights are float32 in both
 (bfloat16 is the compute dtype only) and differ between the runs, so bfloat16 was really used.
@@ -14,15 +14,9 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
-import txl_tf
-from txl_tf.training.run import TrainOptions, run_training
-
-TINY = dict(n_layer=2, d_model=32, n_head=2, d_head=16, d_inner=64, tgt_len=16, mem_len=16)
-
-
-def config_fn(n_token, cutoffs):
-    return txl_tf.TransformerXLConfig(n_token=n_token, cutoffs=cutoffs, dropout=0.0, dropatt=0.0,
-                                      **TINY)
+from tf_records import DataOptions, PreparedData
+from tiny import train_config_fn
+from txl_tf.training import TrainOptions, train
 
 
 def train_losses(model_dir):
@@ -39,16 +33,17 @@ def runs(tmp_path_factory):
     try:
         for precision in ("float32", "mixed_bfloat16"):
             options = TrainOptions(
-                model_dir=str(root / precision), data_dir=str(root / "data"), dataset="builtin",
-                corpus_options={"max_bytes": 120_000}, per_host_train_bsz=8,
+                model_dir=str(root / precision), per_host_train_bsz=8,
                 learning_rate=5e-3, warmup_steps=10, train_steps=80, steps_per_loop=20,
                 log_steps=10, save_steps=80, eval_steps=80, max_eval_batches=4,
                 precision=precision)
-            summary = run_training(options, config_fn)
+            data = DataOptions(data_dir=str(root / "data"), dataset="builtin",
+                               corpus_options={"max_bytes": 120_000})
+            summary = train(options, train_config_fn(), PreparedData(data))
             out[precision] = dict(summary=summary, losses=train_losses(options.model_dir),
                                   model_dir=options.model_dir)
     finally:
-        keras.config.set_dtype_policy("float32")  # run_training sets the global policy
+        keras.config.set_dtype_policy("float32")  # train sets the global policy
     return out
 
 

@@ -5,19 +5,8 @@ import pytest
 import tensorflow as tf
 
 import txl_tf
+from tiny import tiny_model
 from txl_tf import TransformerXL, TransformerXLConfig
-
-
-def tiny_config(**changes):
-    values = dict(n_token=50, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32,
-                  tgt_len=6, mem_len=6, dropout=0.0, dropatt=0.0, init_std=0.2)
-    values.update(changes)
-    return TransformerXLConfig(**values)
-
-
-def make_model(seed=0, **changes):
-    keras.utils.set_random_seed(seed)
-    return TransformerXL(tiny_config(**changes))
 
 
 def random_tokens(shape, n_token=50, seed=0):
@@ -34,7 +23,7 @@ CONFIG_VARIANTS = [
 
 @pytest.mark.parametrize("changes", CONFIG_VARIANTS)
 def test_causality_future_tokens_never_change_the_past(changes):
-    model = make_model(**changes)
+    model = tiny_model(**changes)
     tokens = random_tokens([2, 8])
     mems = model.init_mems(2)
     before = model(tokens, mems=mems)["log_probs"].numpy()
@@ -50,7 +39,7 @@ def test_causality_future_tokens_never_change_the_past(changes):
 def test_segments_with_memory_equal_one_long_pass(changes):
     """Three segments of 4 with a memory that holds all earlier context give the same per-token
     NLL as one pass over the 12 tokens."""
-    model = make_model(mem_len=8, **changes)
+    model = tiny_model(mem_len=8, **changes)
     tokens, labels = random_tokens([2, 12], seed=1), random_tokens([2, 12], seed=2)
     full = model(tokens, labels=labels)["nll"].numpy()
     mems, pieces = None, []
@@ -64,7 +53,7 @@ def test_segments_with_memory_equal_one_long_pass(changes):
 def test_short_memory_forgets_what_a_long_pass_sees():
     """With mem_len smaller than the earlier context, the segment NLL differs from the long pass:
     the equivalence above is not vacuous."""
-    model = make_model(mem_len=2)
+    model = tiny_model(mem_len=2)
     tokens, labels = random_tokens([2, 8], seed=3), random_tokens([2, 8], seed=4)
     full = model(tokens, labels=labels)["nll"].numpy()
     mems = model(tokens[:, :4])["mems"]
@@ -73,7 +62,7 @@ def test_short_memory_forgets_what_a_long_pass_sees():
 
 
 def test_memory_is_the_input_of_each_layer():
-    model = make_model(mem_len=4)
+    model = tiny_model(mem_len=4)
     tokens = random_tokens([2, 6])
     out = model(tokens, mems=model.init_mems(2))
     embedded = model.embedding(tokens).numpy()  # input of layer 0 (no dropout)
@@ -88,7 +77,7 @@ def test_memory_is_the_input_of_each_layer():
 
 @pytest.mark.parametrize("mem_len,qlen", [(3, 6), (6, 6), (10, 6), (0, 6)])
 def test_memory_shapes(mem_len, qlen):
-    model = make_model(mem_len=mem_len)
+    model = tiny_model(mem_len=mem_len)
     tokens = random_tokens([3, qlen])
     out = model(tokens, mems=model.init_mems(3))
     assert len(out["mems"]) == 2
@@ -102,7 +91,7 @@ def test_memory_shapes(mem_len, qlen):
 
 
 def test_no_gradient_reaches_the_memory():
-    model = make_model()
+    model = tiny_model()
     tokens, labels = random_tokens([2, 6], seed=5), random_tokens([2, 6], seed=6)
     with tf.GradientTape(persistent=True) as tape:
         first = model(tokens, labels=labels, training=True)
@@ -134,7 +123,7 @@ def _train_step_fn(model, jit_compile):
 
 @pytest.mark.parametrize("changes", [dict(), dict(cutoffs=(10, 30), div_val=2, untie_r=True)])
 def test_xla_step_equals_plain_step(changes):
-    model = make_model(**changes)
+    model = tiny_model(**changes)
     tokens, labels = random_tokens([2, 6], seed=7), random_tokens([2, 6], seed=8)
     mems = model.init_mems(2)
     loss_a, grads_a, mems_a = _train_step_fn(model, False)(tokens, labels, mems)
@@ -149,7 +138,7 @@ def test_xla_step_equals_plain_step(changes):
 
 @pytest.mark.parametrize("policy,tolerance", [("mixed_bfloat16", 0.1), ("mixed_float16", 0.02)])
 def test_mixed_precision_stays_close_to_float32(policy, tolerance):
-    reference = make_model(cutoffs=(10, 30), div_val=2, init_std=0.05)
+    reference = tiny_model(cutoffs=(10, 30), div_val=2, init_std=0.05)
     keras.utils.set_random_seed(0)
     mixed = TransformerXL(reference.config, dtype=policy)
     mixed.set_weights(reference.get_weights())
@@ -168,7 +157,7 @@ def test_mixed_precision_stays_close_to_float32(policy, tolerance):
 
 
 def test_dropout_only_in_training():
-    model = make_model(dropout=0.3, dropatt=0.3)
+    model = tiny_model(dropout=0.3, dropatt=0.3)
     tokens = random_tokens([2, 6])
     a = model(tokens)["log_probs"].numpy()
     np.testing.assert_array_equal(a, model(tokens)["log_probs"].numpy())
@@ -177,7 +166,7 @@ def test_dropout_only_in_training():
 
 
 def test_vanilla_transformer_without_memory_is_causal():
-    model = make_model(attn_type=2, mem_len=0)
+    model = tiny_model(attn_type=2, mem_len=0)
     assert [m.shape for m in model.init_mems(2)] == [(2, 0, 16)] * 2
     assert not any("/r:" in v.name or v.path.endswith("/r") for v in model.weights)
     tokens = random_tokens([2, 6])
@@ -228,13 +217,13 @@ def test_wt103_large_layout_matches_released_checkpoint_shapes():
 
 
 def test_call_rejects_wrong_number_of_memories():
-    model = make_model()
+    model = tiny_model()
     with pytest.raises(ValueError, match="one tensor per layer"):
         model(random_tokens([2, 6]), mems=model.init_mems(2)[:1])
 
 
 def test_model_config_round_trip_and_save_load(tmp_path):
-    model = make_model(cutoffs=(10, 30), div_val=2, untie_r=True)
+    model = tiny_model(cutoffs=(10, 30), div_val=2, untie_r=True)
     clone = TransformerXL.from_config(model.get_config())
     assert clone.config == model.config
     tokens, labels = random_tokens([2, 6]), random_tokens([2, 6], seed=1)

@@ -9,12 +9,10 @@ import sys
 
 import pytest
 
+from tiny import SYNTHETIC_FLAGS, TRAIN_FLAGS
 from txl_tf.training import xla_clustering
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = ["--n_layer=2", "--d_model=32", "--n_head=2", "--d_head=16", "--d_inner=64",
-        "--tgt_len=16", "--mem_len=16"]
-SYNTHETIC = {"train_tokens": 12_000, "eval_tokens": 2_000, "num_symbols": 16, "period": 24}
 
 CHILD = r"""
 import os, sys
@@ -56,14 +54,14 @@ def test_enabling_reexecutes_with_the_flags_and_clusters():
     assert "Compiled cluster using XLA" in result.stderr
 
 
-def _train(tmp_path, name, *extra):
+def _train(tmp_path, data_dir, name, *extra):
     model_dir = tmp_path / name
     command = [sys.executable, os.path.join(REPO, "runners", "train.py"),
-               f"--model_dir={model_dir}", f"--data_dir={tmp_path / 'data'}",
+               f"--model_dir={model_dir}", f"--data_dir={data_dir}",
                "--dataset=synthetic", "--per_host_train_bsz=4", "--learning_rate=1e-2",
                "--warmup_steps=2", "--train_steps=10", "--steps_per_loop=5", "--log_steps=5",
-               "--save_steps=10", "--eval_steps=0", "--max_eval_batches=2", *TINY,
-               *[f"--corpus_option={k}={v}" for k, v in SYNTHETIC.items()], *extra]
+               "--save_steps=10", "--eval_steps=0", "--max_eval_batches=2", *TRAIN_FLAGS,
+               *SYNTHETIC_FLAGS, *extra]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
     env.pop("TF_XLA_FLAGS", None)
     result = subprocess.run(command, cwd=str(tmp_path), env=env, capture_output=True,
@@ -73,11 +71,11 @@ def _train(tmp_path, name, *extra):
         return json.load(f)
 
 
-def test_training_with_xla_fusion_follows_the_plain_run(tmp_path):
+def test_training_with_xla_fusion_follows_the_plain_run(tmp_path, synthetic_data_dir):
     """Same data, seed and dropout masks (the hashed masks do not depend on XLA): the fused run
     differs from the plain one only by float32 rounding."""
-    plain = _train(tmp_path, "plain", "--dropout=0.1")
-    fused = _train(tmp_path, "fused", "--dropout=0.1", "--xla_fusion")
+    plain = _train(tmp_path, synthetic_data_dir, "plain", "--dropout=0.1")
+    fused = _train(tmp_path, synthetic_data_dir, "fused", "--dropout=0.1", "--xla_fusion")
     assert fused["step"] == plain["step"] == 10
     assert fused["train_loss"] == pytest.approx(plain["train_loss"], rel=1e-4)
     assert fused["valid_loss"] == pytest.approx(plain["valid_loss"], rel=1e-4)
@@ -85,7 +83,7 @@ def test_training_with_xla_fusion_follows_the_plain_run(tmp_path):
 
 def test_benchmark_with_xla_fusion(tmp_path):
     base = [sys.executable, os.path.join(REPO, "runners", "tools", "benchmark.py"), "--n_token=30",
-            *TINY, "--batch_size=2", "--steps=1", "--rounds=1", "--bench_warmup=1",
+            *TRAIN_FLAGS, "--batch_size=2", "--steps=1", "--rounds=1", "--bench_warmup=1",
             "--matmul_size=64", "--nomeasure_memory", "--precision=mixed_bfloat16", "--xla_fusion"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     env.pop("TF_XLA_FLAGS", None)

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 import txl_tf
 from runners.tools import benchmark_flops
+from tiny import tiny_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -43,10 +44,8 @@ def _graph_matmul_flops(graph):
 
 @pytest.mark.parametrize("attn_type,d_embed", [(0, 16), (0, 8), (2, 16)])
 def test_forward_flops_match_the_model_graph(attn_type, d_embed):
-    config = txl_tf.TransformerXLConfig(
-        n_token=40, n_layer=2, d_model=16, n_head=2, d_head=4, d_inner=24, d_embed=d_embed,
-        tgt_len=6, mem_len=0 if attn_type == 2 else 5, attn_type=attn_type, dropout=0.0,
-        dropatt=0.0)
+    config = tiny_config(n_token=40, d_head=4, d_inner=24, d_embed=d_embed,
+                         mem_len=0 if attn_type == 2 else 5, attn_type=attn_type)
     model = txl_tf.TransformerXL(config)
     b, q, m = 3, 6, config.mem_len
     mems = model.init_mems(b) or None

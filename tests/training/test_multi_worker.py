@@ -36,7 +36,7 @@ import tf_records
 import txl_tf
 from txl_tf.training import checkpoints as checkpointing
 from runners.tools.launch_local_cluster import kill_workers, tf_configs
-from txl_tf.training.run import TrainOptions, run_training
+from txl_tf.training import TrainOptions, train
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN = os.path.join(REPO, "runners", "train.py")
@@ -194,10 +194,11 @@ def two_workers(data):
 
 
 def in_process_run(data, name, strategy, replicas, dropout=0.0):
-    options = TrainOptions(model_dir=str(data["root"] / name), data_dir=data["full"],
-                           dataset="synthetic", corpus_options=SYNTHETIC,
-                           per_host_train_bsz=GLOBAL_BATCH, **RUN)
-    summary = run_training(options, lambda n, c: config_fn(n, c, dropout), strategy=strategy)
+    options = TrainOptions(model_dir=str(data["root"] / name), per_host_train_bsz=GLOBAL_BATCH,
+                           **RUN)
+    prepared = tf_records.PreparedData(tf_records.DataOptions(
+        data_dir=data["full"], dataset="synthetic", corpus_options=SYNTHETIC))
+    summary = train(options, lambda n, c: config_fn(n, c, dropout), prepared, strategy=strategy)
     assert summary["replicas"] == replicas and summary["step"] == STEPS
     return options.model_dir
 
@@ -386,10 +387,11 @@ def test_non_chief_waits_for_the_records_the_chief_makes(tmp_path):
     non-chief that gave up at once made every first multi-worker launch fail)."""
     import threading
 
-    from txl_tf.training.run import ensure_records
+    options = tf_records.DataOptions(data_dir=str(tmp_path / "data"), dataset="synthetic",
+                                     corpus_options=SYNTHETIC)
 
-    options = TrainOptions(data_dir=str(tmp_path / "data"), dataset="synthetic",
-                           corpus_options=SYNTHETIC)
+    def ensure_records(options, layouts, **kwargs):
+        return tf_records.PreparedData(options).ensure_records(layouts, **kwargs)
     layouts = {"train": layout(2, 1), "valid": layout(2, 1)}
     with pytest.raises(tf_records.DataError):
         ensure_records(options, layouts, may_prepare=False, wait_seconds=0)

@@ -1,4 +1,4 @@
-"""`txl_tf.training.run.run_training` and `runners/train.py` end to end on tiny corpora.
+"""`txl_tf.training.train` and `runners/train.py` end to end on tiny corpora.
 
 * a short run on a tiny slice of the built-in corpus drives the loss below the unigram entropy
   and writes the TensorBoard scalars (read back with TensorBoard's event reader);
@@ -21,7 +21,8 @@ from tensorboard.backend.event_processing import event_accumulator
 import tf_records
 import txl_tf
 from txl_tf.training import checkpoints as checkpointing
-from txl_tf.training.run import TrainError, TrainOptions, run_training
+from tf_records import DataOptions, PreparedData
+from txl_tf.training import TrainError, TrainOptions, train
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = dict(n_layer=2, d_model=32, n_head=2, d_head=16, d_inner=64, tgt_len=16, mem_len=16)
@@ -59,17 +60,18 @@ def assert_same_state(dir_a, dir_b, step, atol=1e-5):
 @pytest.fixture(scope="module")
 def short_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("short")
+    data = DataOptions(data_dir=str(root / "data"), dataset="builtin",
+                       corpus_options={"max_bytes": 120_000})
     options = TrainOptions(
-        model_dir=str(root / "model"), data_dir=str(root / "data"), dataset="builtin",
-        corpus_options={"max_bytes": 120_000}, per_host_train_bsz=8, learning_rate=5e-3,
+        model_dir=str(root / "model"), per_host_train_bsz=8, learning_rate=5e-3,
         warmup_steps=10, train_steps=80, steps_per_loop=10, log_steps=20, save_steps=40,
         eval_steps=40, max_eval_batches=4)
-    summary = run_training(options, config_fn())
-    return options, summary
+    summary = train(options, config_fn(), PreparedData(data))
+    return options, summary, data
 
 
 def test_short_run_learns_and_writes_tensorboard(short_run):
-    options, summary = short_run
+    options, summary, _ = short_run
     baseline = summary["unigram_entropy_nats"]
     assert baseline is not None and 2.0 < baseline < np.log(256)
     train = event_accumulator.EventAccumulator(os.path.join(options.model_dir, "train"),
@@ -94,7 +96,7 @@ def test_short_run_learns_and_writes_tensorboard(short_run):
 
 
 def test_short_run_model_dir_is_complete(short_run):
-    options, summary = short_run
+    options, summary, _ = short_run
     with open(os.path.join(options.model_dir, "train_summary.json")) as f:
         assert json.load(f)["step"] == 80
     for name in ("config.json", "vocab.txt", "corpus-info.json", "best/best.json"):
@@ -105,9 +107,9 @@ def test_short_run_model_dir_is_complete(short_run):
 
 
 def test_flags_that_do_not_fit_the_checkpoint_are_errors(short_run):
-    options, _ = short_run
+    options, _, data = short_run
     with pytest.raises(txl_tf.ConfigError, match=r"d_head[\s\S]*n_head \* d_head"):
-        run_training(options, config_fn(d_head=8))
+        train(options, config_fn(d_head=8), PreparedData(data))
 
 
 # ----------------------------------------------------------------------------------- resume
@@ -115,26 +117,35 @@ SYNTHETIC = {"train_tokens": 12_000, "eval_tokens": 2_000, "num_symbols": 16, "p
 
 
 def resume_options(root, name, **changes):
-    values = dict(model_dir=str(root / name), data_dir=str(root / "data"), dataset="synthetic",
-                  corpus_options=SYNTHETIC, per_host_train_bsz=4, learning_rate=1e-2,
+    values = dict(model_dir=str(root / name), per_host_train_bsz=4, learning_rate=1e-2,
                   warmup_steps=2, train_steps=12, steps_per_loop=3, log_steps=3, save_steps=4,
                   eval_steps=0, max_eval_batches=2)
     values.update(changes)
     return TrainOptions(**values)
 
 
+def synthetic_data(root):
+    return PreparedData(DataOptions(data_dir=str(root / "data"), dataset="synthetic",
+                                    corpus_options=SYNTHETIC))
+
+
+def run_training(root, options, make, **kwargs):
+    """`train` on the synthetic corpus of `root/data`, read anew as a new process would."""
+    return train(options, make, synthetic_data(root), **kwargs)
+
+
 def test_interrupted_run_resumes_exactly(tmp_path):
     """Dropout on: the dropout RNG, optimizer, data position and memory must all be restored."""
     make = config_fn(dropout=0.2, dropatt=0.1)
-    run_training(resume_options(tmp_path, "straight"), make)
+    run_training(tmp_path, resume_options(tmp_path, "straight"), make)
     interrupted = resume_options(tmp_path, "interrupted")
-    first = run_training(interrupted, make, stop_after_steps=6)  # last checkpoint: step 4
+    first = run_training(tmp_path, interrupted, make, stop_after_steps=6)  # last checkpoint: step 4
     assert first["step"] == 6 and tf.train.latest_checkpoint(interrupted.model_dir).endswith("-4")
-    second = run_training(interrupted, make)
+    second = run_training(tmp_path, interrupted, make)
     assert second["resumed"] and second["step"] == 12
     assert_same_state(str(tmp_path / "straight"), interrupted.model_dir, 12)
     # Started again once finished: nothing is trained or overwritten.
-    again = run_training(interrupted, make)
+    again = run_training(tmp_path, interrupted, make)
     assert again == json.load(open(os.path.join(interrupted.model_dir, "train_summary.json")))
     assert again["train_loss"] == second["train_loss"] and again["step"] == 12
 
@@ -143,7 +154,7 @@ def test_kill_9_then_restart_matches_uninterrupted(tmp_path):
     options = resume_options(tmp_path, "killed", train_steps=40, save_steps=10, log_steps=5,
                              steps_per_loop=5)
     command = [sys.executable, os.path.join(REPO, "runners", "train.py"),
-               f"--model_dir={options.model_dir}", f"--data_dir={options.data_dir}",
+               f"--model_dir={options.model_dir}", f"--data_dir={tmp_path / 'data'}",
                "--dataset=synthetic", "--per_host_train_bsz=4", "--learning_rate=1e-2",
                "--warmup_steps=2", "--train_steps=40", "--steps_per_loop=5", "--log_steps=5",
                "--save_steps=10", "--eval_steps=0", "--max_eval_batches=2",
@@ -167,8 +178,8 @@ def test_kill_9_then_restart_matches_uninterrupted(tmp_path):
     assert restarted.returncode == 0, restarted.stderr[-3000:]
     assert "resuming at step" in restarted.stdout
 
-    run_training(resume_options(tmp_path, "reference", train_steps=40, save_steps=10,
-                                log_steps=5, steps_per_loop=5), config_fn())
+    run_training(tmp_path, resume_options(tmp_path, "reference", train_steps=40, save_steps=10,
+                                          log_steps=5, steps_per_loop=5), config_fn())
     assert_same_state(str(tmp_path / "reference"), options.model_dir, 40, atol=1e-4)
 
 
@@ -177,14 +188,14 @@ def test_batch_not_divisible_by_replicas(tmp_path, two_cpu_devices):
     strategy = tf.distribute.MirroredStrategy(two_cpu_devices)
     options = resume_options(tmp_path, "odd", per_host_train_bsz=3)
     with pytest.raises(TrainError, match="not divisible by the 2 replicas"):
-        run_training(options, config_fn(), strategy=strategy)
+        run_training(tmp_path, options, config_fn(), strategy=strategy)
 
 
 def test_missing_records_name_the_prepare_command(tmp_path):
-    options = TrainOptions(model_dir=str(tmp_path / "m"), data_dir=str(tmp_path / "enwik8"),
-                           dataset="enwik8", per_host_train_bsz=4, download=False)
+    options = TrainOptions(model_dir=str(tmp_path / "m"), per_host_train_bsz=4)
+    data = DataOptions(data_dir=str(tmp_path / "enwik8"), dataset="enwik8", download=False)
     with pytest.raises(tf_records.DataError, match=r"runners/prepare_data\.py .*--tgt_len=16"):
-        run_training(options, config_fn())
+        train(options, config_fn(), PreparedData(data))
 
 
 def test_unknown_flag_is_an_error(tmp_path):
@@ -196,27 +207,25 @@ def test_unknown_flag_is_an_error(tmp_path):
 
 
 def test_init_checkpoint_warm_starts_the_weights(short_run, tmp_path):
-    options, _ = short_run
-    warm = TrainOptions(model_dir=str(tmp_path / "warm"), data_dir=options.data_dir,
-                        dataset="builtin", corpus_options=options.corpus_options,
-                        per_host_train_bsz=8, learning_rate=1e-9, warmup_steps=0, train_steps=1,
+    options, _, data = short_run
+    warm = TrainOptions(model_dir=str(tmp_path / "warm"), per_host_train_bsz=8, learning_rate=1e-9, warmup_steps=0, train_steps=1,
                         steps_per_loop=1, log_steps=1, save_steps=1, eval_steps=0,
                         max_eval_batches=1, init_checkpoint=options.model_dir)
-    run_training(warm, config_fn())
+    train(warm, config_fn(), PreparedData(data))
     source, started = final_weights(options.model_dir), final_weights(warm.model_dir)
     model_names = [n for n in source if n.startswith("model/")]
     assert model_names
     for name in model_names:  # lr 1e-9: one step moves a weight by ~1e-9 at most
         np.testing.assert_allclose(started[name], source[name], atol=1e-6, err_msg=name)
     with pytest.raises(txl_tf.ConfigError, match="d_model"):
-        run_training(TrainOptions(**{**warm.__dict__, "model_dir": str(tmp_path / "w2")}),
-                     config_fn(d_model=48))
+        train(TrainOptions(**{**warm.__dict__, "model_dir": str(tmp_path / "w2")}),
+              config_fn(d_model=48), PreparedData(data))
 
 
 def test_without_checkpoint_memory_resume_restarts_memory(tmp_path):
     options = resume_options(tmp_path, "nomem", checkpoint_memory=False, train_steps=6,
                              save_steps=2)
-    run_training(options, config_fn(), stop_after_steps=3)
+    run_training(tmp_path, options, config_fn(), stop_after_steps=3)
     assert not os.path.exists(os.path.join(options.model_dir, "memory"))
-    summary = run_training(options, config_fn())
+    summary = run_training(tmp_path, options, config_fn())
     assert summary["resumed"] and summary["step"] == 6

@@ -1,4 +1,4 @@
-"""Corpus registry: ``CORPORA`` maps a dataset name to its :class:`Corpus` class."""
+"""Corpus registry: `CORPORA` maps a dataset name to its `Corpus` class."""
 from tf_records.corpora.base import BuiltCorpus, Corpus
 from tf_records.corpora.builtin import Builtin
 from tf_records.corpora.enwik8 import Enwik8

@@ -1,8 +1,8 @@
 """The corpus interface, option handling, and archive helpers shared by all corpora.
 
 A corpus turns raw data (an archive, text files, the Python standard library, a random process)
-into a :class:`BuiltCorpus`: a :class:`~tf_records.Vocabulary`, the :class:`~tf_records.TextRules`
-that map text to symbols, and one int32 token stream ``[N]`` per split.
+into a `BuiltCorpus`: a `Vocabulary`, the `TextRules`
+that map text to symbols, and one int32 token stream `[N]` per split.
 """
 import dataclasses
 import io
@@ -24,7 +24,7 @@ NON_DATA_OPTIONS = ("url", "backend", "verify_checksum", "vocab_url", "vocab_pat
 
 @dataclasses.dataclass
 class BuiltCorpus:
-    """The result of :meth:`Corpus.build`."""
+    """The result of `Corpus.build`."""
 
     vocab: Vocabulary
     rules: TextRules
@@ -33,9 +33,9 @@ class BuiltCorpus:
 
 
 class Corpus:
-    """Base class. Subclasses set ``name``, ``level``, ``cutoffs``, ``OPTIONS`` and ``build``.
+    """Base class. Subclasses set `name`, `level`, `cutoffs`, `OPTIONS` and `build`.
 
-    ``OPTIONS`` maps option name -> default; unknown options are an error naming the valid ones.
+    `OPTIONS` maps option name -> default; unknown options are an error naming the valid ones.
     """
 
     name = ""
@@ -57,7 +57,7 @@ class Corpus:
         return {k: v for k, v in sorted(self.options.items()) if k not in NON_DATA_OPTIONS}
 
     def option_flags(self) -> list:
-        """``runners/prepare_data.py`` flags for the non-default data options."""
+        """`runners/prepare_data.py` flags for the non-default data options."""
         flags = []
         for k, v in sorted(self.options.items()):
             if k in NON_DATA_OPTIONS or v == self.OPTIONS[k] or k == "raw_path":
@@ -75,8 +75,8 @@ class Corpus:
 
     # -- archives -----------------------------------------------------------------------------
     def obtain_archive(self, data_dir, raw_path, download, progress, url=None, name=None, **checks):
-        """Path of the raw archive: ``raw_path``, else ``data_dir/raw/<name>``, downloaded from
-        ``url`` (default ``self.options['url']``) if missing and ``download``."""
+        """Path of the raw archive: `raw_path`, else `data_dir/raw/<name>`, downloaded from
+        `url` (default `self.options['url']`) if missing and `download`."""
         if raw_path:
             raw_path = os.fspath(raw_path)
             if not os.path.exists(raw_path):
@@ -94,7 +94,7 @@ class Corpus:
 
 
 def log(progress, message):
-    """Prints a stage message on stderr when ``progress`` is on."""
+    """Prints a stage message on stderr when `progress` is on."""
     if progress:
         import sys
         print(message, file=sys.stderr, flush=True)
@@ -127,7 +127,7 @@ def find_member(names, suffix, path):
 
 
 def read_zip_member(path, suffix) -> bytes:
-    """Bytes of the member whose name ends with ``suffix``; CRC errors become CorpusError."""
+    """Bytes of the member whose name ends with `suffix`; CRC errors become CorpusError."""
     with open_zip(path) as zf:
         member = find_member(zf.namelist(), suffix, path)
         try:

@@ -1,12 +1,12 @@
-"""The built-in default corpus: the bytes of the Python standard library's own ``.py`` files.
+"""The built-in default corpus: the bytes of the Python standard library's own `.py` files.
 
 It needs no download and exists wherever Python runs. The files under
-``sysconfig.get_paths()["stdlib"]`` ending in ``.py`` (skipping ``site-packages``,
-``dist-packages`` and ``__pycache__``) are concatenated in sorted order of their relative POSIX
-paths, so the stream is deterministic for a given Python installation; ``corpus-info.json``
+`sysconfig.get_paths()["stdlib"]` ending in `.py` (skipping `site-packages`,
+`dist-packages` and `__pycache__`) are concatenated in sorted order of their relative POSIX
+paths, so the stream is deterministic for a given Python installation; `corpus-info.json`
 records the Python version, the number of files and the stream's sha256 (a different Python gives
 a different corpus). Byte level, the 256-symbol vocabulary (id == byte value). Split: the last
-``2 * eval_fraction`` of the bytes are valid then test (like enwik8's 90/5/5). ``max_bytes``
+`2 * eval_fraction` of the bytes are valid then test (like enwik8's 90/5/5). `max_bytes`
 (0 = all) keeps only the first bytes of the stream, for quick runs and tests.
 """
 import hashlib
@@ -23,7 +23,7 @@ SKIP_DIRS = {"site-packages", "dist-packages", "__pycache__"}
 
 
 def stdlib_files(root=None):
-    """Relative POSIX paths of the stdlib ``.py`` files, sorted."""
+    """Relative POSIX paths of the stdlib `.py` files, sorted."""
     root = root or sysconfig.get_paths()["stdlib"]
     found = []
     for directory, dirs, files in os.walk(root):

@@ -10,10 +10,10 @@ from tf_records.vocabulary import Vocabulary
 
 
 def byte_corpus(raw: dict, drop_bytes=(), full_bytes=True, vocab=None, info=None) -> BuiltCorpus:
-    """Byte level. ``raw``: split -> uint8 array. ``drop_bytes`` are removed from every split.
+    """Byte level. `raw`: split -> uint8 array. `drop_bytes` are removed from every split.
 
-    Vocabulary: ``vocab`` if given; else with ``full_bytes`` all 256 bytes (id == byte value);
-    else the bytes that occur in any split (minus ``drop_bytes``), by descending count.
+    Vocabulary: `vocab` if given; else with `full_bytes` all 256 bytes (id == byte value);
+    else the bytes that occur in any split (minus `drop_bytes`), by descending count.
     """
     drop = np.asarray(drop_bytes, np.uint8)
     kept = {s: (a[~np.isin(a, drop)] if drop.size else a) for s, a in raw.items()}
@@ -33,7 +33,7 @@ def byte_corpus(raw: dict, drop_bytes=(), full_bytes=True, vocab=None, info=None
 
 def char_corpus(texts: dict, lower_case=False, count_splits=None, vocab=None, min_freq=0,
                 max_size=None, unk_symbol=None, unk_policy="error", info=None) -> BuiltCorpus:
-    """Char level. ``texts``: split -> str. The vocabulary counts ``count_splits`` (default all)."""
+    """Char level. `texts`: split -> str. The vocabulary counts `count_splits` (default all)."""
     if lower_case:
         texts = {s: t.lower() for s, t in texts.items()}
     for s, t in texts.items():
@@ -55,10 +55,10 @@ def char_corpus(texts: dict, lower_case=False, count_splits=None, vocab=None, mi
 def word_corpus(line_sources: dict, rules: TextRules, count_splits, specials=(), vocab=None,
                 min_freq=0, max_size=None, unk_symbol=None, unk_policy="error", backend="python",
                 info=None, progress=None) -> BuiltCorpus:
-    """Word level. ``line_sources``: split -> zero-argument callable yielding the split's lines.
+    """Word level. `line_sources`: split -> zero-argument callable yielding the split's lines.
 
-    The vocabulary counts the splits in ``count_splits`` with the reference rule (specials first,
-    then by count); ``backend`` picks the encoder (ids are identical either way). ``progress``
+    The vocabulary counts the splits in `count_splits` with the reference rule (specials first,
+    then by count); `backend` picks the encoder (ids are identical either way). `progress`
     prints stage messages on stderr.
     """
     if vocab is None:
@@ -87,8 +87,8 @@ def word_corpus(line_sources: dict, rules: TextRules, count_splits, specials=(),
 
 
 def with_unk_counts(info, streams: dict, vocab: Vocabulary, progress=None) -> dict:
-    """``info`` plus ``unk_tokens`` ({split: tokens mapped to the unk symbol}) when the
-    vocabulary has one; each split with unknown symbols is reported on stderr (``progress``)."""
+    """`info` plus `unk_tokens` ({split: tokens mapped to the unk symbol}) when the
+    vocabulary has one; each split with unknown symbols is reported on stderr (`progress`)."""
     info = dict(info or {})
     unk = vocab.unk_id
     if unk is None or vocab.unk_policy != "unk":

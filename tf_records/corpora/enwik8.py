@@ -1,17 +1,17 @@
 """enwik8: the first 10^8 bytes of an English Wikipedia XML dump (Hutter prize), byte level.
 
-Reference preprocessing (awd-lstm ``prep_enwik8.py`` + kimiyoung ``data_utils``): the last 10M
+Reference preprocessing (awd-lstm `prep_enwik8.py` + kimiyoung `data_utils`): the last 10M
 bytes are split into valid (5M) and test (5M), the first 90M are train; newline bytes became line
 breaks and vanished from the token stream, so the vocabulary has 204 symbols (the bytes that occur,
-minus newline), ordered by count. That is the default here (``full_bytes=False``), for bpc
-comparable with the paper. ``full_bytes=True`` keeps every byte, newlines included, with the
+minus newline), ordered by count. That is the default here (`full_bytes=False`), for bpc
+comparable with the paper. `full_bytes=True` keeps every byte, newlines included, with the
 256-symbol vocabulary id == byte value: bpc is then over all 10^8 bytes (newlines are cheap to
 predict, so it is not directly comparable).
 
-Integrity: the archive member ``enwik8`` must have exactly 100,000,000 bytes and the md5
-published by Matt Mahoney (``a1fa5ffddb56f4953e226637dabbb36a``). No checksum of the zip file
+Integrity: the archive member `enwik8` must have exactly 100,000,000 bytes and the md5
+published by Matt Mahoney (`a1fa5ffddb56f4953e226637dabbb36a`). No checksum of the zip file
 itself is pinned (none is published); a download is checked for completeness (Content-Length)
-and by the zip CRC of the member. ``verify_checksum=False`` accepts other files (tests use tiny
+and by the zip CRC of the member. `verify_checksum=False` accepts other files (tests use tiny
 fake archives).
 """
 import hashlib

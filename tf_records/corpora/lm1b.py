@@ -1,14 +1,14 @@
 """One Billion Word benchmark (Chelba et al.), word level.
 
-Reference handling: the vocabulary is the published ``1b_word_vocab.txt`` (first column of each
-line, in file order; ``<S>`` and ``<UNK>`` come from it, unknown words map to ``<UNK>``); every
-sentence is wrapped as ``<S> ... <S>``; valid and test are both the heldout shard
-``news.en.heldout-00000-of-00050`` (as in the reference, valid == test); cutoffs [60000, 100000,
-640000]. Training: each training shard's sentence order is shuffled (seeded; ``num_shuffles``
+Reference handling: the vocabulary is the published `1b_word_vocab.txt` (first column of each
+line, in file order; `<S>` and `<UNK>` come from it, unknown words map to `<UNK>`); every
+sentence is wrapped as `<S> ... <S>`; valid and test are both the heldout shard
+`news.en.heldout-00000-of-00050` (as in the reference, valid == test); cutoffs [60000, 100000,
+640000]. Training: each training shard's sentence order is shuffled (seeded; `num_shuffles`
 shuffled copies per shard, the reference wrote 4 files per shard) and the shards are concatenated
 in name order into one stream. Difference from the reference: the reference restarted its
 streams at every file boundary; here the shuffled shards form one continuous stream (sentences
-are delimited by ``<S>`` anyway). ``max_train_shards`` limits the shards read (quick runs, tests).
+are delimited by `<S>` anyway). `max_train_shards` limits the shards read (quick runs, tests).
 Integrity: the tar.gz must read completely (no archive checksum is pinned).
 """
 import io
@@ -32,7 +32,7 @@ HELDOUT = "heldout-monolingual.tokenized.shuffled/news.en.heldout-00000-of-00050
 
 
 def load_published_vocab(path) -> Vocabulary:
-    """``1b_word_vocab.txt``: the first column of every non-empty line, in order."""
+    """`1b_word_vocab.txt`: the first column of every non-empty line, in order."""
     if not os.path.exists(path):
         raise VocabularyError(f"lm1b vocabulary {path} does not exist; pass --vocab_path or allow "
                               f"the download of {VOCAB_URL}.")

@@ -1,8 +1,8 @@
-"""Penn Treebank (Mikolov's ``simple-examples``), word level.
+"""Penn Treebank (Mikolov's `simple-examples`), word level.
 
-Reference rule: lower-cased, ``<eos>`` at every line end, vocabulary counted on train + valid +
-test (``<eos>`` first, then by count); PTB already contains ``<unk>``. No cutoffs. Integrity: the
-tar.gz must read completely and hold ``data/ptb.{train,valid,test}.txt``.
+Reference rule: lower-cased, `<eos>` at every line end, vocabulary counted on train + valid +
+test (`<eos>` first, then by count); PTB already contains `<unk>`. No cutoffs. Integrity: the
+tar.gz must read completely and hold `data/ptb.{train,valid,test}.txt`.
 """
 import io
 import tarfile

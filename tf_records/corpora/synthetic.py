@@ -1,22 +1,24 @@
 """A synthetic long-range corpus whose tokens can only be predicted from far-back context.
 
-Definition: the stream is a sequence of groups; each group draws a fresh chunk of ``period``
-symbols independently and uniformly from ``num_symbols`` symbols and emits it ``repeats + 1``
-times in a row. Within a group, every token of a repeat equals the token exactly ``period``
-positions earlier; the first copy is pure noise. Choose ``period > tgt_len`` so that only a
+Definition: the stream is a sequence of groups; each group draws a fresh chunk of `period`
+symbols independently and uniformly from `num_symbols` symbols and emits it `repeats + 1`
+times in a row. Within a group, every token of a repeat equals the token exactly `period`
+positions earlier; the first copy is pure noise. Choose `period > tgt_len` so that only a
 model carrying memory across segments can predict the repeats.
 
-Best achievable loss (the entropy rate of the process, in nats per token)::
+Best achievable loss (the entropy rate of the process, in nats per token):
 
-    best_loss = ln(num_symbols) / (repeats + 1)
+```
+best_loss = ln(num_symbols) / (repeats + 1)
+```
 
 Fresh tokens are independent of the past, so each costs at least ln(num_symbols); repeated tokens
-are determined by the token ``period`` back (and the phase, which an unbounded context reveals).
-A model that cannot see ``period`` tokens back can do no better than ln(num_symbols).
+are determined by the token `period` back (and the phase, which an unbounded context reveals).
+A model that cannot see `period` tokens back can do no better than ln(num_symbols).
 
-Word level, symbols ``s0`` ... ``s{num_symbols-1}`` (id i == ``s<i>``), no end-of-line symbol.
-Splits use independent seeds derived from ``seed``; train has ``train_tokens`` tokens, valid and
-test ``eval_tokens`` each.
+Word level, symbols `s0` ... `s{num_symbols-1}` (id i == `s<i>`), no end-of-line symbol.
+Splits use independent seeds derived from `seed`; train has `train_tokens` tokens, valid and
+test `eval_tokens` each.
 """
 import math
 
@@ -29,7 +31,7 @@ from tf_records.vocabulary import Vocabulary
 
 
 def synthetic_stream(num_tokens, num_symbols, period, repeats, seed) -> np.ndarray:
-    """int32 [num_tokens]: the process above with ``np.random.default_rng(seed)``."""
+    """int32 [num_tokens]: the process above with `np.random.default_rng(seed)`."""
     rng = np.random.default_rng(seed)
     group = period * (repeats + 1)
     num_groups = -(-num_tokens // group)

@@ -1,18 +1,18 @@
 """Any text files, at byte, char or word level.
 
 Options:
-  level: ``byte`` (default), ``char`` or ``word``.
-  train_path / valid_path / test_path: the files. ``raw_path`` (prepare's argument) stands for
-    ``train_path`` when that is not set. Without ``valid_path`` and ``test_path``, the train file
-    is split contiguously: the last ``eval_fraction`` of it (by symbols) is test, the
-    ``eval_fraction`` before it valid.
+  level: `byte` (default), `char` or `word`.
+  train_path / valid_path / test_path: the files. `raw_path` (prepare's argument) stands for
+    `train_path` when that is not set. Without `valid_path` and `test_path`, the train file
+    is split contiguously: the last `eval_fraction` of it (by symbols) is test, the
+    `eval_fraction` before it valid.
   lower_case: lower-case the text (char and word level).
-  add_eos: append ``<eos>`` to every line (word level; default True).
-  vocab_from: ``train`` (default) or ``all`` splits are counted.
+  add_eos: append `<eos>` to every line (word level; default True).
+  vocab_from: `train` (default) or `all` splits are counted.
   min_freq, max_size: vocabulary limits (char and word level).
-  unk_policy: ``unk`` (default: adds ``<unk>`` for word level, ``\\ufffd`` for char level;
+  unk_policy: `unk` (default: adds `<unk>` for word level, `\\ufffd` for char level;
     symbols of valid/test missing from the vocabulary and pruned symbols map to it, counted per
-    split in corpus-info.json ``unk_tokens``) or ``error``.
+    split in corpus-info.json `unk_tokens`) or `error`.
   full_bytes: byte level: True (default) = the 256-byte vocabulary (id == byte value); False =
     only the bytes that occur, by count.
   vocab_path: use this existing vocabulary file instead of building one.

@@ -1,8 +1,8 @@
 """text8: the first 10^8 characters of cleaned Wikipedia text (a-z and space), char level.
 
-Reference (``prep_text8.py``): the last 10M characters are split into valid (5M) and test (5M).
-The vocabulary has 27 symbols. The reference wrote spaces as ``_``; here a space stays a space
-(written ``\\u0020`` in ``vocab.txt``). Integrity: the member ``text8`` must have 100,000,000
+Reference (`prep_text8.py`): the last 10M characters are split into valid (5M) and test (5M).
+The vocabulary has 27 symbols. The reference wrote spaces as `_`; here a space stays a space
+(written `\\u0020` in `vocab.txt`). Integrity: the member `text8` must have 100,000,000
 characters (no checksum is pinned because none is published with the file).
 """
 from tf_records.corpora.base import Corpus, contiguous_split, read_zip_member

@@ -1,8 +1,8 @@
 """WikiText-103 and WikiText-2 (Merity et al.), word level.
 
-Reference rule: every line (blank lines too) ends with ``<eos>``; no lower-casing; split on
-whitespace; the vocabulary is counted on the training split only (``<eos>`` is id 0, then by
-count). WikiText already replaces rare words by ``<unk>`` (a normal word here), so valid/test
+Reference rule: every line (blank lines too) ends with `<eos>`; no lower-casing; split on
+whitespace; the vocabulary is counted on the training split only (`<eos>` is id 0, then by
+count). WikiText already replaces rare words by `<unk>` (a normal word here), so valid/test
 contain no unknown words. WT103 has 267,735 symbols and the reference cutoffs [20000, 40000,
 200000]; WT2 uses no cutoffs. Integrity: the zip's CRCs and the three expected members (no
 archive checksum is pinned because none is published).

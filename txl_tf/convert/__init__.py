@@ -8,6 +8,8 @@ Modules (one concept each):
   huggingface     Hugging Face `TransfoXLLMHeadModel` directories (transformers v4.30 layout).
   safetensors_io  a dependency-free reader / writer of the `.safetensors` format.
   hdf5_weights    reading a Keras 2 `tf_model.h5` weight file into names and arrays.
-  vocab_pickle    a restricted unpickler for the released vocabulary pickles.
-  vocab_export    writing `vocab.txt` and `corpus-info.json` next to an imported model.
+  importer        `import_tf1`, `import_huggingface` and `write_model_dir`: the steps above
+                  put together.
+The vocabulary shipped with released weights is data: `tf_records.reference_vocab` reads the
+pickles, `tf_records.vocab_export` writes `vocab.txt` and `corpus-info.json`.
 """

@@ -148,36 +148,58 @@ def _equal(a, b):
 
 
 def map_weights(source, hf, config, expected_names, cluster_order="tf"):
-    """{txl-tf variable name: array}; every Hugging Face tensor is used, checked or ignored."""
+    """{txl-tf variable name: array}; every Hugging Face tensor is used, checked or ignored.
+
+    Args:
+      source: the `SourceWeights` of `read_weights`.
+      hf: the config.json dict.
+      config: the `TransformerXLConfig` of `infer_config`.
+      expected_names: the variable names of the txl-tf model.
+      cluster_order: "tf" or "reversed" (see the module docstring).
+
+    Returns:
+      The arrays in txl-tf orientation.
+    """
     if cluster_order not in CLUSTER_ORDERS:
         raise WeightImportError(f"cluster_order must be one of {CLUSTER_ORDERS}.")
-    c = config
-    d, n, h = c.d_model, c.n_head, c.d_head
-    take = source.take
-    n_bins = len(c.cutoffs) + 1
-    out = {}
+    out, emb_tables, emb_projs = _embedding(source, config)
+    out.update(_layers(source.take, config))
+    out.update(_attention_biases(source, config))
+    _check_sinusoid(source, config.d_model)
+    _check_output_tables(source, config, out, emb_tables)
+    biases = _softmax_biases(source, config)
+    out_projs = _output_projections(source, hf, config, emb_projs)
+    out.update(_softmax(source, config, expected_names, biases, emb_projs, out_projs,
+                        cluster_order))
+    return out
 
-    # Embedding: tables as they are, projections transposed.
-    emb = "transformer.word_emb."
-    emb_tables, emb_projs = [], []
+
+def _embedding(source, c):
+    """(variables, tables per bin, Hugging Face projection [D, d_i] per bin): tables as they
+    are, projections transposed."""
+    take, emb, n_bins = source.take, "transformer.word_emb.", len(c.cutoffs) + 1
     if c.div_val == 1:
         table = take(emb + "emb_layers.0.weight")
-        out["adaptive_embed/lookup_table"] = table
-        emb_tables = [table[lo:hi] for lo, hi in zip(c.cutoff_ends[:-1], c.cutoff_ends[1:])]
+        out = {"adaptive_embed/lookup_table": table}
+        tables = [table[lo:hi] for lo, hi in zip(c.cutoff_ends[:-1], c.cutoff_ends[1:])]
         proj = take(emb + "emb_projs.0") if emb + "emb_projs.0" in source else None
         if proj is not None:
             out["adaptive_embed/proj_W"] = proj.T
-        emb_projs = [proj] * n_bins
-    else:
-        for i in range(n_bins):
-            table = take(emb + f"emb_layers.{i}.weight")
-            proj = take(emb + f"emb_projs.{i}")
-            out[f"adaptive_embed/cutoff_{i}_lookup_table"] = table
-            out[f"adaptive_embed/cutoff_{i}_proj_W"] = proj.T
-            emb_tables.append(table)
-            emb_projs.append(proj)
+        return out, tables, [proj] * n_bins
+    out, tables, projs = {}, [], []
+    for i in range(n_bins):
+        table, proj = take(emb + f"emb_layers.{i}.weight"), take(emb + f"emb_projs.{i}")
+        out[f"adaptive_embed/cutoff_{i}_lookup_table"] = table
+        out[f"adaptive_embed/cutoff_{i}_proj_W"] = proj.T
+        tables.append(table)
+        projs.append(proj)
+    return out, tables, projs
 
-    # Layers.
+
+def _layers(take, c):
+    """The variables of every layer: [out, in] PyTorch weights transposed and split by head."""
+    d, n, h = c.d_model, c.n_head, c.d_head
+    out = {}
     for layer in range(c.n_layer):
         src, dst = f"transformer.layers.{layer}.", f"layer_{layer}/"
         out[dst + "rel_attn/qkv"] = take(src + "dec_attn.qkv_net.weight").T.reshape(d, 3, n, h)
@@ -189,48 +211,64 @@ def map_weights(source, hf, config, expected_names, cluster_order="tf"):
         for dense, core in (("layer_1", "CoreNet.0"), ("layer_2", "CoreNet.3")):
             out[dst + f"ff/{dense}/kernel"] = take(src + f"pos_ff.{core}.weight").T
             out[dst + f"ff/{dense}/bias"] = take(src + f"pos_ff.{core}.bias")
+    return out
 
-    # u and v: per layer (untie_r) or shared; shared ones may also appear under every layer.
+
+def _attention_biases(source, c):
+    """u and v: per layer (untie_r) or shared; shared ones may also appear under every layer."""
+    out = {}
     for bias in ("r_w_bias", "r_r_bias"):
         per_layer = [f"transformer.layers.{i}.dec_attn.{bias}" for i in range(c.n_layer)]
         if c.untie_r:
-            out[bias] = np.stack([take(name) for name in per_layer])
-        else:
-            shared = take(f"transformer.{bias}")
-            for name in per_layer:
-                if name in source and not _equal(take(name), shared):
-                    raise WeightImportError(f"{name} differs from transformer.{bias} although "
-                                            "untie_r is False in config.json.")
-            out[bias] = shared
+            out[bias] = np.stack([source.take(name) for name in per_layer])
+            continue
+        shared = source.take(f"transformer.{bias}")
+        for name in per_layer:
+            if name in source and not _equal(source.take(name), shared):
+                raise WeightImportError(f"{name} differs from transformer.{bias} although "
+                                        "untie_r is False in config.json.")
+        out[bias] = shared
+    return out
 
-    if "transformer.pos_emb.inv_freq" in source:
-        inv_freq = take("transformer.pos_emb.inv_freq")
-        want = 1.0 / 10000 ** (np.arange(0, d, 2.0) / d)
-        if inv_freq.shape != want.shape or not np.allclose(inv_freq, want, rtol=1e-5):
-            raise WeightImportError("transformer.pos_emb.inv_freq is not the standard sinusoid "
-                                    "1/10000^(2j/d_model); txl-tf cannot represent it.")
 
-    # Softmax: output tables must be the (tied) input tables.
-    crit = "crit."
-    for i in range(n_bins if c.div_val != 1 else 1):
-        name = crit + f"out_layers.{i}.weight"
+def _check_sinusoid(source, d):
+    """A stored `inv_freq` must be the sinusoid txl-tf computes."""
+    if "transformer.pos_emb.inv_freq" not in source:
+        return
+    inv_freq = source.take("transformer.pos_emb.inv_freq")
+    want = 1.0 / 10000 ** (np.arange(0, d, 2.0) / d)
+    if inv_freq.shape != want.shape or not np.allclose(inv_freq, want, rtol=1e-5):
+        raise WeightImportError("transformer.pos_emb.inv_freq is not the standard sinusoid "
+                                "1/10000^(2j/d_model); txl-tf cannot represent it.")
+
+
+def _check_output_tables(source, c, out, emb_tables):
+    """Output tables must be the (tied) input tables."""
+    for i in range(len(c.cutoffs) + 1 if c.div_val != 1 else 1):
+        name = f"crit.out_layers.{i}.weight"
         if name in source:
             tied = out["adaptive_embed/lookup_table"] if c.div_val == 1 else emb_tables[i]
-            if not _equal(take(name), tied):
+            if not _equal(source.take(name), tied):
                 raise WeightImportError(f"{name} differs from the input embedding table; txl-tf "
                                         "ties output and input tables.")
-    if c.div_val == 1:
-        source.ignore(crit + "out_layers.*.weight", "unused extra copies (HF TF, div_val 1)")
-        source.ignore(crit + "out_layers.[1-9]*.bias", "unused extra copies (HF TF, div_val 1)")
-        biases = np.split(take(crit + "out_layers.0.bias"), list(c.cutoffs))
-    else:
-        biases = [take(crit + f"out_layers.{i}.bias") for i in range(n_bins)]
 
+
+def _softmax_biases(source, c):
+    """The output bias of every bin."""
+    if c.div_val != 1:
+        return [source.take(f"crit.out_layers.{i}.bias") for i in range(len(c.cutoffs) + 1)]
+    source.ignore("crit.out_layers.*.weight", "unused extra copies (HF TF, div_val 1)")
+    source.ignore("crit.out_layers.[1-9]*.bias", "unused extra copies (HF TF, div_val 1)")
+    return np.split(source.take("crit.out_layers.0.bias"), list(c.cutoffs))
+
+
+def _output_projections(source, hf, c, emb_projs):
+    """The effective Hugging Face output projection per bin, [D, d_i] or None."""
     tie = effective_tie_projs(hf)
-    out_projs = []  # effective Hugging Face output projection per bin, [d_model, d_i] or None
-    for i in range(n_bins):
-        name = crit + f"out_projs.{i}"
-        stored = take(name) if name in source else None
+    out_projs = []
+    for i in range(len(c.cutoffs) + 1):
+        name = f"crit.out_projs.{i}"
+        stored = source.take(name) if name in source else None
         if tie[i]:
             effective = emb_projs[i]
             if stored is not None and not _equal(stored, effective):
@@ -241,29 +279,30 @@ def map_weights(source, hf, config, expected_names, cluster_order="tf"):
             if effective is None and (c.div_val != 1 or c.d_embed != c.d_model):
                 raise WeightImportError(f"{name} is missing (untied output projection).")
         out_projs.append(effective)
+    return out_projs
 
+
+def _softmax(source, c, expected_names, biases, emb_projs, out_projs, cluster_order):
+    """The adaptive softmax variables: biases, cluster weights and the projections txl-tf keeps."""
     if not c.cutoffs:
-        out["adaptive_softmax/bias"] = biases[0]
         if not _equal(out_projs[0], emb_projs[0] if emb_projs else None):
             raise WeightImportError("without cutoffs txl-tf (as the original TF code) uses the "
                                     "embedding projection for the softmax; crit.out_projs.0 "
                                     "differs from it.")
-    else:
-        cluster_w = take(crit + "cluster_weight")
-        cluster_b = take(crit + "cluster_bias")
-        if cluster_order == "reversed":
-            cluster_w, cluster_b = cluster_w[::-1], cluster_b[::-1]
-        out["adaptive_softmax/cluster_W"] = cluster_w
-        out["adaptive_softmax/cluster_b"] = cluster_b
-        for i in range(n_bins):
-            out[f"adaptive_softmax/cutoff_{i}_b"] = biases[i]
-            name = f"adaptive_softmax/cutoff_{i}_proj"
-            if name in expected_names:
-                if out_projs[i] is None:
-                    raise WeightImportError(f"bin {i} needs an output projection; none found.")
-                out[name] = out_projs[i].T
-            elif not _equal(out_projs[i], emb_projs[i]):
-                raise WeightImportError(
-                    f"bin {i}: txl-tf uses the embedding projection here but crit.out_projs.{i} "
-                    "differs from it.")
+        return {"adaptive_softmax/bias": biases[0]}
+    cluster_w, cluster_b = source.take("crit.cluster_weight"), source.take("crit.cluster_bias")
+    if cluster_order == "reversed":
+        cluster_w, cluster_b = cluster_w[::-1], cluster_b[::-1]
+    out = {"adaptive_softmax/cluster_W": cluster_w, "adaptive_softmax/cluster_b": cluster_b}
+    for i in range(len(c.cutoffs) + 1):
+        out[f"adaptive_softmax/cutoff_{i}_b"] = biases[i]
+        name = f"adaptive_softmax/cutoff_{i}_proj"
+        if name in expected_names:
+            if out_projs[i] is None:
+                raise WeightImportError(f"bin {i} needs an output projection; none found.")
+            out[name] = out_projs[i].T
+        elif not _equal(out_projs[i], emb_projs[i]):
+            raise WeightImportError(
+                f"bin {i}: txl-tf uses the embedding projection here but crit.out_projs.{i} "
+                "differs from it.")
     return out

@@ -3,17 +3,19 @@
 `import_tf1` and `import_huggingface` infer the configuration, build the model, assign every
 variable exactly once (`assignment.assign_all`) and check that every source variable was used or
 deliberately ignored (`SourceWeights.check_all_used`). `write_model_dir` saves the result with
-`txl_tf.save_model`, the vocabulary as text, and `import.json` recording where it came from.
+`txl_tf.save_model` and `import.json` recording where it came from; the vocabulary is data and
+is written by the caller (runners/import_weights.py with `tf_records.vocab_export`) after
+`check_new_model_dir`.
 """
 import json
 import os
 
 from txl_tf import TransformerXL, TransformerXLConfig, save_model
 
-from tf_records import vocab_export
 from txl_tf.convert import huggingface, tf1_checkpoint
 from txl_tf.convert.assignment import assign_all, model_variables
 from txl_tf.convert.errors import WeightImportError
+from txl_tf.model_dir import write_text_atomic
 
 IMPORT_INFO_FILE = "import.json"
 
@@ -59,19 +61,22 @@ def import_huggingface(input_dir, run_settings=None, cluster_order="tf",
     return model, report
 
 
-def write_model_dir(model, model_dir, report, symbols=None, dataset=None):
-    """Save `model` (config.json + checkpoint), the vocabulary (if given) and import.json."""
+def check_new_model_dir(model_dir):
+    """Raises `WeightImportError` when `model_dir` already holds a checkpoint."""
     if os.path.exists(os.path.join(model_dir, "checkpoint")):
         raise WeightImportError(f"{model_dir} already holds a checkpoint; import into a new "
                                 "directory so that load_model cannot pick up another model.")
-    if symbols is not None:
-        vocab_export.write_vocabulary(model_dir, symbols, dataset=dataset,
-                                      cutoffs=model.config.cutoffs, n_token=model.config.n_token)
+
+
+def write_model_dir(model, model_dir, report):
+    """Save `model` (config.json + checkpoint) and import.json (`report` and the checkpoint).
+
+    Returns:
+      The checkpoint path.
+    """
+    check_new_model_dir(model_dir)
     path = save_model(model, model_dir)
     info = dict(report, checkpoint=os.path.basename(path))
-    tmp = os.path.join(model_dir, f".{IMPORT_INFO_FILE}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(info, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, os.path.join(model_dir, IMPORT_INFO_FILE))
+    write_text_atomic(os.path.join(model_dir, IMPORT_INFO_FILE),
+                      json.dumps(info, indent=2, sort_keys=True) + "\n")
     return path

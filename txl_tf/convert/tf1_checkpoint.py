@@ -66,13 +66,35 @@ def _bins(source, scope, leaf):
 
 
 def infer_config(source, run_settings=None, corpus_cutoffs=None):
-    """The `TransformerXLConfig` fields of the checkpoint, plus `run_settings` (a dict of
-    tgt_len, mem_len, clamp_len, same_length, dropout, dropatt, ... chosen by the caller).
+    """The `TransformerXLConfig` fields of the checkpoint, plus the caller's run settings.
 
-    corpus_cutoffs: the `cutoffs` of the reference `corpus-info.json` ([0, c1, ..., V]) or None;
-      checked against the checkpoint.
-    Returns a dict of fields (pass to `TransformerXLConfig(**fields)`).
+    Args:
+      source: the `SourceWeights` of `read_checkpoint`.
+      run_settings: tgt_len, mem_len, clamp_len, same_length, dropout, dropatt, ... (a dict).
+      corpus_cutoffs: the `cutoffs` of the reference `corpus-info.json` ([0, c1, ..., V]) or
+        None; checked against the checkpoint.
+
+    Returns:
+      A dict of fields (pass to `TransformerXLConfig(**fields)`).
     """
+    fields = _layer_fields(source)
+    n_token, d_embed, div_val, sizes, widths = _embedding_bins(source)
+    cutoffs = [int(c) for c in np.cumsum(sizes)[:-1]]
+    if corpus_cutoffs is not None:
+        _check_corpus_cutoffs(corpus_cutoffs, cutoffs, n_token)
+    proj_same_dim = _proj_same_dim(source, widths, fields["d_model"])
+    fields.update(
+        n_token=int(n_token), d_embed=int(d_embed), div_val=int(div_val), cutoffs=cutoffs,
+        proj_same_dim=proj_same_dim,
+        proj_share_all_but_first=_proj_share_all_but_first(
+            source, sizes, widths, d_embed, div_val, proj_same_dim, fields["d_model"]),
+        layer_norm_epsilon=TF1_LAYER_NORM_EPSILON, pre_lnorm=False, attn_type=0)
+    fields.update(run_settings or {})
+    return fields
+
+
+def _layer_fields(source):
+    """n_layer, d_model, n_head, d_head, d_inner and untie_r, from the layers' shapes."""
     if f"{PREFIX}layer_0/rel_attn/qkv/kernel" not in source:
         raise WeightImportError(
             f"{source.description}: no {PREFIX}layer_0/rel_attn/qkv/kernel; this is not a "
@@ -94,72 +116,73 @@ def infer_config(source, run_settings=None, corpus_cutoffs=None):
     if untie_r and bias_shape[0] != n_layer:
         raise WeightImportError(f"untied r_w_bias {bias_shape} does not have {n_layer} layers.")
     d_inner = source.shape(f"{PREFIX}layer_0/ff/layer_1/kernel")[1]
+    return dict(n_layer=n_layer, d_model=int(d_model), n_head=int(n_head), d_head=int(d_head),
+                d_inner=int(d_inner), untie_r=untie_r)
 
+
+def _embedding_bins(source):
+    """(n_token, d_embed, div_val, tokens per softmax bin, embedding width per bin or None)."""
     if f"{PREFIX}adaptive_embed/lookup_table" in source:
-        div_val = 1
         n_token, d_embed = source.shape(f"{PREFIX}adaptive_embed/lookup_table")
-        widths = None
         if f"{PREFIX}adaptive_softmax/bias" in source:
-            sizes = [n_token]
-        else:
-            sizes = [s[0] for s in _bins(source, "adaptive_softmax", "b")]
-            if not sizes:
-                raise WeightImportError(f"{source.description}: neither adaptive_softmax/bias "
-                                        "nor adaptive_softmax/cutoff_0/b exists.")
-    else:
-        tables = _bins(source, "adaptive_embed", "lookup_table")
-        if len(tables) < 2:
-            raise WeightImportError(
-                f"{source.description}: no adaptive_embed/lookup_table and {len(tables)} "
-                "adaptive_embed/cutoff_i/lookup_table; an adaptive embedding needs either one "
-                "table (div_val 1) or one per bin (div_val > 1, at least one cutoff).")
-        sizes = [t[0] for t in tables]
-        widths = [t[1] for t in tables]
-        n_token, d_embed = sum(sizes), widths[0]
-        div_val = widths[0] // widths[1]
-        if div_val < 2 or any(w != d_embed // div_val ** i for i, w in enumerate(widths)):
-            raise WeightImportError(f"embedding widths {widths} are not d_embed // div_val**i "
-                                    "for any integer div_val > 1.")
+            return n_token, d_embed, 1, [n_token], None
+        sizes = [s[0] for s in _bins(source, "adaptive_softmax", "b")]
+        if not sizes:
+            raise WeightImportError(f"{source.description}: neither adaptive_softmax/bias "
+                                    "nor adaptive_softmax/cutoff_0/b exists.")
+        _check_bins_add_up(sizes, n_token)
+        return n_token, d_embed, 1, sizes, None
+    tables = _bins(source, "adaptive_embed", "lookup_table")
+    if len(tables) < 2:
+        raise WeightImportError(
+            f"{source.description}: no adaptive_embed/lookup_table and {len(tables)} "
+            "adaptive_embed/cutoff_i/lookup_table; an adaptive embedding needs either one "
+            "table (div_val 1) or one per bin (div_val > 1, at least one cutoff).")
+    sizes, widths = [t[0] for t in tables], [t[1] for t in tables]
+    d_embed, div_val = widths[0], widths[0] // widths[1]
+    if div_val < 2 or any(w != d_embed // div_val ** i for i, w in enumerate(widths)):
+        raise WeightImportError(f"embedding widths {widths} are not d_embed // div_val**i "
+                                "for any integer div_val > 1.")
+    return sum(sizes), d_embed, div_val, sizes, widths
+
+
+def _check_bins_add_up(sizes, n_token):
     if sum(sizes) != n_token:
         raise WeightImportError(f"softmax bins {sizes} do not add up to the {n_token} tokens "
                                 "of the embedding table.")
-    cutoffs = [int(c) for c in np.cumsum(sizes)[:-1]]
-    if corpus_cutoffs is not None:
-        expected = [int(c) for c in corpus_cutoffs]
-        if expected[:1] == [0]:
-            expected = expected[1:]
-        if expected and expected[-1] == n_token:
-            expected = expected[:-1]
-        if expected != cutoffs:
-            raise WeightImportError(
-                f"corpus-info.json cutoffs {list(corpus_cutoffs)} do not match the checkpoint's "
-                f"bins (cutoffs {cutoffs}, n_token {n_token}); this corpus info belongs to "
-                "another model.")
 
-    # proj_same_dim: observable only through a div_val > 1 bin whose width equals d_model.
-    proj_same_dim = True
-    if widths is not None:
-        same = [i for i, w in enumerate(widths) if w == d_model]
-        if same:
-            proj_same_dim = f"{PREFIX}adaptive_embed/cutoff_{same[0]}/proj_W" in source
 
-    # proj_share_all_but_first: tail bins that need a projection but have none in the softmax.
+def _check_corpus_cutoffs(corpus_cutoffs, cutoffs, n_token):
+    """The reference corpus-info.json's cutoffs ([0, c1, ..., V]) must be the checkpoint's."""
+    expected = [int(c) for c in corpus_cutoffs]
+    if expected[:1] == [0]:
+        expected = expected[1:]
+    if expected and expected[-1] == n_token:
+        expected = expected[:-1]
+    if expected != cutoffs:
+        raise WeightImportError(
+            f"corpus-info.json cutoffs {list(corpus_cutoffs)} do not match the checkpoint's "
+            f"bins (cutoffs {cutoffs}, n_token {n_token}); this corpus info belongs to "
+            "another model.")
+
+
+def _proj_same_dim(source, widths, d_model):
+    """Observable only through a div_val > 1 bin whose width equals d_model."""
+    same = [i for i, w in enumerate(widths or []) if w == d_model]
+    if not same:
+        return True
+    return f"{PREFIX}adaptive_embed/cutoff_{same[0]}/proj_W" in source
+
+
+def _proj_share_all_but_first(source, sizes, widths, d_embed, div_val, proj_same_dim, d_model):
+    """Whether the softmax tail bins that need a projection all lack their own."""
     def needs_projection(i):
         width = d_embed if widths is None else widths[i]
         return not ((div_val == 1 or not proj_same_dim) and width == d_model)
 
     needing = [i for i in range(1, len(sizes)) if needs_projection(i)]
     tied = [i for i in needing if f"{PREFIX}adaptive_softmax/cutoff_{i}/proj" not in source]
-    proj_share_all_but_first = bool(needing) and len(tied) == len(needing)
-
-    fields = dict(
-        n_token=int(n_token), n_layer=n_layer, d_model=int(d_model), n_head=int(n_head),
-        d_head=int(d_head), d_inner=int(d_inner), d_embed=int(d_embed), div_val=int(div_val),
-        cutoffs=cutoffs, untie_r=untie_r, proj_same_dim=proj_same_dim,
-        proj_share_all_but_first=proj_share_all_but_first,
-        layer_norm_epsilon=TF1_LAYER_NORM_EPSILON, pre_lnorm=False, attn_type=0)
-    fields.update(run_settings or {})
-    return fields
+    return bool(needing) and len(tied) == len(needing)
 
 
 def map_weights(source, config, expected_names):

@@ -24,6 +24,9 @@ class AdaptiveEmbedding(keras.layers.Layer):
     Args:
       n_token, d_embed, d_model, cutoffs, div_val, proj_same_dim: as `TransformerXLConfig`.
       embeddings_initializer, projection_initializer: initialisers of tables and projections.
+      projected_bins: per bin, whether its projection is created where one is needed (None:
+        every bin). False bins make a tables-only embedding whose call is no embedding: what
+        a stand-alone `AdaptiveSoftmax` holds for its untied bins, which have their own.
 
     Call arguments:
       tokens: int [B, Q].
@@ -34,8 +37,10 @@ class AdaptiveEmbedding(keras.layers.Layer):
 
     def __init__(self, n_token, d_embed, d_model, cutoffs=(), div_val=1, proj_same_dim=True,
                  embeddings_initializer="uniform", projection_initializer="glorot_uniform",
-                 **kwargs):
+                 projected_bins=None, **kwargs):
         super().__init__(**kwargs)
+        self.projected_bins = None if projected_bins is None else tuple(
+            bool(p) for p in projected_bins)
         self.n_token = n_token
         self.d_embed = d_embed
         self.d_model = d_model
@@ -80,11 +85,13 @@ class AdaptiveEmbedding(keras.layers.Layer):
             table_name, proj_name = self._weight_names(i)
             if self.div_val == 1:
                 rows, d_i = self.n_token, self.d_embed
-                needs_proj = self.d_embed != self.d_model
+                needs_proj = self.d_embed != self.d_model and (
+                    self.projected_bins is None or any(self.projected_bins))
             else:
                 rows = self.cutoff_ends[i + 1] - self.cutoff_ends[i]
                 d_i = self.bin_width(i)
-                needs_proj = self.proj_same_dim or d_i != self.d_model
+                needs_proj = (self.proj_same_dim or d_i != self.d_model) and (
+                    self.projected_bins is None or self.projected_bins[i])
             setattr(self, table_name, self.add_weight(
                 name=table_name, shape=(rows, d_i), initializer=self.embeddings_initializer))
             setattr(self, proj_name, self.add_weight(
@@ -125,5 +132,6 @@ class AdaptiveEmbedding(keras.layers.Layer):
             n_token=self.n_token, d_embed=self.d_embed, d_model=self.d_model,
             cutoffs=list(self.cutoffs), div_val=self.div_val, proj_same_dim=self.proj_same_dim,
             embeddings_initializer=keras.initializers.serialize(self.embeddings_initializer),
-            projection_initializer=keras.initializers.serialize(self.projection_initializer))
+            projection_initializer=keras.initializers.serialize(self.projection_initializer),
+            projected_bins=None if self.projected_bins is None else list(self.projected_bins))
         return config

@@ -38,7 +38,10 @@ class AdaptiveSoftmax(keras.layers.Layer):
       n_token, d_embed, d_model, cutoffs, div_val, proj_same_dim: as `TransformerXLConfig`.
       tie_projs: per bin, reuse the embedding projection (default: none).
       embedding: the `AdaptiveEmbedding` whose tables (and tied projections) this layer uses.
-        None creates a private one (an untied, stand-alone softmax; what `from_config` gives).
+        None creates a private one (a stand-alone softmax; what `from_config` gives) that
+        holds projections only for the tied bins, so that every weight is used.
+      **kwargs: Keras layer arguments. The dtype policy is always float32: a mixed policy,
+        given or global, is replaced, and the log-probabilities stay float32.
       projection_initializer, embeddings_initializer: for untied projections / private tables.
       tail_chunk: how many tail-bin positions the NLL path scores at once (None: a quarter of
         the batch's positions). Any value gives the same, exact result; it trades memory for
@@ -56,7 +59,7 @@ class AdaptiveSoftmax(keras.layers.Layer):
     def __init__(self, n_token, d_embed, d_model, cutoffs=(), div_val=1, proj_same_dim=True,
                  tie_projs=None, embedding=None, projection_initializer="glorot_uniform",
                  embeddings_initializer="uniform", tail_chunk=None, **kwargs):
-        kwargs.setdefault("dtype", "float32")
+        kwargs["dtype"] = "float32"  # always float32, whatever policy is given or global
         super().__init__(**kwargs)
         self.n_token = n_token
         self.d_embed = d_embed
@@ -77,7 +80,8 @@ class AdaptiveSoftmax(keras.layers.Layer):
             self.private_embedding = AdaptiveEmbedding(
                 n_token, d_embed, d_model, cutoffs=self.cutoffs, div_val=div_val,
                 proj_same_dim=proj_same_dim, embeddings_initializer=embeddings_initializer,
-                projection_initializer=projection_initializer, name="embedding")
+                projection_initializer=projection_initializer, projected_bins=self.tie_projs,
+                name="embedding")
             embedding = self.private_embedding
         # Not tracked here: the owner of a tied embedding tracks (and checkpoints) it once.
         object.__setattr__(self, "_embedding", embedding)

@@ -11,7 +11,8 @@ Layout of `model_dir` (written by `TrainCheckpoints`):
                                   replicas concatenated in replica order.
   best/                           config.json, checkpoint, ckpt-<step>.* (model and step only) and
                                   best.json: the best checkpoint on validation so far (written
-                                  whole into .best-tmp-<step>/, then swapped in).
+                                  whole into .best-tmp-<step>/, then swapped in with
+                                  `txl_tf.model_dir.atomic_directory`).
   damaged/ckpt-<step>/            the files (and memory-worker-<w>/) of a checkpoint newer than
                                   the one resumed from that could not be read, moved aside;
                                   damaged/checkpoint: a state file that could not be parsed.
@@ -46,8 +47,9 @@ import tensorflow as tf
 from absl import logging
 
 import txl_tf
-from txl_tf.model_dir import (checkpoint_files, checkpoint_problem, first_line, is_damage_error,
-                              quiet_tf_warnings)
+from txl_tf.model_dir import (TMP_PREFIX, atomic_directory, checkpoint_files,
+                              checkpoint_problem, first_line, is_damage_error, quiet_tf_warnings,
+                              write_json_atomic, write_text_atomic)
 
 MEMORY_DIR = "memory"
 # Memory is kept for every kept training checkpoint, so each one resumes exactly. It can
@@ -112,22 +114,14 @@ def write_memory(model_dir: str, worker: int, step: int, arrays: Sequence[np.nda
     """Atomically write worker `worker`'s memory after `step` (a temporary directory renamed
     to `step-<step>`). With `keep`, only the newest `keep` steps are kept (`TrainCheckpoints`
     prunes after the training checkpoint landed instead)."""
-    directory = _memory_dir(model_dir, worker)
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".tmp-step-{step}-{uuid.uuid4().hex}")
-    try:
-        os.mkdir(tmp)  # not mkdtemp (0700): the umask applies, as to every file of model_dir
+    final = os.path.join(_memory_dir(model_dir, worker), f"step-{step}")
+    # A step-<step> already there is from an earlier attempt whose checkpoint never landed.
+    tag = f"{step}-{uuid.uuid4().hex}"
+    with atomic_directory(final, f".tmp-step-{tag}", f".tmp-step-old-{tag}") as tmp:
         with tf.device("/CPU:0"):
             variables = {f"layer_{i}": tf.Variable(a, trainable=False)
                          for i, a in enumerate(arrays)}
         tf.train.Checkpoint(**variables).write(os.path.join(tmp, "memory"))
-        final = os.path.join(directory, f"step-{step}")
-        if os.path.exists(final):  # from an earlier attempt whose training checkpoint never landed
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     if keep is not None:
         prune_memory(model_dir, worker, sorted(memory_steps(model_dir, worker))[-keep:])
     return final
@@ -225,42 +219,36 @@ def _unique(path: str) -> str:
     return candidate
 
 
+def _is_leftover(directory: str, name: str) -> bool:
+    """Whether `name` in `directory` is what an interrupted or failed save left behind."""
+    if name.startswith("ckpt-") and name.endswith("_temp"):  # sharded TF saves
+        return True
+    if name.startswith((".tmp-step-", _BEST_TMP, _BEST_OLD, "checkpoint.tmp")):
+        return True
+    return name.startswith(TMP_PREFIX) and os.path.isfile(os.path.join(directory, name))
+
+
 def clean_temporary(model_dir: str) -> List[str]:
     """Delete what interrupted or failed saves left in `model_dir`: `ckpt-N_temp/` (sharded
-    TF saves, also in best/), memory `.tmp-step-*` directories, `.tmp-*.json` files and
-    unfinished copies of best/ (an interrupted swap of best/ is undone first). Returns the
-    paths deleted."""
+    TF saves, also in best/), memory `.tmp-step-*` directories, `.tmp-*` files of atomic
+    writes and unfinished copies of best/ (an interrupted swap of best/ is undone first).
+    Returns the paths deleted."""
     removed = []
     best, old = os.path.join(model_dir, BEST_DIR), os.path.join(model_dir, _BEST_OLD)
     if os.path.isdir(old) and not os.path.exists(best):
-        os.replace(old, best)  # killed between the two renames of `_replace_dir`
+        os.replace(old, best)  # killed between the two renames of `atomic_directory`
     places = [model_dir, best] + [_memory_dir(model_dir, w) for w in _memory_workers(model_dir)]
-    for directory in places:
-        if not os.path.isdir(directory):
-            continue
+    for directory in filter(os.path.isdir, places):
         for name in os.listdir(directory):
-            if (name.endswith("_temp") and name.startswith("ckpt-")) or name.startswith(
-                    (".tmp-step-", _BEST_TMP, _BEST_OLD)) or (
-                    name.startswith(".tmp-") and name.endswith(".json")) or (
-                    name.startswith("checkpoint.tmp-")):
-                path = os.path.join(directory, name)
-                if os.path.isdir(path):
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    os.remove(path)
-                removed.append(path)
+            if not _is_leftover(directory, name):
+                continue
+            path = os.path.join(directory, name)
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.remove(path)
+            removed.append(path)
     return removed
-
-
-def _replace_dir(new: str, final: str) -> None:
-    """Swap the complete directory `new` in as `final` (two renames; `clean_temporary`
-    undoes a swap interrupted between them)."""
-    old = os.path.join(os.path.dirname(final), _BEST_OLD)
-    shutil.rmtree(old, ignore_errors=True)
-    if os.path.exists(final):
-        os.replace(final, old)
-    os.replace(new, final)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 class TrainCheckpoints:
@@ -375,37 +363,55 @@ class TrainCheckpoints:
         candidates = sorted(set(files) | set(listed), reverse=True)
         if not candidates:
             return None, None
+        step, weights_only, skipped = self._choose(candidates, files)
+        self._read_weights(step)
+        memory = (None if step == weights_only
+                  else read_memory(self.model_dir, self.worker, step))
+        self._set_aside(step, [(n, p) for n, p in skipped if n > step], files, listed,
+                        state_problem)
+        self.restored_path = _ckpt_prefix(self.model_dir, step)
+        if memory is None:
+            logging.warning("no memory saved for step %d of worker %d in %s: the memory restarts "
+                            "from zeros (the run is not an exact continuation).", step,
+                            self.worker, self.model_dir)
+        return step, memory
+
+    def _choose(self, candidates: List[int], files: Dict[int, List[str]]
+                ) -> Tuple[int, Optional[int], List[Tuple[int, str]]]:
+        """(step to restore, the newest step whose weights read but whose memory did not or
+        None, the (step, problem) of the checkpoints skipped), checking files before any
+        variable is assigned.
+
+        Raises:
+          CheckpointIOError: no candidate has readable weights.
+        """
         skipped: List[Tuple[int, str]] = []
-        weights_only = None  # newest checkpoint whose weights read but whose memory did not
-        step = None
-        for number in candidates:  # files checked before any variable is assigned
+        weights_only = None
+        for number in candidates:
             problem = (checkpoint_problem(_ckpt_prefix(self.model_dir, number))
                        if number in files else
                        "listed in the 'checkpoint' state file but its files are missing")
             if problem is None:
                 problem = self._memory_problem(number)
                 if problem is None:
-                    step = number
-                    break
+                    return number, weights_only, skipped
                 weights_only = number if weights_only is None else weights_only
             skipped.append((number, problem))
-        if step is None and weights_only is not None:
-            step = weights_only
-            skipped = [(n, p) for n, p in skipped if n != step]
-            if self.is_chief:
-                print(f"warning: the memory saved with every readable checkpoint is damaged; "
-                      f"resuming from {_ckpt_prefix(self.model_dir, step)} with the memory "
-                      "reset to zeros (not an exact continuation).", flush=True)
-        if step is None:
+        if weights_only is None:
             raise CheckpointIOError(
                 f"no readable checkpoint in {self.model_dir}: "
                 + "; ".join(f"ckpt-{n}: {p}" for n, p in skipped)
                 + ". Move the damaged ckpt-* files away to start from scratch, or use a new "
                 "--model_dir.", filename=self.model_dir)
-        self._read_weights(step)
-        memory = (None if step == weights_only
-                  else read_memory(self.model_dir, self.worker, step))
-        newer = [(n, p) for n, p in skipped if n > step]
+        if self.is_chief:
+            print(f"warning: the memory saved with every readable checkpoint is damaged; "
+                  f"resuming from {_ckpt_prefix(self.model_dir, weights_only)} with the memory "
+                  "reset to zeros (not an exact continuation).", flush=True)
+        return weights_only, weights_only, [(n, p) for n, p in skipped if n != weights_only]
+
+    def _set_aside(self, step: int, newer: List[Tuple[int, str]], files: Dict[int, List[str]],
+                   listed: List[int], state_problem: Optional[str]) -> None:
+        """Move the `newer` damaged checkpoints aside and rebuild the state file (chief)."""
         try:
             if newer:
                 self._report_and_move_aside(step, newer)
@@ -417,12 +423,6 @@ class TrainCheckpoints:
                 f"({error.strerror or error}); the run would write over them. Make the "
                 "directory writable, or move the newer ckpt-* files away.", error.errno,
                 self.model_dir) from None
-        self.restored_path = _ckpt_prefix(self.model_dir, step)
-        if memory is None:
-            logging.warning("no memory saved for step %d of worker %d in %s: the memory restarts "
-                            "from zeros (the run is not an exact continuation).", step,
-                            self.worker, self.model_dir)
-        return step, memory
 
     def _read_state(self) -> Tuple[List[int], Optional[str]]:
         """The checkpoint numbers the `checkpoint` state file lists, and a problem or None."""
@@ -523,10 +523,8 @@ class TrainCheckpoints:
         lines += [f"all_model_checkpoint_timestamps: "
                   f"{os.path.getmtime(_ckpt_prefix(self.model_dir, n) + '.index')}"
                   for n in numbers]
-        tmp = f"{state}.tmp-{os.getpid()}"
-        with open(tmp, "w") as f:  # the text format of tf.train.CheckpointManager
-            f.write("\n".join(lines) + "\n")
-        os.replace(tmp, state)
+        # The text format of tf.train.CheckpointManager (TF's own writer of it is deprecated).
+        write_text_atomic(state, "\n".join(lines) + "\n")
         self.manager = self._make_manager()
 
     # ------------------------------------------------------------------------------ best model
@@ -555,17 +553,15 @@ class TrainCheckpoints:
         if best is not None and not valid_loss < best:
             return False
         final = os.path.join(self.model_dir, BEST_DIR)
-        tmp = os.path.join(self.model_dir, f"{_BEST_TMP}{step}")
-        shutil.rmtree(tmp, ignore_errors=True)
         try:
-            txl_tf.save_config(self._model.config, tmp)
-            tf.train.CheckpointManager(tf.train.Checkpoint(model=self._model), tmp, max_to_keep=1,
-                                       checkpoint_name="ckpt").save(checkpoint_number=step)
-            txl_tf.model_dir.write_json_atomic(os.path.join(tmp, BEST_FILE),
-                                               dict(extra, step=step, valid_loss=valid_loss))
-            _replace_dir(tmp, final)
+            with atomic_directory(final, f"{_BEST_TMP}{step}", _BEST_OLD) as tmp:
+                txl_tf.save_config(self._model.config, tmp)
+                tf.train.CheckpointManager(tf.train.Checkpoint(model=self._model), tmp,
+                                           max_to_keep=1, checkpoint_name="ckpt"
+                                           ).save(checkpoint_number=step)
+                write_json_atomic(os.path.join(tmp, BEST_FILE),
+                                  dict(extra, step=step, valid_loss=valid_loss))
         except (OSError, tf.errors.OpError) as error:
-            shutil.rmtree(tmp, ignore_errors=True)
             previous = txl_tf.latest_checkpoint(final)
             raise save_error(error, f"the best checkpoint (step {step})", self.model_dir,
                              previous and f"{previous} (best/)") from None

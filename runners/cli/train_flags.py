@@ -1,0 +1,85 @@
+"""The flags of a training run: runners/train.py's, also taken by runners/tools/benchmark.py so
+that a training flagfile works there unchanged.
+
+The flags are generated from the model config (`model_flags`, with train.py's no-flags preset
+`model_flags.SMALL_MODEL`), `tf_records.DataOptions` and `txl_tf.training.TrainOptions`: their
+defaults and help are written once, in those classes. Added here: `--corpus_option` and the
+corpus flags (the `corpus_options` field), and two process settings (`--xla_fusion`,
+`--logical_cpus`) that the runner applies before training.
+"""
+from absl import flags
+
+from runners.cli import data_flags, dataclass_flags, model_flags
+from tf_records import DataOptions
+from txl_tf.training import TrainError, TrainOptions
+from txl_tf.training.distribute import STRATEGIES
+from txl_tf.training.options import PRECISIONS
+
+_DATA_SKIP = ("corpus_options",)  # from --corpus_option and the corpus flags
+_TRAIN_SKIP = ("flags_text",)  # the parsed flags themselves
+_OWN_FLAGS = ("corpus_option", "xla_fusion", "logical_cpus")
+
+
+def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """Defines every flag of a training run in `flag_values` (tests parse flagfiles into their
+    own)."""
+    fv = flag_values
+    model_flags.define_model_flags(fv, defaults=model_flags.SMALL_MODEL)
+    dataclass_flags.define_flags(DataOptions, fv, skip=_DATA_SKIP)
+    flags.DEFINE_multi_string("corpus_option", [], "key=value corpus option (the same as the "
+                              "corpus flags below, e.g. max_bytes=1000000 for builtin).",
+                              flag_values=fv)
+    # Corpus options, as runners/prepare_data.py; a prepared data_dir keeps its recorded ones.
+    data_flags.define_corpus_flags(fv)
+    dataclass_flags.define_flags(TrainOptions, fv, skip=_TRAIN_SKIP,
+                                 enums={"precision": PRECISIONS, "strategy": STRATEGIES})
+    flags.DEFINE_bool("xla_fusion", False, "CPU speed: XLA auto-clusters and fuses the "
+                      "element-wise ops while TensorFlow's oneDNN kernels run the matrix "
+                      "products (twice the float32 rate in mixed_bfloat16 on AVX512_BF16 CPUs); "
+                      "see txl_tf/training/xla_clustering.py.", flag_values=fv)
+    flags.DEFINE_integer("logical_cpus", 0, "Split the CPU into this many logical devices (e.g. "
+                         "2 to try --strategy=mirrored --devices=/CPU:0,/CPU:1 without GPUs).",
+                         flag_values=fv)
+
+
+def key_flags() -> list:
+    """The flags `--helpshort` lists for train.py: the data and training options and its own."""
+    names = [f for cls, skip in ((DataOptions, _DATA_SKIP), (TrainOptions, _TRAIN_SKIP))
+             for f in cls.__dataclass_fields__ if f not in skip]
+    return names + list(_OWN_FLAGS)
+
+
+def _option_value(text: str):
+    """'3' -> 3, '0.5' -> 0.5, 'true'/'false' -> bool, anything else the string."""
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def corpus_options_from_flags(f: flags.FlagValues) -> dict:
+    """The corpus options given by `--corpus_option=key=value` and the corpus flags."""
+    corpus_options = {}
+    for item in f.corpus_option:
+        if "=" not in item:
+            raise TrainError(f"--corpus_option must be key=value, got {item!r}.")
+        key, value = item.split("=", 1)
+        corpus_options[key.strip()] = _option_value(value.strip())
+    corpus_options.update(data_flags.corpus_options(f))
+    return corpus_options
+
+
+def options_from_flags(f: flags.FlagValues):
+    """(DataOptions, TrainOptions) of the parsed flags of `define_flags`; `--dataset` not given
+    is None: the one the data directory records."""
+    data = dataclass_flags.options_from_flags(
+        DataOptions, f, skip=_DATA_SKIP,
+        dataset=f.dataset if dataclass_flags.given(f, "dataset") else None,
+        corpus_options=corpus_options_from_flags(f))
+    options = dataclass_flags.options_from_flags(TrainOptions, f, skip=_TRAIN_SKIP,
+                                                 flags_text=f.flags_into_string())
+    return data, options

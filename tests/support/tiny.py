@@ -1,0 +1,57 @@
+"""The tiny model and data settings the tests share.
+
+Two sizes: `tiny_config` / `tiny_model` for tests that call the model directly (D 16, a forward
+pass takes milliseconds), and `TRAIN_SIZES` for tests that train (`run_training` or
+`runners/train.py`) on the `SYNTHETIC` corpus long enough to see the loss fall.
+
+Example:
+  >>> model = tiny_model(cutoffs=(10, 30), div_val=2)
+  >>> out = model(tf.zeros([2, 6], tf.int32), mems=model.init_mems(2))
+  >>> out["log_probs"].shape
+  TensorShape([2, 6, 50])
+"""
+import keras
+
+import tf_records
+import txl_tf
+
+TINY_MODEL = dict(n_token=50, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, tgt_len=6,
+                  mem_len=6, dropout=0.0, dropatt=0.0, init_std=0.2)
+
+TRAIN_SIZES = dict(n_layer=2, d_model=32, n_head=2, d_head=16, d_inner=64, tgt_len=16,
+                   mem_len=16)
+TRAIN_FLAGS = [f"--{name}={value}" for name, value in TRAIN_SIZES.items()]
+
+# A periodic 16-symbol corpus of 12,000 training and 2,000 evaluation tokens: learnable in a
+# few dozen steps of a TRAIN_SIZES model.
+SYNTHETIC = {"train_tokens": 12_000, "eval_tokens": 2_000, "num_symbols": 16, "period": 24}
+SYNTHETIC_FLAGS = [f"--corpus_option={name}={value}" for name, value in SYNTHETIC.items()]
+
+
+def tiny_config(**changes):
+    """`TINY_MODEL` with `changes` (any `TransformerXLConfig` field) as a config."""
+    return txl_tf.TransformerXLConfig(**dict(TINY_MODEL, **changes))
+
+
+def tiny_model(seed=0, **changes):
+    """A `TransformerXL` of `tiny_config(**changes)`, its weights drawn after seeding `seed`."""
+    keras.utils.set_random_seed(seed)
+    return txl_tf.TransformerXL(tiny_config(**changes))
+
+
+def train_config_fn(**changes):
+    """The `config_fn(n_token, cutoffs)` of `run_training` for a `TRAIN_SIZES` model without
+    dropout, with `changes` (any config field)."""
+    values = dict(TRAIN_SIZES, dropout=0.0, dropatt=0.0, **changes)
+
+    def config_fn(n_token, cutoffs):
+        return txl_tf.TransformerXLConfig(n_token=n_token, cutoffs=cutoffs, **values)
+    return config_fn
+
+
+def prepare_synthetic(data_dir, layouts=None):
+    """Prepares the `SYNTHETIC` corpus in `data_dir` (vocabulary, corpus info, token caches and
+    the records of `layouts`, `{split: RecordLayout}`); returns `data_dir` as a string."""
+    tf_records.prepare("synthetic", data_dir, layouts=layouts, download=False, progress=False,
+                       **SYNTHETIC)
+    return str(data_dir)

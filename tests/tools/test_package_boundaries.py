@@ -1,0 +1,80 @@
+"""The packages import only in the allowed direction (CONTRIBUTING.md).
+
+`txl_tf` never imports `tf_records`, `runners` or `absl.flags` (absl.logging is fine);
+`tf_records` never imports `txl_tf` or `runners`. Every module is parsed, and every import in it
+counts: module level, inside functions, and `importlib.import_module("...")` with a literal name.
+Under Bazel the files are those of the test's runfiles, i.e. the libraries' sources.
+"""
+import ast
+import os
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FORBIDDEN = {
+    "txl_tf": ("tf_records", "runners", "absl.flags"),
+    "tf_records": ("txl_tf", "runners"),
+}
+
+
+def modules(package):
+    """Repository-relative paths of the package's .py files."""
+    found = []
+    for directory, dirs, names in os.walk(os.path.join(REPO, package)):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        rel = os.path.relpath(directory, REPO).replace(os.sep, "/")
+        found += [f"{rel}/{n}" for n in sorted(names) if n.endswith(".py")]
+    return found
+
+
+def imported_names(tree):
+    """(line, dotted name) of everything the module imports; `from a import b` gives `a.b`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                yield node.lineno, f"{node.module}.{alias.name}"
+        elif (isinstance(node, ast.Call) and node.args
+              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+              and getattr(node.func, "attr", getattr(node.func, "id", None))
+              in ("import_module", "__import__")):
+            yield node.lineno, node.args[0].value
+
+
+def violations(path, forbidden):
+    with open(os.path.join(REPO, path), encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    return [f"{path}:{line} imports {name}" for line, name in imported_names(tree)
+            if any(name == bad or name.startswith(bad + ".") for bad in forbidden)]
+
+
+CASES = [(path, package) for package in FORBIDDEN for path in modules(package)]
+
+
+def test_every_package_has_modules():
+    for package in FORBIDDEN:
+        assert f"{package}/__init__.py" in modules(package), package
+
+
+@pytest.mark.parametrize("path,package", CASES, ids=[path for path, _ in CASES])
+def test_module_imports_in_the_allowed_direction(path, package):
+    found = violations(path, FORBIDDEN[package])
+    assert not found, (f"{package}/ must not import {', '.join(FORBIDDEN[package])}:\n"
+                       + "\n".join(found))
+
+
+def test_the_check_sees_function_level_and_dynamic_imports(tmp_path):
+    source = ("import os\n"
+              "from absl import logging\n"
+              "def f():\n"
+              "    from absl import flags\n"
+              "    import importlib\n"
+              "    return importlib.import_module('runners.cli')\n")
+    names = [name for _, name in imported_names(ast.parse(source))]
+    assert names == ["os", "absl.logging", "absl.flags", "importlib", "runners.cli"]
+    bad = tmp_path / "bad.py"
+    bad.write_text(source)
+    found = violations(str(bad), FORBIDDEN["txl_tf"])
+    assert [line.split(" imports ")[1] for line in found] == ["absl.flags", "runners.cli"]

@@ -1,0 +1,107 @@
+"""`Controller`: the outer training loop, compiled inner loops with periodic actions between them.
+
+The `Trainer` runs up to `steps_per_loop` steps in one compiled call; the controller cuts the run
+into such calls so that every action's interval ends at a call boundary, carries the memory from
+call to call, and after each call hands a `LoopOutput` to the actions in order (log, evaluate,
+save, keep best: `txl_tf/training/actions.py`). An action is any callable with an `every`
+attribute (its interval in steps, 0: none); it decides itself what to do at a step.
+
+Example:
+  >>> controller = Controller(trainer, iterator, mems, step=0, steps_per_loop=50,
+  ...                         actions=[log, evaluate, save])
+  >>> controller.run(end_step=600)
+"""
+import dataclasses
+import math
+import time
+from typing import Callable, List, Optional, Protocol, Sequence
+
+from absl import logging
+
+from txl_tf.training.trainer import LoopStats, Trainer
+
+
+@dataclasses.dataclass
+class LoopOutput:
+    """One compiled call of the inner loop.
+
+    Attributes:
+      step: the global step after the call.
+      num_steps: steps the call ran.
+      seconds: its wall time (the first call of a process includes tracing).
+      stats: what the call measured.
+      mems: the per-replica memory after the call (L tensors [B, M, D] per replica).
+    """
+    step: int
+    num_steps: int
+    seconds: float
+    stats: LoopStats
+    mems: list
+
+
+class Action(Protocol):
+    """Something done after a call of the inner loop; `every`: its interval in steps (0: none),
+    which the controller makes a call boundary."""
+    every: int
+
+    def __call__(self, output: LoopOutput) -> None:
+        ...
+
+
+def check_finite(stats: LoopStats, step: int, loss_scale: Callable[[], float]) -> None:
+    """Warn of skipped steps; raise `FloatingPointError` on a non-finite training loss."""
+    if stats.skipped_steps:
+        logging.warning("%d step(s) skipped for non-finite gradients (loss scale %.0f)",
+                        stats.skipped_steps, loss_scale())
+    if not math.isfinite(stats.nll_sum):
+        raise FloatingPointError(
+            f"the training loss became {stats.nll_sum} at step {step}; lower "
+            "--learning_rate, raise --warmup_steps, or use --precision=float32.")
+
+
+class Controller:
+    """Runs the `Trainer`'s compiled loop `steps_per_loop` steps at a time and fires actions.
+
+    Args:
+      trainer: the `Trainer` (its `train(iterator, mems, n)` is the inner loop).
+      iterator: the distributed training iterator, positioned at `step`.
+      mems: the per-replica memory at `step`.
+      step: the global step to start from.
+      steps_per_loop: most steps per compiled call.
+      actions: called in order after every call.
+    """
+
+    def __init__(self, trainer: Trainer, iterator, mems, step: int, steps_per_loop: int,
+                 actions: Sequence[Action] = ()):
+        self.trainer = trainer
+        self.iterator = iterator
+        self.mems = mems
+        self.step = step
+        self.steps_per_loop = steps_per_loop
+        self.actions: List[Action] = list(actions)
+
+    def _loop_length(self, end_step: int) -> int:
+        """Steps of the next call: at most `steps_per_loop`, ending at the next boundary."""
+        n = min(self.steps_per_loop, end_step - self.step)
+        for every in (action.every for action in self.actions):
+            if every:
+                n = min(n, every - self.step % every)
+        return n
+
+    def run(self, end_step: int) -> int:
+        """Train until `end_step`; returns the step reached."""
+        while self.step < end_step:
+            n = self._loop_length(end_step)
+            start = time.time()
+            self.mems, stats = self.trainer.train(self.iterator, self.mems, n)
+            output = LoopOutput(self.step + n, n, time.time() - start, stats, self.mems)
+            self.step = output.step
+            check_finite(stats, self.step, lambda: float(self.trainer.loss_scale.numpy()))
+            for action in self.actions:
+                action(output)
+        return self.step
+
+
+def due(step: int, every: int, last_step: Optional[int] = None) -> bool:
+    """Whether an action with interval `every` fires at `step` (always at `last_step`)."""
+    return bool(every and step % every == 0) or step == last_step

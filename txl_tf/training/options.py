@@ -1,0 +1,109 @@
+"""`TrainOptions`: everything of a training run except the model configuration and the data.
+
+The defaults here are the ones of `runners/train.py` (its flags are generated from this class,
+their help from the `Attributes:` section below); the data options live with the data
+(`tf_records.DataOptions`).
+"""
+import dataclasses
+from typing import Optional
+
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+class TrainError(ValueError):
+    """Inconsistent training options; the message names the fix."""
+
+
+@dataclasses.dataclass
+class TrainOptions:
+    """Options of one training run (`txl_tf.training.train`).
+
+    Attributes:
+      model_dir: Checkpoints, config, TensorBoard logs.
+      per_host_train_bsz: Training streams per host (worker).
+      train_batch_size: Global training batch (0: per_host_train_bsz x hosts).
+      per_host_valid_bsz: Validation streams per host (0: as training).
+      num_passes: Training records hold this many rotated copies of the stream (the reference
+        TPU recipes use 10).
+      learning_rate: Peak learning rate.
+      warmup_steps: Linear warmup steps.
+      train_steps: Total training steps.
+      min_lr_ratio: Final LR / peak LR of the cosine decay.
+      clip: Global-norm clip of the all-reduced gradient (<= 0: none).
+      grad_accum_steps: Accumulate the gradients of this many chunks of each replica's streams
+        before one update (same result, less memory).
+      max_per_replica_batch: Most streams a replica computes at once; a larger per-replica
+        batch raises --grad_accum_steps (same update). 0: estimated from the device memory (CPU
+        RAM, GPU memory).
+      precision: Keras dtype policy; mixed_float16 adds dynamic loss scaling.
+      steps_per_loop: Training steps per compiled loop.
+      log_steps: Console line and training scalars every this many steps.
+      save_steps: Checkpoint every this many steps (and at the end).
+      eval_steps: Validate every this many steps (0: only at the end).
+      max_eval_batches: Validation steps per evaluation (-1: whole split).
+      keep_checkpoints: Training checkpoints kept (the best on validation is kept apart in
+        model_dir/best).
+      init_checkpoint: Warm start: model weights from this model directory or checkpoint
+        (ignored when model_dir already has a checkpoint).
+      strategy: Distribution strategy. auto (the recipes): a TPU if --tpu is given or one is
+        attached, else all local GPUs, else the CPU.
+      tpu: --strategy=tpu: 'local' (this TPU VM's own chips), a TPU or pod slice name, or
+        grpc://address.
+      devices: Devices for one_device/mirrored, e.g. /CPU:0,/CPU:1.
+      seed: Seed of the initialisation and dropout.
+      checkpoint_memory: Save each worker's memory with the checkpoints so that a resumed run
+        continues exactly; off: a resumed run restarts the memory from zeros (saves disk for
+        big models).
+      flags_text: The run's flags as text, stored as model_dir/flags.txt (empty: no file).
+    """
+    model_dir: str = "runs/default"
+    per_host_train_bsz: int = 16
+    train_batch_size: int = 0
+    per_host_valid_bsz: int = 0
+    num_passes: int = 1
+    learning_rate: float = 2e-3
+    warmup_steps: int = 50
+    train_steps: int = 600
+    min_lr_ratio: float = 0.004
+    clip: float = 0.25
+    grad_accum_steps: int = 1
+    max_per_replica_batch: int = 0
+    precision: str = "float32"
+    steps_per_loop: int = 50
+    log_steps: int = 50
+    save_steps: int = 200
+    eval_steps: int = 200
+    max_eval_batches: int = 100
+    keep_checkpoints: int = 5
+    init_checkpoint: Optional[str] = None
+    strategy: str = "default"
+    tpu: Optional[str] = None
+    devices: tuple = ()
+    seed: int = 0
+    checkpoint_memory: bool = True
+    flags_text: str = ""
+
+
+def checked(options: TrainOptions) -> TrainOptions:
+    """`options` after the checks that need no data or device; a warmup longer than the run
+    is shortened to the run (one line says so).
+
+    Raises:
+      TrainError: a count below its minimum, or an unknown precision.
+    """
+    o = options
+    for name in ("steps_per_loop", "log_steps", "train_steps", "per_host_train_bsz",
+                 "grad_accum_steps", "keep_checkpoints"):
+        if getattr(o, name) < 1:
+            raise TrainError(f"--{name} must be >= 1, got {getattr(o, name)}.")
+    for name in ("save_steps", "eval_steps"):
+        if getattr(o, name) < 0:
+            raise TrainError(f"--{name} must be >= 0, got {getattr(o, name)}.")
+    if o.precision not in PRECISIONS:
+        raise TrainError(f"--precision must be one of {PRECISIONS}, got {o.precision!r}.")
+    if o.warmup_steps > o.train_steps >= 1:  # a short run of a recipe: warm up all the way
+        print(f"note: --warmup_steps={o.warmup_steps} is longer than --train_steps="
+              f"{o.train_steps}: the learning rate warms up over all {o.train_steps} steps.",
+              flush=True)
+        o = dataclasses.replace(o, warmup_steps=o.train_steps)
+    return o
