@@ -240,7 +240,8 @@ class TransformerXL(keras.Model):
 
     # ------------------------------------------------------------------------------------------
     def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name}
+        return {"config": self.config.to_dict(), "name": self.name,
+                "dtype": keras.dtype_policies.serialize(self.dtype_policy)}
 
     @classmethod
     def from_config(cls, config):
