@@ -40,6 +40,7 @@ from absl import app, flags
 from runners.tools import benchmark_flops
 from runners.cli import model_flags as flags_model
 from txl_tf.training import xla_clustering
+from txl_tf.inference.evaluation import segment_nll
 from runners import train as train_runner
 
 FLAGS = flags.FLAGS
@@ -168,9 +169,9 @@ class Steps:
 
         @tf.function(jit_compile=FLAGS.jit_compile)
         def eval_step(tokens, mems):
-            out = model(tokens[:, :-1], mems=mems or None, labels=tokens[:, 1:],
-                        training=False, mem_len=eval_m)
-            return tf.reduce_mean(out["nll"]), out["mems"]
+            nll_sum, count, new_mems = segment_nll(model, tokens[:, :-1], tokens[:, 1:], mems,
+                                                   mem_len=eval_m)
+            return nll_sum / count, new_mems
 
         self._train_step, self._eval_step = train_step, eval_step
 

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 import txl_tf
 from runners import export
+from tf_records import dataset_from_tokens
 from txl_tf.inference import evaluation
 from txl_tf.inference.generation import Generator
 from tf_records.model_vocab import ModelVocab, write_model_vocab
@@ -211,9 +212,9 @@ def test_full_export_runs_every_signature_with_tensorflow_text(exported):
         full = decode_ids(np.concatenate([ids, new]), rules, vocab)
         assert text == full[len(decode_ids(ids, rules, vocab)):]
     ids = encode_text(str(inputs["score_text"]), rules, vocab)
-    batches, steps = evaluation.stream_batches(ids, 1, 4, "pad")
+    batches = dataset_from_tokens(ids, 1, 4, last_segment="pad")
     expected = evaluation.Evaluator(model, mem_len=6, clamp_len=5, same_length=True).evaluate(
-        batches, 1, steps, progress=False)
+        batches, 1, batches.num_steps, progress=False)
     assert out["score_text"]["tokens"] == [expected.tokens] == [len(ids) - 1]
     np.testing.assert_allclose(out["score_text"]["loss"], [expected.loss], rtol=1e-5)
     assert "zebra" in out["errors"]["unknown"]
