@@ -227,7 +227,9 @@ def export(model_dir, export_dir, version=None, overwrite=False, tgt_len=None, m
         gen_seg_len=gen_seg_len or tgt_len or config.tgt_len)
     if settings["mem_len"] < 0 or settings["gen_mem_len"] < 1:
         raise ExportInputError("--mem_len must be >= 0 and --gen_mem_len >= 1.")
-    module = ServingModule(model, model_vocab=mv, text_signatures=text_signatures,
+    from tf_records.graph_text import GraphText
+    module = ServingModule(model, vocab_file=None if mv is None else mv.vocab_path,
+                           text_codec=GraphText(mv) if text_signatures else None,
                            limits=limits, **settings)
 
     import txl_tf

@@ -15,6 +15,7 @@ from runners import export
 from tf_records import dataset_from_tokens
 from txl_tf.inference import evaluation
 from txl_tf.inference.generation import Generator
+from tf_records.graph_text import GraphText
 from tf_records.model_vocab import ModelVocab, write_model_vocab
 from txl_tf.inference.serving import ServingModule
 from tf_records.tokenize import TextRules, decode_ids, encode_text
@@ -57,15 +58,18 @@ def test_in_graph_tokenization_equals_tf_records(tmp_path, case):
     name, vocab, rules, text = [c for c in vocab_cases(tmp_path) if c[0] == case][0]
     write_model_vocab(str(tmp_path), vocab, rules)
     mv = ModelVocab(vocab, rules, {}, str(tmp_path / "vocab.txt"))
-    module = ServingModule(tiny_model(len(vocab)), 6, -1, False, 4, 8, 4, model_vocab=mv)
+    codec = GraphText(mv)
+    module = ServingModule(tiny_model(len(vocab)), 6, -1, False, 4, 8, 4,
+                           vocab_file=mv.vocab_path, text_codec=codec)
+    assert module.text_codec is codec and "score_text" in module.signatures()
     expected = encode_text(text, rules, vocab)
-    got = module._text_to_ids(tf.constant(text), continuing=False).numpy()
+    got = codec.encode(tf.constant(text), continuing=False).numpy()
     np.testing.assert_array_equal(got, expected)
     rng = np.random.RandomState(0)
     for ids in [expected, rng.randint(0, len(vocab), size=40), np.zeros([0], np.int32)]:
         if case == "byte":
             ids = np.asarray(expected)  # random bytes need not be UTF-8
-        decoded = module._ids_to_text(tf.constant(ids, tf.int32)).numpy().decode("utf-8")
+        decoded = codec.decode(tf.constant(ids, tf.int32)).numpy().decode("utf-8")
         assert decoded == decode_ids(ids, rules, vocab), (ids, decoded)
 
 
