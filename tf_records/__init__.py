@@ -28,10 +28,13 @@ from tf_records.corpora import CORPORA, get_corpus
 from tf_records.corpora.synthetic import Synthetic as SyntheticCorpus
 from tf_records.errors import (CorpusError, DataDirError, DataError, DownloadError, LayoutError,
                                RecordsCorruptError, RecordsMismatchError, RecordsNotFoundError,
-                               StorageError, VocabularyError, VocabularyMismatchError)
+                               StorageError, UnsafePickleError, VocabularyError,
+                               VocabularyImportError, VocabularyMismatchError)
 from tf_records.layout import RecordLayout
 from tf_records.metadata import find_records, prepare_command, read_corpus_info
-from tf_records.prepare import load_vocab, prepare, recorded_corpus
+from tf_records.model_vocab import load_vocab
+from tf_records.prepare import prepare, recorded_corpus
+from tf_records.prepared_data import DataOptions, PreparedData
 from tf_records.reader import dataset_from_tokens, make_input_fn
 from tf_records.stream_cache import load as load_token_stream
 from tf_records.text_codec import detokenize, tokenize_text
@@ -39,9 +42,10 @@ from tf_records.tokenize import TextRules
 from tf_records.vocabulary import Vocabulary
 
 __all__ = [
-    "CORPORA", "CorpusError", "DataDirError", "DataError", "DownloadError", "LayoutError",
-    "RecordLayout", "RecordsCorruptError", "RecordsMismatchError", "RecordsNotFoundError",
-    "StorageError", "SyntheticCorpus", "TextRules", "Vocabulary", "VocabularyError",
+    "CORPORA", "CorpusError", "DataDirError", "DataError", "DataOptions", "DownloadError", "LayoutError",
+    "PreparedData", "RecordLayout", "RecordsCorruptError", "RecordsMismatchError", "RecordsNotFoundError",
+    "StorageError", "SyntheticCorpus", "TextRules", "UnsafePickleError", "Vocabulary", "VocabularyError",
+    "VocabularyImportError",
     "VocabularyMismatchError",
     "dataset_from_tokens", "detokenize", "find_records", "get_corpus", "load_token_stream",
     "load_vocab", "make_input_fn", "prepare", "prepare_command", "read_corpus_info",

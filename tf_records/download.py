@@ -9,53 +9,11 @@ import contextlib
 import hashlib
 import http.client
 import os
-import sys
-import time
 import urllib.error
 import urllib.request
 
 from tf_records.errors import DownloadError
-
-
-class Progress:
-    """A minimal text progress bar on stderr: ``label  42.0/100.0 MB  [#####     ]  12.3 MB/s``."""
-
-    def __init__(self, label, total=None, unit="MB", scale=1e6, stream=None, enabled=True):
-        self.label, self.total, self.unit, self.scale = label, total, unit, scale
-        self.stream = stream or sys.stderr
-        self.enabled = enabled
-        self.start = self.last = time.time()
-        self.done = 0
-        self.drawn = -1
-
-    def update(self, done, total=None):
-        self.done = done
-        if total is not None:
-            self.total = total
-        now = time.time()
-        if self.enabled and (now - self.last > 0.5 or (self.total and done >= self.total)):
-            self.last = now
-            self._draw(now)
-
-    def _draw(self, now):
-        self.drawn = self.done
-        rate = self.done / self.scale / max(now - self.start, 1e-9)
-        if self.total:
-            frac = min(self.done / self.total, 1.0)
-            bar = "#" * int(frac * 30)
-            text = (f"\r{self.label}  {self.done / self.scale:.1f}/{self.total / self.scale:.1f} "
-                    f"{self.unit}  [{bar:<30}]  {rate:.1f} {self.unit}/s")
-        else:
-            text = f"\r{self.label}  {self.done / self.scale:.1f} {self.unit}  {rate:.1f} {self.unit}/s"
-        self.stream.write(text)
-        self.stream.flush()
-
-    def close(self):
-        if self.enabled:
-            if self.drawn != self.done:
-                self._draw(time.time())
-            self.stream.write("\n")
-            self.stream.flush()
+from tf_records.progress import Progress
 
 
 def fetch(url, dest, md5=None, sha256=None, size=None, progress=True, timeout=15):

@@ -23,6 +23,15 @@ class VocabularyError(DataError):
     """A vocabulary file is malformed, or a symbol is unknown under the ``error`` policy."""
 
 
+class VocabularyImportError(VocabularyError):
+    """A released vocabulary (a reference pickle or a symbol list) that cannot be imported:
+    unreadable, of another size than the model's, or unsafe."""
+
+
+class UnsafePickleError(VocabularyImportError):
+    """A pickle that names a global outside the allow-list of `tf_records.reference_vocab`."""
+
+
 class LayoutError(DataError):
     """A :class:`~tf_records.RecordLayout` is invalid, or a corpus is too short for it."""
 

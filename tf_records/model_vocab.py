@@ -1,31 +1,52 @@
-"""The vocabulary and text rules of a model directory, checked against the model.
+"""The vocabulary files of any directory: a prepared data directory or a model directory.
 
-A model directory made by training holds, beside `config.json` and the checkpoints,
-`vocab.txt` (one symbol per line, line i is id i) and `corpus-info.json` (at least `level`:
-byte / char / word, and the text rules of the corpus). Evaluation of raw text, generation and
-export read them through `load_model_vocab`.
+Both hold `vocab.txt` (one symbol per line, line i is id i) and `corpus-info.json` (at least
+`level`: byte / char / word, the text rules of the corpus, the special symbols, the unknown
+symbol policy and `vocab_checksum`). Training copies the data directory's pair into the model
+directory. This module is the one reader (and writer) of the pair:
+
+- `load_vocab(data_dir)`: the `Vocabulary` of a prepared data directory, whose
+  corpus-info.json must be complete and whose vocab.txt must be the one it was prepared with
+  (the errors name the `prepare_data.py` command that re-makes it);
+- `load_model_vocab(model_dir, n_token)`: the vocabulary and text rules of any directory (a
+  model directory, or a `vocab_file` with its corpus-info.json beside it), checked against the
+  model's vocabulary size V = `n_token`; used by evaluation of raw text, generation and export.
+
+Example:
+
+```python
+mv = load_model_vocab("runs/default", n_token=config.n_token)
+ids = tf_records.tokenize.encode_text("some text", mv.rules, mv.vocab)
+```
 """
 import dataclasses
 import json
 import os
 from typing import Optional
 
-from tf_records.errors import VocabularyError
+from tf_records import atomic, metadata
+from tf_records.errors import DataError, VocabularyError
 from tf_records.tokenize import TextRules
 from tf_records.vocabulary import Vocabulary
 
-VOCAB_FILE = "vocab.txt"
-CORPUS_INFO_FILE = "corpus-info.json"
+VOCAB_FILE = metadata.VOCAB_FILE
+CORPUS_INFO_FILE = metadata.CORPUS_INFO
 
 
-class ModelVocabError(ValueError):
-    """A model directory whose vocabulary is missing or does not fit the model."""
+class ModelVocabError(VocabularyError):
+    """A directory whose vocabulary is missing, malformed or does not fit the model."""
 
 
 @dataclasses.dataclass(frozen=True)
 class ModelVocab:
-    """What maps text to the model's ids: `vocab`, `rules` (a `TextRules`), the raw
-    `corpus_info` dict and the path of the vocabulary file."""
+    """What maps text to a model's ids.
+
+    Attributes:
+      vocab: the `Vocabulary` (V symbols).
+      rules: the `TextRules` of the corpus.
+      corpus_info: the corpus-info.json dict.
+      vocab_path: the absolute path of the vocabulary file.
+    """
 
     vocab: Vocabulary
     rules: TextRules
@@ -37,7 +58,28 @@ class ModelVocab:
         return self.vocab.level
 
 
-def _rules_from_info(info: dict) -> TextRules:
+def vocabulary_from_info(path: str, info: dict) -> Vocabulary:
+    """Reads the vocabulary file `path` as `info` (a corpus-info dict) describes it.
+
+    Args:
+      path: a vocab.txt.
+      info: its corpus-info dict: `level`, and optionally `specials`, `unk_symbol` and
+        `unk_policy` (default `unk` when an `unk_symbol` is recorded, else `error`).
+
+    Returns:
+      The `Vocabulary`.
+
+    Raises:
+      VocabularyError: the file is missing or malformed.
+    """
+    unk = info.get("unk_symbol")
+    return Vocabulary.load(path, info["level"], specials=info.get("specials") or (),
+                           unk_symbol=unk,
+                           unk_policy=info.get("unk_policy", "unk" if unk is not None else "error"))
+
+
+def rules_from_info(info: dict) -> TextRules:
+    """The `TextRules` a corpus-info dict records (`text_rules`, or top-level fields)."""
     for key in ("text_rules", "rules"):
         if isinstance(info.get(key), dict):
             return TextRules.from_dict(info[key])
@@ -45,22 +87,30 @@ def _rules_from_info(info: dict) -> TextRules:
     return TextRules.from_dict({k: v for k, v in info.items() if k in fields})
 
 
-def load_model_vocab(model_dir: str, n_token: Optional[int] = None,
-                     vocab_file: Optional[str] = None) -> ModelVocab:
-    """Reads `vocab.txt` and `corpus-info.json` of `model_dir` (or `vocab_file`, whose
-    `corpus-info.json` must sit beside it) and checks that the vocabulary has `n_token` symbols.
+def load_vocab(data_dir, corpus_info: Optional[dict] = None) -> Vocabulary:
+    """The vocabulary of a prepared `data_dir` (with its specials and unknown-symbol policy).
+
+    Args:
+      data_dir: a directory `tf_records.prepare` wrote.
+      corpus_info: its corpus-info dict, when already read.
+
+    Returns:
+      The `Vocabulary`.
 
     Raises:
-      ModelVocabError: a file is missing or malformed, or the vocabulary size differs from the
-        model's `n_token` (a vocabulary of another corpus).
+      DataError: `data_dir` has no corpus-info.json.
+      VocabularyMismatchError: vocab.txt is missing or not the one corpus-info.json describes.
+      RecordsCorruptError: corpus-info.json is damaged.
     """
-    vocab_path = vocab_file or os.path.join(model_dir, VOCAB_FILE)
-    info_path = os.path.join(os.path.dirname(os.path.abspath(vocab_path)), CORPUS_INFO_FILE)
-    if not os.path.isfile(vocab_path):
-        raise ModelVocabError(
-            f"{vocab_path} not found: the model directory has no vocabulary. Copy the data "
-            f"directory's {VOCAB_FILE} and {CORPUS_INFO_FILE} into {model_dir} (training does "
-            "this), or pass --vocab_file.")
+    info = corpus_info or metadata.read_corpus_info(data_dir)
+    if info is None:
+        raise DataError(f"{data_dir} has no {CORPUS_INFO_FILE}; run runners/prepare_data.py "
+                        "first.")
+    metadata.check_vocab_file(data_dir, info)
+    return vocabulary_from_info(os.path.join(data_dir, VOCAB_FILE), info)
+
+
+def _read_info(info_path: str, vocab_path: str) -> dict:
     if not os.path.isfile(info_path):
         raise ModelVocabError(
             f"{info_path} not found: it tells the level (byte/char/word) and text rules of "
@@ -73,17 +123,11 @@ def load_model_vocab(model_dir: str, n_token: Optional[int] = None,
     if not isinstance(info, dict) or "level" not in info:
         raise ModelVocabError(f"{info_path} must be a JSON object with at least 'level' "
                               "(byte, char or word).")
-    try:
-        rules = _rules_from_info(info)
-        unk = info.get("unk_symbol")
-        vocab = Vocabulary.load(vocab_path, info["level"], specials=info.get("specials", ()),
-                                unk_symbol=unk, unk_policy=info.get(
-                                    "unk_policy", "unk" if unk is not None else "error"))
-    except (VocabularyError, TypeError, ValueError) as error:
-        raise ModelVocabError(f"cannot read the vocabulary of {model_dir}: {error}") from None
-    if rules.level != vocab.level:
-        raise ModelVocabError(f"{info_path}: text rules are {rules.level}-level but 'level' is "
-                              f"{vocab.level}.")
+    return info
+
+
+def _check_fits(vocab: Vocabulary, info: dict, vocab_path: str, info_path: str,
+                n_token: Optional[int]) -> None:
     if n_token is not None and len(vocab) != n_token:
         raise ModelVocabError(
             f"vocabulary mismatch: {vocab_path} has {len(vocab)} symbols but the model has "
@@ -93,16 +137,56 @@ def load_model_vocab(model_dir: str, n_token: Optional[int] = None,
         raise ModelVocabError(
             f"vocabulary mismatch: {vocab_path} has checksum {vocab.checksum()} but "
             f"{info_path} records {checksum}; the two files come from different corpora.")
+
+
+def load_model_vocab(model_dir: str, n_token: Optional[int] = None,
+                     vocab_file: Optional[str] = None) -> ModelVocab:
+    """Reads vocab.txt and corpus-info.json of any directory, checked against a model.
+
+    Args:
+      model_dir: a model (or prepared data) directory.
+      n_token: the model's vocabulary size V; None: not checked.
+      vocab_file: a vocabulary file to read instead of `model_dir/vocab.txt`; its
+        corpus-info.json must sit beside it.
+
+    Returns:
+      The `ModelVocab`.
+
+    Raises:
+      ModelVocabError: a file is missing or malformed, or the vocabulary size differs from
+        `n_token` (a vocabulary of another corpus).
+    """
+    vocab_path = vocab_file or os.path.join(model_dir, VOCAB_FILE)
+    info_path = os.path.join(os.path.dirname(os.path.abspath(vocab_path)), CORPUS_INFO_FILE)
+    if not os.path.isfile(vocab_path):
+        raise ModelVocabError(
+            f"{vocab_path} not found: the model directory has no vocabulary. Copy the data "
+            f"directory's {VOCAB_FILE} and {CORPUS_INFO_FILE} into {model_dir} (training does "
+            "this), or pass --vocab_file.")
+    info = _read_info(info_path, vocab_path)
+    try:
+        rules = rules_from_info(info)
+        vocab = vocabulary_from_info(vocab_path, info)
+    except (VocabularyError, TypeError, ValueError) as error:
+        raise ModelVocabError(f"cannot read the vocabulary of {model_dir}: {error}") from None
+    if rules.level != vocab.level:
+        raise ModelVocabError(f"{info_path}: text rules are {rules.level}-level but 'level' is "
+                              f"{vocab.level}.")
+    _check_fits(vocab, info, vocab_path, info_path, n_token)
     return ModelVocab(vocab, rules, info, os.path.abspath(vocab_path))
 
 
-def write_model_vocab(model_dir: str, vocab: Vocabulary, rules: TextRules, **extra) -> None:
-    """Writes `vocab.txt` and `corpus-info.json` into `model_dir` (used by tests and tools that
-    build a model directory by hand)."""
-    from txl_tf.model_dir import write_json_atomic
+def write_model_vocab(directory: str, vocab: Vocabulary, rules: TextRules, **extra) -> None:
+    """Writes vocab.txt and corpus-info.json into `directory`, atomically.
 
-    os.makedirs(model_dir, exist_ok=True)
-    vocab.save(os.path.join(model_dir, VOCAB_FILE))
+    Args:
+      directory: created when missing.
+      vocab: the vocabulary.
+      rules: its text rules.
+      **extra: more corpus-info.json fields.
+    """
+    atomic.ensure_dir(directory, "directory")
+    vocab.save(os.path.join(directory, VOCAB_FILE))
     info = {"level": vocab.level, "text_rules": rules.to_dict(), "vocab_size": len(vocab),
             "vocab_checksum": vocab.checksum(), **extra}
-    write_json_atomic(os.path.join(model_dir, CORPUS_INFO_FILE), info)
+    atomic.write_json(os.path.join(directory, CORPUS_INFO_FILE), info)

@@ -21,23 +21,12 @@ from tf_records import atomic, metadata, stream_cache
 from tf_records.corpora import get_corpus
 from tf_records.errors import DataError
 from tf_records.layout import RecordLayout
-from tf_records.vocabulary import Vocabulary
+from tf_records.progress import Progress
 
 
 def _log(progress, text):
     if progress:
         print(text, file=sys.stderr, flush=True)
-
-
-def load_vocab(data_dir, corpus_info=None) -> Vocabulary:
-    """The vocabulary of a prepared ``data_dir`` (with its specials and unk policy)."""
-    info = corpus_info or metadata.read_corpus_info(data_dir)
-    if info is None:
-        raise DataError(f"{data_dir} has no {metadata.CORPUS_INFO}; run runners/prepare_data.py first.")
-    metadata.check_vocab_file(data_dir, info)
-    return Vocabulary.load(os.path.join(data_dir, metadata.VOCAB_FILE), info["level"],
-                           specials=info.get("specials", []), unk_symbol=info.get("unk_symbol"),
-                           unk_policy=info.get("unk_policy", "error"))
 
 
 def _records_current(data_dir, split, layout, info, desc):
@@ -187,7 +176,8 @@ def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progr
             tokens = streams_in_memory.get(split)
             if tokens is None:
                 tokens = stream_cache.load(data_dir, split)
-            bar = _Bar(f"records {layout.basename(split)}", progress)
+            bar = Progress(f"records {layout.basename(split)}", unit="k records", scale=1e3,
+                           enabled=bool(progress))
             meta = writer.write_records(data_dir, split, tokens, layout, corpus_info=info,
                                         stream_sha256=descs[split]["sha256"], seed=seed,
                                         progress=bar.update)
@@ -198,16 +188,3 @@ def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progr
             "vocab_size": info["vocab_size"], "vocab_checksum": info["vocab_checksum"],
             "num_tokens": info["num_tokens"], "records": records,
             "seconds": round(time.time() - start, 3)}
-
-
-class _Bar:
-    def __init__(self, label, enabled):
-        from tf_records.download import Progress
-
-        self.bar = Progress(label, unit="k records", scale=1e3, enabled=bool(enabled))
-
-    def update(self, done, total):
-        self.bar.update(done, total)
-
-    def close(self):
-        self.bar.close()

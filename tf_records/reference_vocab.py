@@ -22,11 +22,9 @@ import collections
 import io
 import pickle
 
-from txl_tf.convert.errors import WeightImportError
+from tf_records.errors import UnsafePickleError, VocabularyImportError
 
-
-class UnsafePickleError(WeightImportError):
-    """A pickle that names a global outside the allow-list."""
+__all__ = ["InertObject", "RestrictedUnpickler", "UnsafePickleError", "load_vocab_pickle"]
 
 
 class InertObject:
@@ -119,10 +117,10 @@ def _text(symbol):
         try:
             return symbol.decode("utf-8")
         except UnicodeDecodeError:
-            raise WeightImportError(f"vocabulary symbol {symbol!r} is not UTF-8.") from None
+            raise VocabularyImportError(f"vocabulary symbol {symbol!r} is not UTF-8.") from None
     if isinstance(symbol, str):
         return symbol
-    raise WeightImportError(f"vocabulary symbol {symbol!r} is not a string.")
+    raise VocabularyImportError(f"vocabulary symbol {symbol!r} is not a string.")
 
 
 def _find_idx2sym(obj, depth=0):
@@ -151,10 +149,10 @@ def load_vocab_pickle(path):
     except UnsafePickleError as error:
         raise UnsafePickleError(f"{path}: {error}") from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as error:
-        raise WeightImportError(f"{path}: not a readable vocabulary pickle ({error}).") from None
+        raise VocabularyImportError(f"{path}: not a readable vocabulary pickle ({error}).") from None
     found = _find_idx2sym(obj)
     if found is None:
-        raise WeightImportError(f"{path}: no `idx2sym` symbol list found (expected the "
+        raise VocabularyImportError(f"{path}: no `idx2sym` symbol list found (expected the "
                                 "reference's cache.pkl Corpus or a Vocab).")
     idx2sym, _ = found
     info = {}

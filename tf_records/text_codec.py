@@ -11,7 +11,7 @@ import numpy as np
 
 from tf_records import metadata
 from tf_records.errors import DataError
-from tf_records.prepare import load_vocab
+from tf_records.model_vocab import load_vocab
 from tf_records.tokenize import TextRules, decode_ids, encode_text
 
 

@@ -9,13 +9,10 @@ vocabulary size and checksum, and the cutoffs.
 import os
 
 from tf_records import atomic
+from tf_records.errors import VocabularyImportError
+from tf_records.model_vocab import CORPUS_INFO_FILE, VOCAB_FILE
 from tf_records.tokenize import TextRules
 from tf_records.vocabulary import Vocabulary
-
-from txl_tf.convert.errors import WeightImportError
-
-VOCAB_FILE = "vocab.txt"
-CORPUS_INFO_FILE = "corpus-info.json"
 
 # The reference corpora's text rules (reference brief section 2.2).
 DATASET_RULES = {
@@ -41,7 +38,7 @@ def write_vocabulary(model_dir, symbols, dataset=None, cutoffs=(), n_token=None)
     """Write `vocab.txt` and `corpus-info.json` into `model_dir`; returns the corpus info."""
     symbols = list(symbols)
     if n_token is not None and len(symbols) != n_token:
-        raise WeightImportError(
+        raise VocabularyImportError(
             f"the vocabulary has {len(symbols)} symbols but the model has n_token={n_token}; "
             "it belongs to another model (use the cache.pkl shipped with these weights).")
     rules = DATASET_RULES.get(dataset) or TextRules(infer_level(symbols))
@@ -54,7 +51,7 @@ def write_vocabulary(model_dir, symbols, dataset=None, cutoffs=(), n_token=None)
         unk = None
     vocab = Vocabulary(table, rules.level, unk_symbol=unk,
                        unk_policy="unk" if unk is not None else "error")
-    os.makedirs(model_dir, exist_ok=True)
+    atomic.ensure_dir(model_dir, "model_dir")
     vocab.save(os.path.join(model_dir, VOCAB_FILE))
     info = {"dataset": dataset or "imported", "level": rules.level, "rules": rules.to_dict(),
             "vocab_size": len(vocab),
