@@ -34,7 +34,7 @@ def flags_for(**kw):
                 vocab_file=None, tgt_len=None, mem_len=None, clamp_len=None, same_length=None,
                 batch_size=2, last_segment="drop", max_steps=None, tb_dir="", progress=False)
     base.update(kw)
-    return types.SimpleNamespace(**base)
+    return evaluate.EvalOptions(**base)
 
 
 def word_model_dir(path, config, seed=0):
