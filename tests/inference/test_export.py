@@ -145,8 +145,10 @@ def exported(tmp_path_factory):
     vocab = Vocabulary(["<eos>"] + [f"w{i}" for i in range(11)], "word", specials=["<eos>"])
     write_model_vocab(model_dir, vocab, TextRules("word", eos="<eos>"))
     settings = dict(mem_len=6, clamp_len=5, same_length=True, gen_mem_len=40)
-    full = export.export(model_dir, str(root / "full"), text_signatures=True, **settings)
-    ids = export.export(model_dir, str(root / "ids"), text_signatures=False, **settings)
+    full = export.run(export.ExportOptions(model_dir, str(root / "full"), text_signatures=True,
+                                           **settings))
+    ids = export.run(export.ExportOptions(model_dir, str(root / "ids"), text_signatures=False,
+                                          **settings))
     return dict(root=root, model_dir=model_dir, model=model, vocab=vocab, full=full, ids=ids,
                 settings=settings)
 
@@ -239,12 +241,12 @@ def test_saved_model_cli_lists_every_signature(exported):
 
 def test_export_bad_input(exported, tmp_path):
     with pytest.raises(export.ExportInputError, match="exists"):
-        export.export(exported["model_dir"], str(exported["root"] / "ids"), version=1,
-                      text_signatures=False)
+        export.run(export.ExportOptions(exported["model_dir"], str(exported["root"] / "ids"),
+                                        version=1, text_signatures=False))
     with pytest.raises(export.ExportInputError, match="does not exist"):
-        export.export(str(tmp_path / "missing"), str(tmp_path / "out"))
+        export.run(export.ExportOptions(str(tmp_path / "missing"), str(tmp_path / "out")))
     bare = tmp_path / "bare"
     txl_tf.save_model(tiny_model(12), str(bare))
     with pytest.raises(export.ExportInputError, match="notext_signatures"):
-        export.export(str(bare), str(tmp_path / "out"))
+        export.run(export.ExportOptions(str(bare), str(tmp_path / "out")))
     assert not os.path.exists(tmp_path / "out" / "1")

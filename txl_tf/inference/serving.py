@@ -41,11 +41,13 @@ class ServingLimits:
     """Bounds on the work of one request, fixed at export time.
 
     Attributes:
-      max_seq_len: longest tokens (score, nll) or prompt (generate) row, in tokens. score
-        returns log_probs float32 [B, Q, V]: 4 * Q * V bytes per row.
-      max_num_tokens: most tokens generate / generate_text produce per call.
-      max_text_bytes: longest text (UTF-8 bytes) of score_text / generate_text.
-      max_batch_size: most rows (B) of any request, and init_mems' batch_size.
+      max_seq_len: Longest tokens / prompt row (tokens) a request may send to score, nll or
+        generate.
+      max_num_tokens: Most tokens generate and generate_text produce per request.
+      max_text_bytes: Longest text (UTF-8 bytes) of score_text and generate_text.
+      max_batch_size: Most rows (texts) of one request, and init_mems' largest batch_size.
+
+    score returns log_probs float32 [B, Q, V]: 4 * Q * V bytes per row of max_seq_len tokens.
     """
     max_seq_len: int = 512
     max_num_tokens: int = 1024
