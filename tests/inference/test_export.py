@@ -250,3 +250,21 @@ def test_export_bad_input(exported, tmp_path):
     with pytest.raises(export.ExportInputError, match="notext_signatures"):
         export.run(export.ExportOptions(str(bare), str(tmp_path / "out")))
     assert not os.path.exists(tmp_path / "out" / "1")
+
+
+@pytest.mark.parametrize("attn_type", [1, 2, 3])
+def test_every_attention_variant_exports_and_scores_as_the_model(tmp_path, attn_type):
+    """The ablation's encodings (Shaw et al., vanilla, Al-Rfou et al.) export like attn_type 0:
+    the loaded `score` signature gives the model's log-probabilities and memory."""
+    model = tiny_model(12, seed=4, attn_type=attn_type)
+    model_dir = str(tmp_path / "model")
+    txl_tf.save_model(model, model_dir)
+    result = export.run(export.ExportOptions(model_dir, str(tmp_path / "out"), mem_len=6,
+                                             text_signatures=False))
+    score = tf.saved_model.load(result["export_path"]).signatures["score"]
+    tokens = np.random.RandomState(attn_type).randint(0, 12, size=(2, 5)).astype(np.int32)
+    mems = model.init_mems(2, 6)
+    got = score(tokens=tf.constant(tokens), mems=tf.stack(mems))
+    want = model(tokens, mems=mems, mem_len=6)
+    np.testing.assert_allclose(got["log_probs"], want["log_probs"], atol=1e-5)
+    np.testing.assert_allclose(got["mems"], np.stack(want["mems"]), atol=1e-5)

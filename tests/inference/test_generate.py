@@ -55,6 +55,30 @@ def test_cached_greedy_generation_equals_full_rerun(prompt_len, seg_len, clamp_l
     np.testing.assert_array_equal(streamed, expected)
 
 
+def test_learned_relative_encoding_generation_equals_full_rerun():
+    """attn_type 1 (Shaw et al.): relative distances are the same cached or rerun, including
+    those beyond its table (both clamp them to the table's longest distance)."""
+    model = random_model(attn_type=1)
+    prompt = np.random.RandomState(1).randint(0, 23, size=(2, 6))
+    gen = Generator(model, seg_len=4, mem_len=6 + 17)
+    np.testing.assert_array_equal(gen.generate(prompt, 17, temperature=0.0),
+                                  naive_greedy(model, prompt, 17))
+
+
+@pytest.mark.parametrize("attn_type", [2, 3])
+def test_absolute_encodings_generate_through_their_memory(attn_type):
+    """attn_type 2 and 3 generate with the model's memory semantics: the graph loop, the
+    streamed tokens and a second run agree, and every id is in the vocabulary."""
+    model = random_model(attn_type=attn_type)
+    prompt = np.random.RandomState(2).randint(0, 23, size=(2, 5))
+    gen = Generator(model, seg_len=4, mem_len=12)
+    tokens = gen.generate(prompt, 9, temperature=0.0)
+    assert tokens.shape == (2, 9) and tokens.min() >= 0 and tokens.max() < 23
+    np.testing.assert_array_equal(gen.generate(prompt, 9, temperature=0.0), tokens)
+    streamed = np.stack(list(gen.stream(prompt, 9, temperature=0.0)), axis=1)
+    np.testing.assert_array_equal(streamed, tokens)
+
+
 def test_memory_shorter_than_context_differs_from_full_rerun():
     # The test above can fail: with a memory too short for the context, the cached decode
     # sees less than the re-run does and its logits differ.

@@ -99,7 +99,12 @@ def generate_ids(model, prompt, num_tokens, temperature, top_k, top_p, seed, seg
 
 
 class Generator:
-    """Cached generation for a `TransformerXL` (relative attention, i.e. with memory).
+    """Cached generation for a `TransformerXL` of any attn_type, through its memory.
+
+    The prompt is read in segments carrying the memory, then every new token is one call of
+    length 1 against it: the model's own semantics with memory. For relative encodings (attn_type
+    0 and 1) that equals rerunning the model over the whole text (distances are the same either
+    way); for absolute ones (2 and 3) it does not, since their positions restart in every call.
 
     Args:
       model: the model (dropout is off: training=False).
@@ -111,9 +116,6 @@ class Generator:
 
     def __init__(self, model, seg_len=None, mem_len=None, clamp_len=None, same_length=False):
         c = model.config
-        if c.attn_type != 0:
-            raise ValueError("generation with memory needs a Transformer-XL model "
-                             "(attn_type=0); this model has no memory.")
         self.model = model
         self.seg_len = int(seg_len or c.tgt_len)
         self.mem_len = int(c.mem_len if mem_len is None else mem_len)

@@ -122,9 +122,6 @@ def load_model(model_dir):
     except (ValueError, ConfigError) as error:
         raise ExportRuntimeError(f"cannot read {os.path.join(model_dir, 'config.json')}: "
                                  f"{error}") from None
-    if config.attn_type != 0:
-        raise ExportInputError("only Transformer-XL models (attn_type=0) can be exported: the "
-                               "signatures carry the memory.")
     if model_files.latest_checkpoint(model_dir) is None:
         raise ExportInputError(f"--model_dir {model_dir} has no checkpoint yet (no "
                                "'checkpoint' file): train it first or wait for its first save.")

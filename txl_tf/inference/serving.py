@@ -80,17 +80,12 @@ class ServingModule(tf.Module):
       text_codec: the in-graph tokenizer of the text signatures generate_text / score_text
         (see the module docstring); None: no text signatures.
       limits: a `ServingLimits` (default: its defaults).
-
-    Raises:
-      ValueError: the model has no memory (attn_type != 0).
     """
 
     def __init__(self, model, mem_len, clamp_len, same_length, tgt_len, gen_mem_len,
                  gen_seg_len, vocab_file=None, text_codec=None, limits=None):
         super().__init__(name="txl_serving")
         c = model.config
-        if c.attn_type != 0:
-            raise ValueError("export needs a Transformer-XL model with memory (attn_type=0).")
         # The Keras model itself is not a dependency of the module: only the tf.Variables
         # behind its weights are (see `_track_weights`).
         object.__setattr__(self, "model", model)

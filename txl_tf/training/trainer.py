@@ -87,7 +87,6 @@ class Trainer:
             if not optimizer.built:
                 optimizer.build(model.trainable_variables)
         self._train_fn = tf.function(self._train_loop)
-        self._eval_fn = tf.function(self._eval_loop)
 
     # ---------------------------------------------------------------------------------- memory
     @property
@@ -255,13 +254,6 @@ class Trainer:
         if getattr(self, "_evaluation", None) is None:
             self._evaluation = evaluation.Evaluator(self.model, strategy=self.strategy)
         return self._evaluation
-
-    def _replica_eval_step(self, batch, mems):
-        return self._evaluator.replica_step(batch, mems)
-
-    def _eval_loop(self, iterator, mems, num_steps):
-        _, nll, tokens, steps = self._evaluator.loop(iterator, mems, num_steps)
-        return nll, tokens, steps
 
     def evaluate(self, iterator, per_replica_batch: int, num_steps: int = -1) -> LoopStats:
         """Token-weighted NLL over `num_steps` steps (-1: until the iterator ends), starting
