@@ -6,6 +6,8 @@ Examples:
   # WikiText-103 test with the paper's evaluation settings (records made for tgt_len 128, bsz 16)
   python runners/evaluate.py --model_dir=/ckpt/wt103 --data_dir=/data/wt103 --split=test \
       --tgt_len=128 --mem_len=1600 --clamp_len=1000 --same_length --batch_size=16
+  # the context curve: the same split at several memory lengths in one run
+  python runners/evaluate.py --model_dir=runs/default --mem_lens=0,64,256,1024
   # any text file, tokenized with the model's vocabulary, every token scored
   python runners/evaluate.py --model_dir=/ckpt/enwik8 --text_file=page.txt --batch_size=1 \
       --last_segment=pad
@@ -96,8 +98,10 @@ def main(argv):
         raise EvalInputError(f"--text_file={text_file} is empty; give a text with at least "
                              "two tokens.")
     if options.model_dir and options.batch_size >= 1:
+        lengths = [int(m) for m in options.mem_lens if str(m).isdigit()]
         check_step_fits(txl_tf.load_config(options.model_dir), options.batch_size,
-                        tgt_len=options.tgt_len, mem_len=options.mem_len)
+                        tgt_len=options.tgt_len,
+                        mem_len=max(lengths) if lengths else options.mem_len)
     print(json.dumps(run(options)), flush=True)
     return 0
 

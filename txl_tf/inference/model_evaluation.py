@@ -5,7 +5,9 @@ off), asks `data_fn` for the evaluation streams (the caller owns the data: a pre
 tokenized text), runs the evaluation loop (`txl_tf.inference.evaluation.Evaluator`), writes
 loss / bpc / ppl to TensorBoard and returns the result dict that runners/evaluate.py prints:
   {"split", "tokens", "loss", "bpc", "ppl", "tgt_len", "mem_len", "clamp_len", "same_length",
-   "batch_size", "last_segment", "checkpoint", "tokens_per_second"}.
+   "batch_size", "last_segment", "checkpoint", "tokens_per_second"}; with `mem_lens` (the
+context curve) also "curve": [{"mem_len", "loss", "bpc", "ppl", "tokens"}], and the top-level
+figures are those of the last memory length.
 """
 import dataclasses
 import json
@@ -51,6 +53,9 @@ class EvalOptions:
       tb_dir: TensorBoard directory (default MODEL_DIR/eval-SPLIT, or MODEL_DIR/eval-text for
         --text_file); '' to disable.
       progress: Show a progress bar on stderr.
+      mem_lens: Evaluate at each of these memory lengths in one run (e.g. 0,64,256,1024): the
+        context curve. One line per length on stderr, the JSON result gains "curve", and
+        TensorBoard gets eval/loss_by_mem_len with x = the memory length. Replaces --mem_len.
     """
     model_dir: Optional[str] = None
     checkpoint: Optional[str] = None
@@ -67,6 +72,7 @@ class EvalOptions:
     max_steps: Optional[int] = None
     tb_dir: Optional[str] = None
     progress: bool = True
+    mem_lens: tuple = ()
 
 
 class EvalInputError(ValueError):
@@ -116,7 +122,21 @@ def checked_options(options: EvalOptions) -> EvalOptions:
                                     else trained_data_dir(options.model_dir))
     if options.batch_size < 1:
         raise EvalInputError(f"--batch_size must be >= 1, got {options.batch_size}.")
-    return dataclasses.replace(options, data_dir=data_dir)
+    mem_lens = tuple(_memory_length(m) for m in options.mem_lens)
+    if mem_lens and options.mem_len is not None:
+        raise EvalInputError("give --mem_len or --mem_lens, not both.")
+    return dataclasses.replace(options, data_dir=data_dir, mem_lens=mem_lens)
+
+
+def _memory_length(text) -> int:
+    """A --mem_lens entry as an int >= 0, or EvalInputError naming it."""
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        value = -1
+    if value < 0:
+        raise EvalInputError(f"--mem_lens entries must be integers >= 0, got {text!r}.")
+    return value
 
 
 def load_model(options: EvalOptions):
@@ -150,6 +170,36 @@ def write_summaries(out: dict, tb_dir: str) -> None:
     writer.flush()
 
 
+def write_curve(curve: list, tb_dir: str) -> None:
+    """The context curve: eval/loss_by_mem_len (and bpc, ppl) with x = memory length."""
+    writer = tf.summary.create_file_writer(tb_dir)
+    with writer.as_default():
+        for point in curve:
+            for key in ("loss", "bpc", "ppl"):
+                tf.summary.scalar(f"eval/{key}_by_mem_len", point[key], step=point["mem_len"])
+    writer.flush()
+
+
+def context_curve(model, batches, num_steps, options: EvalOptions) -> list:
+    """[(memory length, `EvalResult`)] of the same streams at every length of
+    `options.mem_lens`; each point also goes to stderr as it is measured."""
+    curve = []
+    for mem_len in options.mem_lens:
+        result = evaluation.Evaluator(model, mem_len=mem_len).evaluate(
+            batches, options.batch_size, num_steps, progress=options.progress)
+        curve.append((mem_len, result))
+        print(f"mem_len {mem_len:>6}: loss {result.loss:.4f} | bpc {result.bpc:.4f} | "
+              f"ppl {result.ppl:.3f} ({result.tokens:,} tokens)", file=sys.stderr, flush=True)
+    return curve
+
+
+def _curve_fields(curve: list) -> dict:
+    """The result's fields of a context curve: the last length's mem_len and every point."""
+    return {"mem_len": curve[-1][0],
+            "curve": [{"mem_len": m, "loss": r.loss, "bpc": r.bpc, "ppl": r.ppl,
+                       "tokens": r.tokens} for m, r in curve]}
+
+
 def evaluate_model(options: EvalOptions, data_fn: DataFn) -> dict:
     """Evaluates the checkpoint of `options.model_dir` on the streams `data_fn` gives.
 
@@ -170,17 +220,21 @@ def evaluate_model(options: EvalOptions, data_fn: DataFn) -> dict:
     batches, num_steps, split = data_fn(options, c)
     if options.max_steps:
         num_steps = min(num_steps, options.max_steps)
-    result = evaluation.Evaluator(model).evaluate(batches, options.batch_size, num_steps,
-                                                  progress=options.progress)
+    curve = context_curve(model, batches, num_steps, options) if options.mem_lens else []
+    result = curve[-1][1] if curve else evaluation.Evaluator(model).evaluate(
+        batches, options.batch_size, num_steps, progress=options.progress)
     if result.tokens == 0:
         raise EvalInputError("no tokens were scored (empty split or text).")
     out = {"split": split, "tokens": result.tokens, "loss": result.loss, "bpc": result.bpc,
            "ppl": result.ppl, "tgt_len": c.tgt_len, "mem_len": c.mem_len,
            "clamp_len": c.clamp_len, "same_length": c.same_length,
+           **(_curve_fields(curve) if curve else {}),
            "batch_size": options.batch_size, "last_segment": options.last_segment,
            "checkpoint": checkpoint, "tokens_per_second": result.tokens_per_second}
     tb_dir = (options.tb_dir if options.tb_dir is not None
               else os.path.join(options.model_dir, f"eval-{split}"))
     if tb_dir:
         write_summaries(out, tb_dir)
+        if curve:
+            write_curve(out["curve"], tb_dir)
     return out
