@@ -13,8 +13,8 @@ Attention length A: the most keys a query attends to (memory included), the pape
     predicted). Query i of a window sees i + 1 keys: the last one A. Training attention
     length: Q (a training segment is one window).
 Both readings use same_length=False (with same_length a query would see a fixed number of
-keys instead). Evaluation multiples k: A = k x the variant's training attention length (1x reads as in
-training; for the no-recurrence models 1x is the half reading above).
+keys instead). Evaluation multiples k: A = k x the variant's training attention length (1x
+reads as in training; for the no-recurrence models 1x is the half reading above).
 
 Both readings cut the stream into the same B contiguous rows (row b = tokens
 [b * R, (b + 1) * R) with R = N // B) and score the same tokens: every token of a row but its

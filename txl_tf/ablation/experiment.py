@@ -112,7 +112,7 @@ def _cell(value: float) -> str:
 
 
 def _paper(row) -> str:
-    return "not in the paper" if row is None else f"{row[0]}/{row[1]} @{row[2]}"
+    return "not in the paper" if row is None else f"{row[0]:.2f}/{row[1]:.2f} @{row[2]}"
 
 
 def format_table(results: List[dict]) -> str:
@@ -122,7 +122,7 @@ def format_table(results: List[dict]) -> str:
     head = (f"{'variant':<19} {'rec':<3} {'encoding':<14} {'loss':<4} {'params':>8} "
             f"{'train A':>7} | " + " | ".join(f"{str(k) + 'x: A loss/' + metric:<20}"
                                                for k in multiples)
-            + f" | best loss/{metric} @A | paper ppl init/best @A")
+            + f" | best loss/{metric} @A | paper WT103 ppl init/best @A")
     lines = [head, "-" * len(head)]
     for r in results:
         cells = [f"{e['attn_len']:>4} {_cell(e['loss'])}/{_cell(e[metric])}".ljust(20)
@@ -137,8 +137,10 @@ def format_table(results: List[dict]) -> str:
 
 def _baselines(data) -> str:
     info = data.info or {}
-    known = [(name, info.get(key)) for name, key in (("best possible", "best_loss_nats"),
-                                                       ("unigram", "unigram_loss_nats"))]
+    unigram = info.get("unigram_loss_nats")
+    if unigram is None and hasattr(data, "unigram_entropy"):
+        unigram = data.unigram_entropy("train")
+    known = [("best possible", info.get("best_loss_nats")), ("unigram", unigram)]
     return ", ".join(f"{name} {value:.4f} nats" for name, value in known if value is not None)
 
 
@@ -198,6 +200,6 @@ def run_ablation(options: AblationOptions, train_options: TrainOptions, config_f
     echo(format_table(results))
     baselines = _baselines(data)
     if baselines:
-        echo(f"{options.split} baselines: {baselines}")
+        echo(f"baselines: {baselines}")
     echo(f"TensorBoard: tensorboard --logdir {options.root}")
     return results
