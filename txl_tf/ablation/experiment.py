@@ -185,12 +185,12 @@ def run_ablation(options: AblationOptions, train_options: TrainOptions, config_f
     multiples = _multiples(options.eval_multiples)
     echo(f"ablation: {len(variants)} variants x {train_options.train_steps} steps into "
          f"{options.root}; the time estimate follows the first variant")
-    results, start = [], time.time()
+    results, start, rows = [], time.time(), None
     for i, variant in enumerate(variants):
         train_variant(variant, train_options, config_fn, data, options.root)
+        rows = _rows(data, options) if rows is None else rows  # the split exists once trained
         model_dir = os.path.join(options.root, variant.name)
-        result = evaluate_variant(variant, model_dir, _rows(data, options), multiples,
-                                  data.level)
+        result = evaluate_variant(variant, model_dir, rows, multiples, data.level)
         write_attention_curve(result, model_dir)
         results.append(result)
         echo(json.dumps(result))
