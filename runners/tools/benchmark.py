@@ -50,6 +50,7 @@ from absl import app, flags  # noqa: E402
 import txl_tf  # noqa: E402
 from runners.cli import model_flags, train_flags  # noqa: E402
 from runners.tools import benchmark_flops  # noqa: E402
+from txl_tf.inference.evaluation import segment_nll  # noqa: E402
 from txl_tf.model_dir import write_text_atomic  # noqa: E402
 from txl_tf.training import xla_clustering  # noqa: E402
 from txl_tf.training.lr_schedule import WarmupCosineSchedule  # noqa: E402
@@ -187,9 +188,9 @@ class Steps:
 
         @tf.function(jit_compile=FLAGS.jit_compile)
         def eval_step(batch, mems):
-            out = model(batch["inputs"], mems=mems or None, labels=batch["labels"],
-                        training=False, mem_len=mem_len)
-            return tf.reduce_mean(out["nll"]), out["mems"]
+            nll_sum, count, new_mems = segment_nll(model, batch["inputs"], batch["labels"], mems,
+                                                   mem_len=mem_len)
+            return nll_sum / count, new_mems
         return eval_step
 
     def train(self):

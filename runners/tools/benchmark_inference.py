@@ -36,8 +36,9 @@ def main(argv):
     import numpy as np
     import tensorflow as tf
 
+    import tf_records
     import txl_tf
-    from txl_tf.inference.evaluation import Evaluator, stream_batches
+    from txl_tf.inference.evaluation import Evaluator
     from txl_tf.inference.generation import Generator
 
     f = FLAGS
@@ -48,10 +49,10 @@ def main(argv):
     model = txl_tf.TransformerXL(config)
     rng = np.random.RandomState(0)
     tokens = rng.randint(0, f.n_token, size=f.eval_batch * (f.eval_steps + 1) * f.eval_tgt_len + 8)
-    batches, _ = stream_batches(tokens, f.eval_batch, f.eval_tgt_len)
+    batches = tf_records.dataset_from_tokens(tokens, f.eval_batch, f.eval_tgt_len)
     evaluator = Evaluator(model)
-    evaluator.evaluate(batches[:1], f.eval_batch, progress=False)  # trace
-    result = evaluator.evaluate(batches[1:f.eval_steps + 1], f.eval_batch, progress=False)
+    evaluator.evaluate(batches.take(1), f.eval_batch, progress=False)  # trace
+    result = evaluator.evaluate(batches.skip(1), f.eval_batch, f.eval_steps, progress=False)
 
     prompt = rng.randint(0, f.n_token, size=(1, f.prompt_len))
     gen = Generator(model, mem_len=f.prompt_len + f.gen_tokens)

@@ -14,6 +14,7 @@ import tensorflow as tf
 import txl_tf
 from runners import evaluate
 from txl_tf.inference import evaluation
+from tf_records import dataset_from_tokens
 from tf_records.model_vocab import ModelVocabError, write_model_vocab
 from tf_records.tokenize import TextRules
 from tf_records.vocabulary import Vocabulary
@@ -33,7 +34,7 @@ def flags_for(**kw):
                 vocab_file=None, tgt_len=None, mem_len=None, clamp_len=None, same_length=None,
                 batch_size=2, last_segment="drop", max_steps=None, tb_dir="", progress=False)
     base.update(kw)
-    return types.SimpleNamespace(**base)
+    return evaluate.EvalOptions(**base)
 
 
 def word_model_dir(path, config, seed=0):
@@ -44,6 +45,12 @@ def word_model_dir(path, config, seed=0):
                        specials=["<eos>"])
     write_model_vocab(str(path), vocab, TextRules("word", eos="<eos>"))
     return model, vocab
+
+
+def stream_batches(tokens, batch_size, tgt_len, last_segment="drop"):
+    """(list of (inputs, labels) numpy batches, num_steps): tf_records' evaluation streams."""
+    ds = dataset_from_tokens(tokens, batch_size, tgt_len, last_segment=last_segment)
+    return [(b["inputs"], b["labels"]) for b in ds.as_numpy_iterator()], ds.num_steps
 
 
 def naive_stream_nll(model, row, tgt_len, mem_len, clamp_len, same_length):
@@ -66,19 +73,17 @@ def naive_stream_nll(model, row, tgt_len, mem_len, clamp_len, same_length):
 
 
 @pytest.mark.parametrize("last_segment", ["drop", "pad"])
-def test_stream_batches_match_tf_records_layout(last_segment):
-    from tf_records.reader import dataset_from_tokens
-
+def test_evaluation_streams_score_every_token_of_the_layout(last_segment):
+    """The evaluation data of a text is tf_records' cut (the one stream cutter): `drop` scores
+    whole segments of every row, `pad` every token that has a predecessor in its row."""
     tokens = np.random.RandomState(0).randint(0, 50, size=103).astype(np.int32)
-    batches, steps = evaluation.stream_batches(tokens, 3, 7, last_segment)
-    ds = dataset_from_tokens(tokens, 3, 7, last_segment=last_segment)
-    theirs = list(ds.as_numpy_iterator())
-    assert steps == len(theirs) == ds.num_steps
-    for (x, y), other in zip(batches, theirs):
-        np.testing.assert_array_equal(x, other["inputs"])
-        np.testing.assert_array_equal(y, other["labels"])
-    counted = sum(int((y >= 0).sum()) for _, y in batches)
+    batches, steps = stream_batches(tokens, 3, 7, last_segment)
+    assert steps == len(batches)
     rows = len(tokens) // 3
+    for x, y in batches:
+        assert x.shape == y.shape == (3, 7)
+        np.testing.assert_array_equal(x[:, 1:][y[:, :-1] >= 0], y[:, :-1][y[:, :-1] >= 0])
+    counted = sum(int((y >= 0).sum()) for _, y in batches)
     expected = 103 - 3 if last_segment == "pad" else 3 * ((rows - 1) // 7) * 7
     assert counted == expected
 
@@ -90,7 +95,7 @@ def test_evaluator_equals_naive_per_stream_computation(same_length, last_segment
     model = txl_tf.TransformerXL(config)
     tokens = np.random.RandomState(2).randint(0, config.n_token, size=83).astype(np.int32)
     batch, tgt, mem, clamp = 3, 5, 9, 4
-    batches, steps = evaluation.stream_batches(tokens, batch, tgt, last_segment)
+    batches, steps = stream_batches(tokens, batch, tgt, last_segment)
     result = evaluation.Evaluator(model, mem_len=mem, clamp_len=clamp,
                                   same_length=same_length).evaluate(batches, batch, steps,
                                                                    progress=False)
@@ -107,6 +112,29 @@ def test_evaluator_equals_naive_per_stream_computation(same_length, last_segment
     np.testing.assert_allclose(result.loss, total / count, rtol=1e-5)
     np.testing.assert_allclose(result.bpc, total / count / math.log(2), rtol=1e-5)
     np.testing.assert_allclose(result.ppl, math.exp(total / count), rtol=1e-5)
+
+
+def test_two_replicas_score_as_one_device():
+    """The loop under MirroredStrategy (each replica its own streams and memory, sums reduced)
+    gives the one-device result on the same streams."""
+    config = tiny_config()
+    keras.utils.set_random_seed(4)
+    model = txl_tf.TransformerXL(config)
+    tokens = np.random.RandomState(5).randint(0, config.n_token, size=203).astype(np.int32)
+    one = dataset_from_tokens(tokens, 4, 5, last_segment="pad")
+    single = evaluation.Evaluator(model, mem_len=7).evaluate(one, 4, one.num_steps,
+                                                             progress=False)
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        mirrored = txl_tf.TransformerXL(config)
+        mirrored(tf.zeros([1, 5], tf.int32))
+    mirrored.set_weights(model.get_weights())
+    two = dataset_from_tokens(tokens, 2, 5, replicas_per_host=2, last_segment="pad")
+    iterator = iter(strategy.distribute_datasets_from_function(lambda ctx: two))
+    result = evaluation.Evaluator(mirrored, mem_len=7, strategy=strategy).run(iterator, 2)
+    assert result.tokens == single.tokens == 203 - 4
+    assert result.steps == single.steps == one.num_steps
+    np.testing.assert_allclose(result.nll_sum, single.nll_sum, rtol=1e-5)
 
 
 def test_loss_is_token_weighted_not_mean_of_batches():
@@ -148,7 +176,7 @@ def synthetic_run(tmp_path_factory):
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss, tuple(out["mems"])
 
-    batches, n = evaluation.stream_batches(train, 16, 8)
+    batches, n = stream_batches(train, 16, 8)
     for i in range(600):
         if i % n == 0:
             mems = tuple(model.init_mems(16))
@@ -174,7 +202,7 @@ def test_longer_eval_memory_lowers_loss_on_long_range_corpus(synthetic_run):
     assert short["mem_len"] == 8 and long["mem_len"] == 32
     assert best < long["loss"] < short["loss"] - 0.3 < unigram, (short, long)
     # The records path equals the in-memory stream path on the same tokens.
-    batches, steps = evaluation.stream_batches(run.valid, 8, 8)
+    batches, steps = stream_batches(run.valid, 8, 8)
     again = evaluation.Evaluator(run.model, mem_len=32).evaluate(batches, 8, steps,
                                                                  progress=False)
     assert again.tokens == long["tokens"]
@@ -189,7 +217,7 @@ def test_text_file_is_scored_with_the_model_vocabulary(synthetic_run, tmp_path):
     out = evaluate.run(flags_for(model_dir=run.model_dir, text_file=str(path), batch_size=1,
                                  last_segment="pad", mem_len=32))
     assert out["split"] == "text" and out["tokens"] == 399  # every token but the first
-    batches, steps = evaluation.stream_batches(run.valid[:400], 1, 8, "pad")
+    batches, steps = stream_batches(run.valid[:400], 1, 8, "pad")
     direct = evaluation.Evaluator(run.model, mem_len=32).evaluate(batches, 1, steps,
                                                                   progress=False)
     assert direct.tokens == 399
@@ -257,7 +285,7 @@ def test_cli_prints_json_line_and_writes_tensorboard(tmp_path):
     assert "eval [" in proc.stderr  # progress bar
     ids = np.array([int(w[1:]) + 1 for w in words[:30]] + [0] + [int(w[1:]) + 1
                                                                   for w in words[30:]] + [0])
-    batches, steps = evaluation.stream_batches(ids, 2, 4)
+    batches, steps = stream_batches(ids, 2, 4)
     expected = evaluation.Evaluator(model, mem_len=12, clamp_len=7, same_length=True).evaluate(
         batches, 2, steps, progress=False)
     assert out["tokens"] == expected.tokens
@@ -287,7 +315,7 @@ def test_missing_eval_records_are_made_from_cached_tokens(synthetic_run):
     out = evaluate.run(flags_for(model_dir=run.model_dir, data_dir=run.data_dir, split="valid",
                                  batch_size=3, tgt_len=16, mem_len=16, last_segment="pad"))
     assert out["tokens"] == len(run.valid) - 3
-    batches, steps = evaluation.stream_batches(run.valid, 3, 16, "pad")
+    batches, steps = stream_batches(run.valid, 3, 16, "pad")
     direct = evaluation.Evaluator(run.model, mem_len=16).evaluate(batches, 3, steps,
                                                                   progress=False)
     np.testing.assert_allclose(out["loss"], direct.loss, rtol=1e-6)

@@ -12,8 +12,10 @@ import tensorflow as tf
 
 import txl_tf
 from runners import export
+from tf_records import dataset_from_tokens
 from txl_tf.inference import evaluation
 from txl_tf.inference.generation import Generator
+from tf_records.graph_text import GraphText
 from tf_records.model_vocab import ModelVocab, write_model_vocab
 from txl_tf.inference.serving import ServingModule
 from tf_records.tokenize import TextRules, decode_ids, encode_text
@@ -56,15 +58,18 @@ def test_in_graph_tokenization_equals_tf_records(tmp_path, case):
     name, vocab, rules, text = [c for c in vocab_cases(tmp_path) if c[0] == case][0]
     write_model_vocab(str(tmp_path), vocab, rules)
     mv = ModelVocab(vocab, rules, {}, str(tmp_path / "vocab.txt"))
-    module = ServingModule(tiny_model(len(vocab)), 6, -1, False, 4, 8, 4, model_vocab=mv)
+    codec = GraphText(mv)
+    module = ServingModule(tiny_model(len(vocab)), 6, -1, False, 4, 8, 4,
+                           vocab_file=mv.vocab_path, text_codec=codec)
+    assert module.text_codec is codec and "score_text" in module.signatures()
     expected = encode_text(text, rules, vocab)
-    got = module._text_to_ids(tf.constant(text), continuing=False).numpy()
+    got = codec.encode(tf.constant(text), continuing=False).numpy()
     np.testing.assert_array_equal(got, expected)
     rng = np.random.RandomState(0)
     for ids in [expected, rng.randint(0, len(vocab), size=40), np.zeros([0], np.int32)]:
         if case == "byte":
             ids = np.asarray(expected)  # random bytes need not be UTF-8
-        decoded = module._ids_to_text(tf.constant(ids, tf.int32)).numpy().decode("utf-8")
+        decoded = codec.decode(tf.constant(ids, tf.int32)).numpy().decode("utf-8")
         assert decoded == decode_ids(ids, rules, vocab), (ids, decoded)
 
 
@@ -140,8 +145,10 @@ def exported(tmp_path_factory):
     vocab = Vocabulary(["<eos>"] + [f"w{i}" for i in range(11)], "word", specials=["<eos>"])
     write_model_vocab(model_dir, vocab, TextRules("word", eos="<eos>"))
     settings = dict(mem_len=6, clamp_len=5, same_length=True, gen_mem_len=40)
-    full = export.export(model_dir, str(root / "full"), text_signatures=True, **settings)
-    ids = export.export(model_dir, str(root / "ids"), text_signatures=False, **settings)
+    full = export.run(export.ExportOptions(model_dir, str(root / "full"), text_signatures=True,
+                                           **settings))
+    ids = export.run(export.ExportOptions(model_dir, str(root / "ids"), text_signatures=False,
+                                          **settings))
     return dict(root=root, model_dir=model_dir, model=model, vocab=vocab, full=full, ids=ids,
                 settings=settings)
 
@@ -211,9 +218,9 @@ def test_full_export_runs_every_signature_with_tensorflow_text(exported):
         full = decode_ids(np.concatenate([ids, new]), rules, vocab)
         assert text == full[len(decode_ids(ids, rules, vocab)):]
     ids = encode_text(str(inputs["score_text"]), rules, vocab)
-    batches, steps = evaluation.stream_batches(ids, 1, 4, "pad")
+    batches = dataset_from_tokens(ids, 1, 4, last_segment="pad")
     expected = evaluation.Evaluator(model, mem_len=6, clamp_len=5, same_length=True).evaluate(
-        batches, 1, steps, progress=False)
+        batches, 1, batches.num_steps, progress=False)
     assert out["score_text"]["tokens"] == [expected.tokens] == [len(ids) - 1]
     np.testing.assert_allclose(out["score_text"]["loss"], [expected.loss], rtol=1e-5)
     assert "zebra" in out["errors"]["unknown"]
@@ -234,12 +241,12 @@ def test_saved_model_cli_lists_every_signature(exported):
 
 def test_export_bad_input(exported, tmp_path):
     with pytest.raises(export.ExportInputError, match="exists"):
-        export.export(exported["model_dir"], str(exported["root"] / "ids"), version=1,
-                      text_signatures=False)
+        export.run(export.ExportOptions(exported["model_dir"], str(exported["root"] / "ids"),
+                                        version=1, text_signatures=False))
     with pytest.raises(export.ExportInputError, match="does not exist"):
-        export.export(str(tmp_path / "missing"), str(tmp_path / "out"))
+        export.run(export.ExportOptions(str(tmp_path / "missing"), str(tmp_path / "out")))
     bare = tmp_path / "bare"
     txl_tf.save_model(tiny_model(12), str(bare))
     with pytest.raises(export.ExportInputError, match="notext_signatures"):
-        export.export(str(bare), str(tmp_path / "out"))
+        export.run(export.ExportOptions(str(bare), str(tmp_path / "out")))
     assert not os.path.exists(tmp_path / "out" / "1")

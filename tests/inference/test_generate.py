@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-import types
 
 import keras
 import numpy as np
@@ -133,7 +132,7 @@ def gen_flags(**kw):
                 temperature=0.0, top_k=0, top_p=1.0, seed=0, seg_len=None, mem_len=40,
                 clamp_len=None, same_length=False, stream=True)
     base.update(kw)
-    return types.SimpleNamespace(**base)
+    return generate.GenerateOptions(**base)
 
 
 def test_run_streams_text_and_reports_json(tmp_path):

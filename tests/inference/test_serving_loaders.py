@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import txl_tf
+from tf_records import dataset_from_tokens
 from txl_tf.inference import evaluation
 from txl_tf.inference.generation import Generator
 from tf_records.model_vocab import write_model_vocab
@@ -223,8 +224,8 @@ def keras_outputs(served, ids_reqs, text_reqs):
         counts.append(len(ids))
     out["gen_text.text"], out["gen_text.prompt_tokens"] = np.array(texts, object), counts
     ids = encode_text(SCORE_TEXT, RULES, served["vocab"])
-    batches, steps = evaluation.stream_batches(ids, 1, 4, "pad")
-    result = evaluation.Evaluator(model, **RUN).evaluate(batches, 1, steps, progress=False)
+    batches = dataset_from_tokens(ids, 1, 4, last_segment="pad")
+    result = evaluation.Evaluator(model, **RUN).evaluate(batches, 1, batches.num_steps, progress=False)
     out["score_text.loss"], out["score_text.tokens"] = [result.loss], [result.tokens]
     return out
 

@@ -1,1 +1,11 @@
-"""Inference: the one evaluation loop, generation, sampling and the serving module."""
+"""Inference: the one evaluation loop, generation, sampling and the serving module.
+
+  evaluation         the evaluation loop (segment_nll, Evaluator) used by training, evaluate.py,
+                     the benchmarks and the SavedModel's score_text
+  model_evaluation   EvalOptions -> a model directory's checkpoint evaluated (evaluate.py)
+  generation         prompt consumption and cached decoding (Generator, graph functions)
+  text_generation    GenerateOptions -> text generated from a prompt (generate.py)
+  sampling           temperature / top-k / top-p sampling
+  serving            ServingModule (the SavedModel's signatures) and ServingLimits
+  saved_model_export ExportOptions -> a versioned SavedModel (export.py)
+"""

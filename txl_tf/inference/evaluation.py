@@ -1,14 +1,22 @@
-"""Exact, token-weighted evaluation of a `TransformerXL` over contiguous streams with memory.
+"""The evaluation loop of txl-tf: exact, token-weighted NLL over contiguous streams with memory.
+
+Glossary: B streams per replica, Q segment length, M memory length, D d_model, L n_layer.
 
 Semantics (the reference's `train_gpu.py` evaluation):
   * dropout off (the model is called with training=False);
   * the memory starts as zeros of length `mem_len` that are attended to (`model.init_mems`) and is
     carried from every segment to the next over the whole split;
-  * the stream is cut into `batch_size` parallel contiguous rows (row-major), each scored with
-    its own memory;
+  * the data is `B` parallel contiguous streams per replica (row-major cut, `tf_records`), each
+    scored with its own memory;
   * loss = (sum of the NLL of every target token) / (number of target tokens), in nats;
     bpc = loss / ln 2; ppl = exp(loss). Not the mean of per-batch perplexities.
 Padded positions (label < 0, the `pad` last-segment policy) are not counted.
+
+One loop serves every caller: `segment_nll` scores one segment (also the loop body of the
+SavedModel's score_text), `Evaluator.loop` runs it over a (distributed) iterator in one
+`tf.function` under any `tf.distribute.Strategy` (per-replica streams and memory, sums reduced
+over replicas), and `Evaluator.run` / `Evaluator.evaluate` drive that loop from the host
+(`txl_tf.training.Trainer.evaluate`, runners/evaluate.py, the benchmarks).
 """
 import dataclasses
 import math
@@ -19,14 +27,24 @@ from typing import Callable, Iterable, Optional
 import numpy as np
 import tensorflow as tf
 
+SUM = tf.distribute.ReduceOp.SUM
+
 
 @dataclasses.dataclass
 class EvalResult:
-    """Totals of one evaluation: `tokens` scored, `nll_sum` in nats, wall `seconds`."""
+    """Totals of one evaluation.
+
+    Attributes:
+      tokens: number of target tokens scored (all replicas).
+      nll_sum: their summed NLL, in nats.
+      seconds: wall time.
+      steps: segments run (each replica's B streams advance by one segment per step).
+    """
 
     tokens: int
     nll_sum: float
     seconds: float
+    steps: int = 0
 
     @property
     def loss(self) -> float:
@@ -47,7 +65,11 @@ class EvalResult:
 
 class Progress:
     """A text progress bar on stderr (`total` may be None): redrawn in place twice a second on
-    a terminal, one line every 10 seconds when stderr is a file or a pipe."""
+    a terminal, one line every 10 seconds when stderr is a file or a pipe.
+
+    `keras.utils.Progbar` is not used: it writes to stdout (where evaluate.py prints its JSON
+    result line) and, on Linux, always redraws with backspaces and colour codes, also into files.
+    """
 
     def __init__(self, total: Optional[int], label: str = "eval", stream=None, width: int = 30):
         self.total, self.label, self.width = total, label, width
@@ -77,107 +99,175 @@ class Progress:
             self.stream.flush()
 
 
-class Evaluator:
-    """Scores batches of contiguous streams with a model, carrying the memory.
+def segment_nll(model, inputs, labels, mems, mem_len=None, clamp_len=None, same_length=None):
+    """Scores one segment of every stream, with memory and without dropout.
 
     Args:
-      model: a `TransformerXL` (dropout is off because it is called with training=False).
-      mem_len, clamp_len, same_length: the evaluation run settings (None: the model config's).
+      model: a `TransformerXL`.
+      inputs: int32 [B, Q].
+      labels: int32 [B, Q]; labels < 0 are padding, not scored.
+      mems: L float32 [B, M, D] (a list or tuple; empty for the vanilla model).
+      mem_len, clamp_len, same_length: run settings (None: the model config's).
+
+    Returns:
+      (nll_sum float32 [], tokens float32 [], new mems: L [B, min(mem_len, M + Q), D]).
     """
+    valid = labels >= 0
+    out = model(inputs, mems=list(mems) if mems else None,
+                labels=tf.where(valid, labels, tf.zeros_like(labels)), training=False,
+                mem_len=mem_len, clamp_len=clamp_len, same_length=same_length)
+    nll = tf.where(valid, tf.cast(out["nll"], tf.float32), tf.zeros([], tf.float32))
+    return tf.reduce_sum(nll), tf.reduce_sum(tf.cast(valid, tf.float32)), out["mems"]
 
-    def __init__(self, model, mem_len=None, clamp_len=None, same_length=None):
-        c = model.config
-        self.model = model
-        self.mem_len = c.mem_len if mem_len is None else int(mem_len)
-        self.clamp_len = c.clamp_len if clamp_len is None else int(clamp_len)
-        self.same_length = c.same_length if same_length is None else bool(same_length)
-        self._step = tf.function(self._step_fn, reduce_retracing=True)
 
-    def _step_fn(self, inputs, labels, mems):
-        """inputs, labels int32 [B, Q] (labels < 0 are padding); mems tuple of L [B, M, D].
-        Returns (float64 NLL sum, int64 count, new mems)."""
-        valid = labels >= 0
-        out = self.model(inputs, mems=list(mems) if mems else None,
-                         labels=tf.where(valid, labels, tf.zeros_like(labels)), training=False,
-                         mem_len=self.mem_len, clamp_len=self.clamp_len,
-                         same_length=self.same_length)
-        nll = tf.where(valid, tf.cast(out["nll"], tf.float64), tf.zeros([], tf.float64))
-        return tf.reduce_sum(nll), tf.reduce_sum(tf.cast(valid, tf.int64)), tuple(out["mems"])
+def as_dataset(batches, batch_size: int) -> tf.data.Dataset:
+    """A `tf.data.Dataset` of {"inputs", "labels"} int32 [batch_size, Q] from `batches`: a
+    dataset (returned as is) or an iterable of such dicts or of (inputs, labels) pairs."""
+    if isinstance(batches, tf.data.Dataset):
+        return batches
 
-    def evaluate(self, batches: Iterable, batch_size: int, num_steps: Optional[int] = None,
-                 progress: bool = True,
-                 on_step: Optional[Callable[[int, "EvalResult"], None]] = None) -> EvalResult:
-        """Scores every batch in order.
-
-        Args:
-          batches: iterable of dicts {"inputs", "labels"} (or pairs) of int [batch_size, Q];
-            element t of stream b continues element t-1 of stream b.
-          batch_size: B, the number of parallel streams.
-          num_steps: number of batches, for the progress bar.
-        """
-        mems = tuple(self.model.init_mems(batch_size, self.mem_len))
-        nll_sum, count, steps = 0.0, 0, 0
-        bar = Progress(num_steps) if progress else None
-        start = time.time()
+    def generate():
         for batch in batches:
             inputs, labels = ((batch["inputs"], batch["labels"]) if isinstance(batch, dict)
                               else batch)
-            inputs = tf.convert_to_tensor(inputs, tf.int32)
-            labels = tf.convert_to_tensor(labels, tf.int32)
-            if inputs.shape[0] != batch_size:
-                raise ValueError(f"a batch has {inputs.shape[0]} streams, expected {batch_size}.")
-            s, n, mems = self._step(inputs, labels, mems)
-            nll_sum += float(s)
-            count += int(n)
+            yield {"inputs": np.asarray(inputs, np.int32), "labels": np.asarray(labels, np.int32)}
+
+    spec = tf.TensorSpec([batch_size, None], tf.int32)
+    return tf.data.Dataset.from_generator(generate, output_signature={"inputs": spec,
+                                                                      "labels": spec})
+
+
+class Evaluator:
+    """Scores contiguous streams with a model, carrying the memory, under a strategy.
+
+    Args:
+      model: a `TransformerXL` (created under `strategy.scope()`).
+      mem_len, clamp_len, same_length: the evaluation run settings (None: the model config's).
+      strategy: the `tf.distribute.Strategy` whose replicas each score their own streams
+        (default: the current one, i.e. one device outside any scope).
+
+    Example:
+      >>> evaluator = Evaluator(model, mem_len=1600)
+      >>> result = evaluator.evaluate(dataset, batch_size=16, num_steps=steps)
+      >>> result.loss, result.ppl
+    """
+
+    def __init__(self, model, mem_len=None, clamp_len=None, same_length=None, strategy=None):
+        c = model.config
+        self.model = model
+        self.strategy = strategy or tf.distribute.get_strategy()
+        self.mem_len = c.mem_len if mem_len is None else int(mem_len)
+        self.clamp_len = c.clamp_len if clamp_len is None else int(clamp_len)
+        self.same_length = c.same_length if same_length is None else bool(same_length)
+        self._loop_fn = tf.function(self.loop, reduce_retracing=True)
+
+    def replica_step(self, batch, mems):
+        """One segment on one replica: batch {"inputs", "labels"} int32 [B, Q], mems L [B, M, D]
+        -> (new mems, nll_sum float32 [], tokens float32 [])."""
+        nll_sum, tokens, new_mems = segment_nll(
+            self.model, batch["inputs"], batch["labels"], mems, self.mem_len, self.clamp_len,
+            self.same_length)
+        # The memory keeps its length (mem_len): a loop variable of unchanging shape.
+        new_mems = [tf.ensure_shape(new, old.shape) for new, old in zip(new_mems, mems)]
+        return new_mems, nll_sum, tokens
+
+    def init_memory(self, per_replica_batch: int):
+        """Zero memory on every replica: distributed L x [B, mem_len, D]."""
+        return self.strategy.experimental_distribute_values_from_function(
+            lambda ctx: self.model.init_mems(per_replica_batch, self.mem_len))
+
+    def loop(self, iterator, mems, num_steps):
+        """Up to `num_steps` steps of `iterator` (fewer when it ends), memory carried.
+
+        Args:
+          iterator: over {"inputs", "labels"} (distributed, or plain with one replica).
+          mems: distributed memory (`init_memory` or the previous call's).
+          num_steps: int32 [].
+
+        Returns:
+          (mems, nll_sum float32 [], tokens float32 [], steps int32 []), sums over replicas.
+        """
+        strategy = self.strategy
+        nll = tf.constant(0.0, tf.float32)
+        tokens = tf.constant(0.0, tf.float32)
+        steps = tf.constant(0, tf.int32)
+        # With one local replica, MultiWorkerMirroredStrategy's run returns plain tensors where
+        # `init_memory` gives one-component PerReplica values: a loop variable keeps its
+        # structure, so the memory enters the loop as run output.
+        mems = strategy.run(lambda m: [tf.identity(x) for x in m], args=(mems,))
+        for _ in tf.range(num_steps):
+            optional = iterator.get_next_as_optional()
+            if not optional.has_value():
+                break
+            mems, step_nll, step_tokens = strategy.run(
+                self.replica_step, args=(optional.get_value(), mems))
+            nll += strategy.reduce(SUM, step_nll, axis=None)
+            tokens += strategy.reduce(SUM, step_tokens, axis=None)
             steps += 1
-            result = EvalResult(count, nll_sum, time.time() - start)
+        return mems, nll, tokens, steps
+
+    def run(self, iterator, per_replica_batch: int, num_steps: int = -1,
+            steps_per_call: Optional[int] = None,
+            on_step: Optional[Callable[[int, EvalResult], None]] = None) -> EvalResult:
+        """Evaluates from zero memory until `iterator` ends or `num_steps` steps (-1: no limit).
+
+        Args:
+          iterator: as in `loop`.
+          per_replica_batch: B.
+          num_steps: most steps (-1: until the iterator ends).
+          steps_per_call: steps per compiled call (None: all in one); `on_step` runs after each.
+          on_step: called with (steps so far, `EvalResult` so far).
+
+        Returns:
+          The `EvalResult`; its sums are float32 within a call, float64 across calls.
+        """
+        limit = np.iinfo(np.int32).max if num_steps is None or num_steps < 0 else int(num_steps)
+        chunk = limit if steps_per_call is None else max(int(steps_per_call), 1)
+        mems = self.init_memory(per_replica_batch)
+        result = EvalResult(tokens=0, nll_sum=0.0, seconds=0.0, steps=0)
+        start = time.time()
+        while result.steps < limit:
+            n = min(chunk, limit - result.steps)
+            mems, nll, tokens, steps = self._loop_fn(iterator, mems, tf.constant(n, tf.int32))
+            result = EvalResult(tokens=result.tokens + int(tokens),
+                                nll_sum=result.nll_sum + float(nll),
+                                seconds=time.time() - start, steps=result.steps + int(steps))
+            if on_step and int(steps):
+                on_step(result.steps, result)
+            if int(steps) < n:
+                break
+        return result
+
+    def evaluate(self, batches: Iterable, batch_size: int, num_steps: Optional[int] = None,
+                 progress: bool = True,
+                 on_step: Optional[Callable[[int, EvalResult], None]] = None) -> EvalResult:
+        """Scores every batch in order (at most `num_steps`), one segment per compiled call.
+
+        Args:
+          batches: a `tf.data.Dataset` or an iterable of dicts {"inputs", "labels"} (or pairs)
+            of int [batch_size, Q]; element t of stream b continues element t-1 of stream b.
+            (With several replicas, give `run` a distributed iterator instead.)
+          batch_size: B, the number of parallel streams per replica.
+          num_steps: number of batches (the progress bar's total and a limit); None: all.
+          progress: show a `Progress` bar on stderr.
+          on_step: called with (steps so far, `EvalResult` so far).
+        """
+        dataset = as_dataset(batches, batch_size)
+        iterator = iter(self.strategy.experimental_distribute_dataset(dataset))
+        bar = Progress(num_steps) if progress else None
+
+        def step_done(steps, result):
             if bar:
-                bar.update(steps, f"loss {result.loss:.4f} {result.tokens_per_second:,.0f} tok/s")
+                bar.update(steps, _progress_text(result))
             if on_step:
                 on_step(steps, result)
-        result = EvalResult(count, nll_sum, time.time() - start)
+
+        result = self.run(iterator, batch_size, -1 if num_steps is None else num_steps,
+                          steps_per_call=1, on_step=step_done)
         if bar:
-            bar.close(steps, f"loss {result.loss:.4f} {result.tokens_per_second:,.0f} tok/s")
+            bar.close(result.steps, _progress_text(result))
         return result
 
 
-def stream_batches(tokens, batch_size: int, tgt_len: int, last_segment: str = "drop"):
-    """(inputs, labels) numpy batches of a token stream cut into `batch_size` contiguous rows.
-
-    `drop` (the reference) scores whole segments only: each row keeps (L - 1) // tgt_len
-    segments of its L = N // batch_size tokens. `pad` also scores every row's last partial
-    segment (labels -1 where padded), so all N - batch_size tokens that have a predecessor in
-    their row are scored (N - 1 with batch_size 1).
-
-    Returns (list of batches, num_steps). Same cut as `tf_records` (a test checks it).
-    """
-    tokens = np.asarray(tokens, np.int32).reshape(-1)
-    n = tokens.size
-    if last_segment == "drop":
-        length = n // batch_size
-        steps = (length - 1) // tgt_len if length else 0
-        if steps < 1:
-            raise ValueError(
-                f"the text has {n} tokens, too few for one segment of {batch_size} streams x "
-                f"tgt_len {tgt_len} (needs {batch_size * (tgt_len + 1)}); lower --batch_size or "
-                "--tgt_len, or use --last_segment=pad.")
-        matrix = tokens[:batch_size * length].reshape(batch_size, length)[:, :steps * tgt_len + 1]
-    elif last_segment == "pad":
-        length = -(-n // batch_size)
-        if length < 2:
-            raise ValueError(f"the text has {n} tokens, too few for {batch_size} streams of at "
-                             "least 2 tokens; lower --batch_size.")
-        steps = -(-(length - 1) // tgt_len)
-        matrix = np.full((batch_size, steps * tgt_len + 1), -1, np.int32)
-        padded = np.full(batch_size * length, -1, np.int32)
-        padded[:n] = tokens
-        matrix[:, :length] = padded.reshape(batch_size, length)
-    else:
-        raise ValueError(f"last_segment must be 'drop' or 'pad', got {last_segment!r}.")
-    batches = []
-    for t in range(steps):
-        block = matrix[:, t * tgt_len:(t + 1) * tgt_len + 1]
-        inputs = np.maximum(block[:, :-1], 0)
-        labels = np.where(block[:, :-1] < 0, -1, block[:, 1:])
-        batches.append((inputs, labels))
-    return batches, steps
+def _progress_text(result: EvalResult) -> str:
+    return f"loss {result.loss:.4f} {result.tokens_per_second:,.0f} tok/s"

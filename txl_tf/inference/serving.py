@@ -16,6 +16,9 @@ Signatures (L n_layer, D d_model fixed; B batch, Q length, M memory length dynam
       nll_sum float32 [B]; each text is scored as `evaluate.py --batch_size=1
       --last_segment=pad` scores it (zero memory of mem_len, segments of tgt_len).
 The vocabulary file is an asset (assets/vocab.txt); `vocab_file` holds its path after loading.
+The text signatures tokenize with a text codec given by the exporter (runners/export.py gives
+`tf_records.graph_text.GraphText`): any `tf.Module` with `encode(text [], continuing) -> int32
+ids [n]` and `decode(ids [n]) -> string []`.
 
 Every request is validated inside the graph before any work (InvalidArgumentError naming the
 problem): ids in [0, n_token) in every id input; mems of shape [L, B, M <= mem_len, D]; at least
@@ -25,11 +28,10 @@ export-time limits (`ServingLimits`, export.py --max_seq_len / --max_num_tokens 
 --max_text_bytes / --max_batch_size) that bound the work of one request.
 """
 import dataclasses
-import os
-import tempfile
 
 import tensorflow as tf
 
+from txl_tf.inference import evaluation
 from txl_tf.inference import generation
 from txl_tf.inference import sampling
 
@@ -39,11 +41,13 @@ class ServingLimits:
     """Bounds on the work of one request, fixed at export time.
 
     Attributes:
-      max_seq_len: longest tokens (score, nll) or prompt (generate) row, in tokens. score
-        returns log_probs float32 [B, Q, V]: 4 * Q * V bytes per row.
-      max_num_tokens: most tokens generate / generate_text produce per call.
-      max_text_bytes: longest text (UTF-8 bytes) of score_text / generate_text.
-      max_batch_size: most rows (B) of any request, and init_mems' batch_size.
+      max_seq_len: Longest tokens / prompt row (tokens) a request may send to score, nll or
+        generate.
+      max_num_tokens: Most tokens generate and generate_text produce per request.
+      max_text_bytes: Longest text (UTF-8 bytes) of score_text and generate_text.
+      max_batch_size: Most rows (texts) of one request, and init_mems' largest batch_size.
+
+    score returns log_probs float32 [B, Q, V]: 4 * Q * V bytes per row of max_seq_len tokens.
     """
     max_seq_len: int = 512
     max_num_tokens: int = 1024
@@ -61,21 +65,9 @@ class ServingLimits:
                 f"(runners/export.py --{name}); send a smaller request or re-export with a "
                 f"larger --{name}.")
 
-# Python's str.isspace characters as an RE2 class (the word rule splits on them, as str.split).
-_PY_WS_CLASS = None
-
-
-def _py_whitespace_class():
-    global _PY_WS_CLASS
-    if _PY_WS_CLASS is None:
-        import sys
-        chars = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
-        _PY_WS_CLASS = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in chars) + "]"
-    return _PY_WS_CLASS
-
 
 class ServingModule(tf.Module):
-    """Wraps a `TransformerXL` (and optionally its vocabulary) for export.
+    """Wraps a `TransformerXL` (and optionally its vocabulary and text codec) for export.
 
     Args:
       model: the model (called with training=False).
@@ -83,14 +75,18 @@ class ServingModule(tf.Module):
         (tgt_len: segment length of score_text).
       gen_mem_len, gen_seg_len: memory and prompt segment length of the generate signatures
         (same_length is off for generation).
-      model_vocab: a `tf_records.model_vocab.ModelVocab`, needed for the text signatures and to
-        ship the vocabulary asset; None for a vocabulary-less export.
-      text_signatures: build generate_text / score_text (tensorflow_text ops).
+      vocab_file: the model's vocabulary file, shipped as the `vocab_file` asset; None for a
+        vocabulary-less export.
+      text_codec: the in-graph tokenizer of the text signatures generate_text / score_text
+        (see the module docstring); None: no text signatures.
       limits: a `ServingLimits` (default: its defaults).
+
+    Raises:
+      ValueError: the model has no memory (attn_type != 0).
     """
 
     def __init__(self, model, mem_len, clamp_len, same_length, tgt_len, gen_mem_len,
-                 gen_seg_len, model_vocab=None, text_signatures=True, limits=None):
+                 gen_seg_len, vocab_file=None, text_codec=None, limits=None):
         super().__init__(name="txl_serving")
         c = model.config
         if c.attn_type != 0:
@@ -104,15 +100,14 @@ class ServingModule(tf.Module):
         self.tgt_len = int(tgt_len)
         self.gen_settings = (int(gen_mem_len), int(clamp_len), False)
         self.gen_seg_len = int(gen_seg_len)
-        self.text = bool(text_signatures)
         object.__setattr__(self, "limits", limits or ServingLimits())
-        self.mv = model_vocab
-        if model_vocab is not None:
-            self.vocab_file = tf.saved_model.Asset(model_vocab.vocab_path)
-        if self.text:
-            if model_vocab is None:
-                raise ValueError("text signatures need the model's vocabulary.")
-            self._build_tables(model_vocab)
+        if vocab_file is not None:
+            self.vocab_file = tf.saved_model.Asset(vocab_file)
+        self.text_codec = text_codec
+        self._define_signatures()
+
+    def _define_signatures(self):
+        c = self.config
         mems = tf.TensorSpec([c.n_layer, None, None, c.d_model], tf.float32, name="mems")
         tokens = tf.TensorSpec([None, None], tf.int32, name="tokens")
         self.score = tf.function(self._score, input_signature=[tokens, mems])
@@ -127,7 +122,7 @@ class ServingModule(tf.Module):
                           tf.TensorSpec([], tf.int64, name="seed")]
         self.generate = tf.function(self._generate, input_signature=[
             tf.TensorSpec([None, None], tf.int32, name="prompt")] + sampling_specs)
-        if self.text:
+        if self.text_codec is not None:
             text = tf.TensorSpec([None], tf.string, name="text")
             self.generate_text = tf.function(self._generate_text,
                                              input_signature=[text] + sampling_specs)
@@ -158,7 +153,7 @@ class ServingModule(tf.Module):
     def signatures(self) -> dict:
         out = {"serving_default": self.score, "score": self.score, "nll": self.nll,
                "init_mems": self.init_mems, "generate": self.generate}
-        if self.text:
+        if self.text_codec is not None:
             out.update(generate_text=self.generate_text, score_text=self.score_text)
         return out
 
@@ -255,115 +250,6 @@ class ServingModule(tf.Module):
                                              seed)}
 
     # -- text ------------------------------------------------------------------------------
-    def _build_tables(self, mv):
-        level, rules, vocab = mv.level, mv.rules, mv.vocab
-        path = mv.vocab_path
-        if level == "char":
-            # vocab.txt escapes whitespace as \uXXXX; the graph reads a derived asset with one
-            # decimal code point per line instead.
-            # Removed with the module; tf.saved_model.save copies it into the export's assets.
-            object.__setattr__(self, "_asset_dir",
-                               tempfile.TemporaryDirectory(prefix="txl-export-"))
-            path = os.path.join(self._asset_dir.name, "vocab_codepoints.txt")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write("".join(f"{ord(s)}\n" for s in vocab.symbols))
-            self.codepoint_file = tf.saved_model.Asset(path)
-        whole, number = tf.lookup.TextFileIndex.WHOLE_LINE, tf.lookup.TextFileIndex.LINE_NUMBER
-        self.symbol_to_id = tf.lookup.StaticHashTable(
-            tf.lookup.TextFileInitializer(path, tf.string, whole, tf.int64, number,
-                                          vocab_size=len(vocab)), default_value=-1)
-        self.id_to_symbol = tf.lookup.StaticHashTable(
-            tf.lookup.TextFileInitializer(path, tf.int64, number, tf.string, whole,
-                                          vocab_size=len(vocab)), default_value="")
-        self.level = level
-        self.lower_case = bool(rules.lower_case)
-        self.drop_bytes = [int(b) for b in rules.drop_bytes]
-        self.eos = rules.eos
-        self.double_eos = rules.double_eos
-        self.unk_id = vocab.unk_id
-
-    def _lookup(self, keys, shown):
-        """keys string [n] -> int32 ids [n]; unknown symbols map to unk or fail clearly."""
-        ids = self.symbol_to_id.lookup(keys)
-        unknown = ids < 0
-        if self.unk_id is not None:
-            ids = tf.where(unknown, tf.constant(self.unk_id, tf.int64), ids)
-        else:
-            check = tf.debugging.Assert(
-                tf.logical_not(tf.reduce_any(unknown)),
-                [f"the text has {self.level} symbols that are not in the model's vocabulary "
-                 "(and it has no unk symbol); remove them:", tf.boolean_mask(shown, unknown)],
-                summarize=20)
-            with tf.control_dependencies([check]):
-                ids = tf.identity(ids)
-        return tf.cast(ids, tf.int32)
-
-    def _text_to_ids(self, text, continuing):
-        """Scalar string -> int32 ids [n] with the corpus rules (tf_records.tokenize).
-
-        continuing: for a prompt, drop the end-of-line symbol of a last line that has no
-        newline (the continuation goes on with that line)."""
-        import tensorflow_text as tf_text
-
-        if self.level == "byte":
-            values = tf.cast(tf_text.ByteSplitter().split(text), tf.int32)
-            for b in self.drop_bytes:
-                values = tf.boolean_mask(values, values != b)
-            keys = tf.strings.as_string(values)
-            return self._lookup(keys, keys)
-        if self.level == "char":
-            if self.lower_case:
-                text = tf.strings.lower(text, encoding="utf-8")
-            points = tf_text.UnicodeCharTokenizer().tokenize(text)
-            return self._lookup(tf.strings.as_string(points),
-                                tf.strings.unicode_encode(points[:, None], "UTF-8"))
-        # word level: lines, strip, (lower), split on Python whitespace, end-of-line symbols.
-        ws = _py_whitespace_class()
-        text = tf.strings.regex_replace(text, "\r\n?", "\n")
-        lines = tf.strings.split(text, "\n")
-        lines = tf.cond(tf.equal(lines[-1], ""), lambda: lines[:-1], lambda: lines)
-        lines = tf.strings.regex_replace(lines, f"^{ws}+|{ws}+$", "")
-        if self.lower_case:
-            lines = tf.strings.lower(lines, encoding="utf-8")
-        words = tf_text.regex_split(lines, ws + "+")
-        rows = tf.shape(lines)[:1]
-        if self.double_eos:
-            mark = tf.RaggedTensor.from_tensor(tf.fill(tf.concat([rows, [1]], 0),
-                                                       self.double_eos))
-            words = tf.concat([mark, words, mark], axis=1)
-        elif self.eos:
-            mark = tf.RaggedTensor.from_tensor(tf.fill(tf.concat([rows, [1]], 0), self.eos))
-            words = tf.concat([words, mark], axis=1)
-        keys = words.flat_values
-        if continuing and (self.eos or self.double_eos):
-            ends_line = tf.strings.regex_full_match(text, "(?s).*\n")
-            drop = tf.logical_and(tf.logical_not(ends_line), tf.size(keys) > 0)
-            keys = keys[:tf.size(keys) - tf.cast(drop, tf.int32)]
-        return self._lookup(keys, keys)
-
-    def _ids_to_text(self, ids):
-        """int32 ids [n] -> scalar string (tf_records.tokenize.decode_ids)."""
-        symbols = self.id_to_symbol.lookup(tf.cast(ids, tf.int64))
-        if self.level == "byte":
-            values = tf.strings.to_number(symbols, tf.int32)
-            byte_strings = tf.constant([bytes([i]) for i in range(256)])
-            raw = tf.strings.reduce_join(tf.gather(byte_strings, values))
-            return tf.strings.unicode_transcode(raw, "UTF-8", "UTF-8", errors="replace")
-        if self.level == "char":
-            points = tf.strings.to_number(symbols, tf.int32)
-            return tf.strings.unicode_encode(points, "UTF-8")
-        eos = self.eos or ""
-        dbl = self.double_eos or ""
-        is_eos = tf.equal(symbols, eos) if self.eos else tf.zeros_like(symbols, tf.bool)
-        is_dbl = tf.equal(symbols, dbl) if self.double_eos else tf.zeros_like(symbols, tf.bool)
-        marker = is_eos | is_dbl
-        prev_marker = tf.concat([[True], marker[:-1]], axis=0)
-        pieces = tf.where(is_eos, "\n", symbols)
-        pieces = tf.where(is_dbl, tf.where(prev_marker, "", "\n"), pieces)
-        next_marker = tf.concat([marker[1:], [True]], axis=0)
-        seps = tf.where(marker | next_marker, "", " ")
-        return tf.strings.reduce_join(tf.strings.join([pieces, seps]))
-
     def _text_checks(self, text):
         return [self._batch_check(tf.size(text), "text"), tf.debugging.assert_less_equal(
             tf.strings.length(text), self.limits.max_text_bytes,
@@ -371,65 +257,66 @@ class ServingModule(tf.Module):
 
     def _generate_text(self, text, num_tokens, temperature, top_k, top_p, seed):
         text = self._after(self._text_checks(text), text)
-
-        def one(prompt_text):
-            ids = self._text_to_ids(prompt_text, continuing=True)
-            check = tf.debugging.assert_greater(
-                tf.size(ids), 0, message="the prompt has no tokens: give at least one symbol")
-            with tf.control_dependencies([check]):
-                generated = self._generate_ids(ids[None], num_tokens, temperature, top_k, top_p,
-                                               seed)[0]
-            prefix = self._ids_to_text(ids)
-            full = self._ids_to_text(tf.concat([ids, generated], 0))
-            start = tf.strings.length(prefix)
-            return (tf.strings.substr(full, start, tf.strings.length(full) - start),
-                    tf.size(ids))
-
+        settings = (num_tokens, temperature, top_k, top_p, seed)
         continuation, count = tf.map_fn(
-            one, text, fn_output_signature=(tf.TensorSpec([], tf.string),
-                                            tf.TensorSpec([], tf.int32)))
+            lambda prompt_text: self._continue_text(prompt_text, settings), text,
+            fn_output_signature=(tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.int32)))
         return {"text": continuation, "prompt_tokens": count}
 
+    def _continue_text(self, prompt_text, settings):
+        """One prompt string [] -> (its continuation string [], prompt token count int32 [])."""
+        codec = self.text_codec
+        ids = codec.encode(prompt_text, continuing=True)
+        check = tf.debugging.assert_greater(
+            tf.size(ids), 0, message="the prompt has no tokens: give at least one symbol")
+        with tf.control_dependencies([check]):
+            generated = self._generate_ids(ids[None], *settings)[0]
+        prefix = codec.decode(ids)
+        full = codec.decode(tf.concat([ids, generated], 0))
+        start = tf.strings.length(prefix)
+        return tf.strings.substr(full, start, tf.strings.length(full) - start), tf.size(ids)
+
     def _score_text(self, text):
-        c = self.config
-        seg = self.tgt_len
-        mem_len = self.settings[0]
-
         text = self._after(self._text_checks(text), text)
-
-        def one(t):
-            ids = self._text_to_ids(t, continuing=False)
-            ids = self._after([tf.debugging.assert_greater_equal(
-                tf.size(ids), 2,
-                message="score_text needs texts of at least 2 tokens (the first token is only "
-                        "context; each later one is scored): got a text whose token count is")],
-                ids)
-            n = tf.size(ids) - 1
-            steps = (n + seg - 1) // seg
-            pad = steps * seg - n
-            inputs = tf.reshape(tf.pad(ids[:n], [[0, pad]]), [steps, 1, seg])
-            labels = tf.reshape(tf.pad(ids[1:n + 1], [[0, pad]], constant_values=-1),
-                                [steps, 1, seg])
-
-            def body(i, mems, total):
-                lab = labels[i]
-                valid = lab >= 0
-                out = self.model(inputs[i], mems=tf.unstack(mems, num=c.n_layer),
-                                 labels=tf.where(valid, lab, 0), training=False,
-                                 mem_len=mem_len, clamp_len=self.settings[1],
-                                 same_length=self.settings[2])
-                nll = tf.reduce_sum(tf.where(valid, out["nll"], 0.0))
-                return i + 1, tf.stack(out["mems"]), total + tf.cast(nll, tf.float64)
-
-            mems = tf.zeros([c.n_layer, 1, mem_len, c.d_model])
-            _, _, total = tf.while_loop(lambda i, *_: i < steps, body,
-                                        (tf.constant(0), mems, tf.constant(0.0, tf.float64)))
-            count = tf.cast(n, tf.int64)
-            loss = total / tf.cast(count, tf.float64)
-            return tf.cast(loss, tf.float32), count, tf.cast(total, tf.float32)
-
         loss, count, total = tf.map_fn(
-            one, text, fn_output_signature=(tf.TensorSpec([], tf.float32),
-                                            tf.TensorSpec([], tf.int64),
-                                            tf.TensorSpec([], tf.float32)))
+            self._score_one_text, text,
+            fn_output_signature=(tf.TensorSpec([], tf.float32), tf.TensorSpec([], tf.int64),
+                                 tf.TensorSpec([], tf.float32)))
         return {"loss": loss, "tokens": count, "nll_sum": total}
+
+    def _text_segments(self, ids):
+        """ids int32 [n + 1] -> (inputs, labels) int32 [S, 1, tgt_len]: one stream cut into S
+        segments, the last padded (labels -1), as tf_records' `pad` layout with one stream."""
+        seg = self.tgt_len
+        n = tf.size(ids) - 1
+        steps = (n + seg - 1) // seg
+        pad = steps * seg - n
+        inputs = tf.reshape(tf.pad(ids[:n], [[0, pad]]), [steps, 1, seg])
+        labels = tf.reshape(tf.pad(ids[1:n + 1], [[0, pad]], constant_values=-1),
+                            [steps, 1, seg])
+        return inputs, labels
+
+    def _score_one_text(self, text):
+        """One text string [] -> (loss float32 [], tokens int64 [], nll_sum float32 []): the
+        segments run through `evaluation.segment_nll` from zero memory of mem_len."""
+        c = self.config
+        ids = self.text_codec.encode(text, continuing=False)
+        ids = self._after([tf.debugging.assert_greater_equal(
+            tf.size(ids), 2,
+            message="score_text needs texts of at least 2 tokens (the first token is only "
+                    "context; each later one is scored): got a text whose token count is")],
+            ids)
+        inputs, labels = self._text_segments(ids)
+
+        def body(i, mems, total):
+            nll, _, new_mems = evaluation.segment_nll(
+                self.model, inputs[i], labels[i], tf.unstack(mems, num=c.n_layer),
+                *self.settings)
+            return i + 1, tf.stack(new_mems), total + tf.cast(nll, tf.float64)
+
+        mems = tf.zeros([c.n_layer, 1, self.settings[0], c.d_model])
+        _, _, total = tf.while_loop(lambda i, *_: i < tf.shape(inputs)[0], body,
+                                    (tf.constant(0), mems, tf.constant(0.0, tf.float64)))
+        count = tf.cast(tf.size(ids) - 1, tf.int64)
+        loss = total / tf.cast(count, tf.float64)
+        return tf.cast(loss, tf.float32), count, tf.cast(total, tf.float32)

@@ -81,6 +81,7 @@ class _Run:
     model: Optional[txl_tf.TransformerXL] = None
     trainer: Optional[Trainer] = None
     checkpoints: Optional[checkpoints_lib.TrainCheckpoints] = None
+    actions: Optional[dict] = None  # by name: throughput, log, evaluation, save, best
 
 
 def _build_schedule(o: TrainOptions) -> WarmupCosineSchedule:
@@ -276,16 +277,18 @@ def _build_controller(run: _Run, summaries: RunSummaries, step: int, mems) -> Co
                                       echo=place.is_chief)
     save = actions_lib.SaveCheckpoint(run.checkpoints, o.save_steps, o.train_steps, memories)
     best = actions_lib.KeepBest(run.checkpoints, save, evaluation, run.data.level)
+    run.actions = dict(throughput=actions_lib.Throughput(), log=log, evaluation=evaluation,
+                       save=save, best=best)
     iterator = iter(strategy.distribute_datasets_from_function(train_fn))
     return Controller(trainer, iterator, mems, step, o.steps_per_loop,
-                      [actions_lib.Throughput(), log, evaluation, save, best])
+                      list(run.actions.values()))
 
 
 def _summary(run: _Run, controller: Controller, resumed: bool, baseline: Optional[float],
              wall_seconds: float) -> dict:
     """The summary of a run (train_summary.json)."""
     o, place, config, level = run.options, run.place, run.config, run.data.level
-    throughput, log, evaluation = controller.actions[:3]
+    throughput, log, evaluation = (run.actions[k] for k in ("throughput", "log", "evaluation"))
     metric = metric_name(level)
 
     def value(loss):

@@ -34,6 +34,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+from txl_tf.inference import evaluation
 from txl_tf.loss_mask import half_loss_mask
 
 SUM = tf.distribute.ReduceOp.SUM
@@ -269,31 +270,22 @@ class Trainer:
                                skipped_steps=int(skipped))
 
     # ------------------------------------------------------------------------------ evaluation
+    @property
+    def _evaluator(self) -> evaluation.Evaluator:
+        """The evaluation loop of this model and strategy (the model config's run settings)."""
+        if getattr(self, "_evaluation", None) is None:
+            self._evaluation = evaluation.Evaluator(self.model, strategy=self.strategy)
+        return self._evaluation
+
     def _replica_eval_step(self, batch, mems):
-        new_mems, nll_sum = self._forward(batch["inputs"], batch["labels"], mems, False)
-        return new_mems, nll_sum, tf.reduce_sum(tf.cast(batch["labels"] >= 0, tf.float32))
+        return self._evaluator.replica_step(batch, mems)
 
     def _eval_loop(self, iterator, mems, num_steps):
-        strategy = self.strategy
-        nll = tf.constant(0.0, tf.float32)
-        tokens = tf.constant(0.0, tf.float32)
-        steps = tf.constant(0, tf.int32)
-        mems = self._as_run_output(mems)
-        for _ in tf.range(num_steps):
-            optional = iterator.get_next_as_optional()
-            if not optional.has_value():
-                break
-            mems, step_nll, step_tokens = strategy.run(
-                self._replica_eval_step, args=(optional.get_value(), mems))
-            nll += strategy.reduce(SUM, step_nll, axis=None)
-            tokens += strategy.reduce(SUM, step_tokens, axis=None)
-            steps += 1
+        _, nll, tokens, steps = self._evaluator.loop(iterator, mems, num_steps)
         return nll, tokens, steps
 
     def evaluate(self, iterator, per_replica_batch: int, num_steps: int = -1) -> LoopStats:
         """Token-weighted NLL over `num_steps` steps (-1: until the iterator ends), starting
         from zero memory (the training memory is not touched). Dropout is off."""
-        mems = self.init_memory(per_replica_batch)
-        limit = np.iinfo(np.int32).max if num_steps < 0 else num_steps
-        nll, tokens, steps = self._eval_fn(iterator, mems, tf.constant(limit, tf.int32))
-        return LoopStats(steps=int(steps), nll_sum=float(nll), tokens=float(tokens))
+        result = self._evaluator.run(iterator, per_replica_batch, num_steps)
+        return LoopStats(steps=result.steps, nll_sum=result.nll_sum, tokens=float(result.tokens))

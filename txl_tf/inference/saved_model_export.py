@@ -1,0 +1,236 @@
+"""Writing a model directory as a versioned SavedModel for TensorFlow Serving.
+
+`export_model(options, limits, vocabulary)` writes EXPORT_DIR/VERSION under a temporary name
+first (a serving process watching EXPORT_DIR never sees half a model), with the signatures of
+`txl_tf.inference.serving.ServingModule` and the export settings in
+VERSION/assets.extra/txl_export.json. Errors are `ExportInputError` (a bad argument or path, exit
+code 2) or `ExportRuntimeError` (reading or writing failed, exit code 1).
+"""
+import dataclasses
+import errno
+import json
+import os
+import re
+import shutil
+import time
+from typing import Callable, Optional
+
+import tensorflow as tf
+
+from txl_tf import model_dir as model_files
+from txl_tf.config import ConfigError
+from txl_tf.inference.serving import ServingLimits, ServingModule
+
+INFO_FILE = os.path.join("assets.extra", "txl_export.json")
+
+
+@dataclasses.dataclass
+class ExportOptions:
+    """What to export and the run settings of its signatures (the flags of runners/export.py).
+
+    Attributes:
+      model_dir: Model directory (config.json, checkpoints, vocab.txt, corpus-info.json).
+      export_dir: Base directory; the SavedModel goes to EXPORT_DIR/VERSION.
+      version: Version number (default: highest existing + 1, or 1).
+      overwrite: Replace an existing EXPORT_DIR/VERSION.
+      tgt_len: Segment length of score_text (default: the model's).
+      mem_len: Memory kept by score / nll / score_text (default: the model's).
+      clamp_len: Clamp relative distances (default: the model's).
+      same_length: same_length of score / nll / score_text (default: the model's).
+      gen_mem_len: Memory of the generate signatures (default: --mem_len's value).
+      gen_seg_len: Prompt segment length of the generate signatures (default: tgt_len).
+      text_signatures: Add generate_text and score_text (need tensorflow_text ops where the
+        SavedModel is loaded).
+    """
+    model_dir: Optional[str] = None
+    export_dir: Optional[str] = None
+    version: Optional[int] = None
+    overwrite: bool = False
+    tgt_len: Optional[int] = None
+    mem_len: Optional[int] = None
+    clamp_len: Optional[int] = None
+    same_length: Optional[bool] = None
+    gen_mem_len: Optional[int] = None
+    gen_seg_len: Optional[int] = None
+    text_signatures: bool = True
+
+
+class ExportInputError(ValueError):
+    """A bad flag or path given by the user (exit code 2)."""
+    exit_code = 2
+
+
+class ExportRuntimeError(RuntimeError):
+    """A failure while exporting: unreadable model files, disk full... (exit code 1)."""
+    exit_code = 1
+
+
+# vocabulary(config) -> (vocabulary file or None, text codec or None): what the export ships
+# and tokenizes text with (see `ServingModule`); it raises the export errors itself.
+VocabularyFn = Callable[[object], tuple]
+
+
+def next_version(export_dir):
+    versions = [int(n) for n in os.listdir(export_dir) if re.fullmatch(r"\d+", n)] \
+        if os.path.isdir(export_dir) else []
+    return max(versions, default=0) + 1
+
+
+def check_paths(model_dir, export_dir):
+    """Usage errors about the two directories, found before TensorFlow loads anything."""
+    if not model_dir or not export_dir:
+        raise ExportInputError("--model_dir and --export_dir are required.")
+    if not os.path.isdir(model_dir):
+        what = "is not a directory" if os.path.exists(model_dir) else "does not exist"
+        raise ExportInputError(f"--model_dir {model_dir} {what}: give the directory of a "
+                               "trained (runners/train.py) or imported model.")
+    if not os.path.isfile(os.path.join(model_dir, "config.json")):
+        raise ExportInputError(f"--model_dir {model_dir} has no config.json: it is not a "
+                               "txl-tf model directory (train or import a model into it first).")
+    if os.path.exists(export_dir) and not os.path.isdir(export_dir):
+        raise ExportInputError(f"--export_dir {export_dir} is a file: give a directory (it "
+                               "holds one numbered subdirectory per exported version).")
+    existing = export_dir
+    while not os.path.exists(existing):
+        existing = os.path.dirname(os.path.abspath(existing))
+    if not os.path.isdir(existing):
+        raise ExportInputError(f"--export_dir {export_dir}: {existing} is a file, not a "
+                               "directory.")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ExportRuntimeError(f"--export_dir {export_dir}: {existing} is not writable "
+                                 "(read-only); give a directory you can write to.")
+
+
+def remove_stale_temporaries(export_dir):
+    """Removes `.tmp-<version>-<pid>` directories left by exports that were killed."""
+    for name in os.listdir(export_dir):
+        match = re.fullmatch(r"\.tmp-\d+-(\d+)", name)
+        if not match:
+            continue
+        try:
+            os.kill(int(match.group(1)), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(export_dir, name), ignore_errors=True)
+        except OSError:
+            pass  # alive, owned by another user
+
+
+def load_model(model_dir):
+    """(config, model) of a model directory, dropout off; errors are export errors."""
+    try:
+        config = model_files.load_config(model_dir)
+    except (ValueError, ConfigError) as error:
+        raise ExportRuntimeError(f"cannot read {os.path.join(model_dir, 'config.json')}: "
+                                 f"{error}") from None
+    if config.attn_type != 0:
+        raise ExportInputError("only Transformer-XL models (attn_type=0) can be exported: the "
+                               "signatures carry the memory.")
+    if model_files.latest_checkpoint(model_dir) is None:
+        raise ExportInputError(f"--model_dir {model_dir} has no checkpoint yet (no "
+                               "'checkpoint' file): train it first or wait for its first save.")
+    try:
+        model = model_files.load_model(model_dir, dropout=0.0, dropatt=0.0)
+    except (model_files.ModelDirError, tf.errors.OpError, IndexError, ValueError) as error:
+        # IndexError: TensorFlow's checkpoint reader on a truncated file.
+        message = getattr(error, "message", None) or str(error)
+        raise ExportRuntimeError(f"cannot read the checkpoint of {model_dir}: "
+                                 f"{message.splitlines()[0]}") from None
+    return config, model
+
+
+def write_saved_model(module, path, info):
+    """tf.saved_model.save plus the info file; OS and TF failures become ExportRuntimeError."""
+    try:
+        tf.saved_model.save(module, path, signatures=module.signatures())
+        os.makedirs(os.path.dirname(os.path.join(path, INFO_FILE)))
+        with open(os.path.join(path, INFO_FILE), "w") as f:
+            json.dump(info, f, indent=2, sort_keys=True)
+            f.write("\n")
+    except (OSError, tf.errors.OpError) as error:
+        text = getattr(error, "message", None) or str(error)
+        if getattr(error, "errno", None) == errno.ENOSPC or "No space left" in text:
+            raise ExportRuntimeError(f"no space left on {os.path.dirname(path)}: free some "
+                                     "space and export again.") from None
+        raise ExportRuntimeError(f"writing {path} failed: {text.splitlines()[0]}") from None
+
+
+def run_settings(options: ExportOptions, config) -> dict:
+    """The ServingModule run settings: the options, else the model's."""
+    o = options
+    mem_len = config.mem_len if o.mem_len is None else o.mem_len
+    settings = dict(
+        mem_len=mem_len, clamp_len=config.clamp_len if o.clamp_len is None else o.clamp_len,
+        same_length=config.same_length if o.same_length is None else o.same_length,
+        tgt_len=o.tgt_len or config.tgt_len,
+        gen_mem_len=mem_len if o.gen_mem_len is None else o.gen_mem_len,
+        gen_seg_len=o.gen_seg_len or o.tgt_len or config.tgt_len)
+    if settings["mem_len"] < 0 or settings["gen_mem_len"] < 1:
+        raise ExportInputError("--mem_len must be >= 0 and --gen_mem_len >= 1.")
+    return settings
+
+
+def _target(options: ExportOptions) -> tuple:
+    """(version, final path), checked before anything is loaded."""
+    check_paths(options.model_dir, options.export_dir)
+    version = (next_version(options.export_dir) if options.version is None
+               else int(options.version))
+    if version < 0:
+        raise ExportInputError(f"--version must be >= 0, got {version}.")
+    final = os.path.join(options.export_dir, str(version))
+    if os.path.exists(final) and not options.overwrite:
+        raise ExportInputError(f"{final} exists; pass --overwrite or another --version.")
+    return version, final
+
+
+def _write_atomically(module, export_dir, version, final, info):
+    """Writes a temporary directory and renames it into place (the old version stays whole
+    until replaced)."""
+    try:
+        os.makedirs(export_dir, exist_ok=True)
+        remove_stale_temporaries(export_dir)
+    except OSError as error:
+        raise ExportInputError(f"--export_dir {export_dir}: {error.strerror}.") from None
+    tmp = os.path.join(export_dir, f".tmp-{version}-{os.getpid()}")
+    old = tmp + "-replaced"
+    try:
+        write_saved_model(module, tmp, info)
+        if os.path.exists(final):
+            os.replace(final, old)
+        os.replace(tmp, final)
+    finally:
+        for leftover in (tmp, old):
+            if os.path.exists(leftover):
+                shutil.rmtree(leftover, ignore_errors=True)
+
+
+def export_model(options: ExportOptions, limits: Optional[ServingLimits] = None,
+                 vocabulary: Optional[VocabularyFn] = None) -> dict:
+    """Writes EXPORT_DIR/VERSION atomically (a temporary directory renamed into place).
+
+    Args:
+      options: the `ExportOptions`.
+      limits: the `ServingLimits` (default: its defaults).
+      vocabulary: `vocabulary(config) -> (vocab_file, text_codec)` (see `VocabularyFn`);
+        None: no vocabulary and no text signatures.
+
+    Returns:
+      A dict describing the export (what `export.py` prints).
+
+    Raises:
+      ExportInputError: a bad argument or path. ExportRuntimeError: reading or writing failed.
+    """
+    limits = limits or ServingLimits()
+    version, final = _target(options)
+    config, model = load_model(options.model_dir)
+    vocab_file, codec = vocabulary(config) if vocabulary else (None, None)
+    settings = run_settings(options, config)
+    module = ServingModule(model, vocab_file=vocab_file, text_codec=codec, limits=limits,
+                           **settings)
+    info = {"version": version, "signatures": sorted(module.signatures()),
+            "n_layer": config.n_layer, "d_model": config.d_model, "n_token": config.n_token,
+            "vocab_asset": None if vocab_file is None else os.path.basename(vocab_file),
+            "checkpoint": model_files.latest_checkpoint(options.model_dir), **settings,
+            "limits": dataclasses.asdict(limits)}
+    start = time.time()
+    _write_atomically(module, options.export_dir, version, final, info)
+    return {"export_path": os.path.abspath(final), **info, "seconds": time.time() - start}

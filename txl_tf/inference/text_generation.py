@@ -1,0 +1,161 @@
+"""Generating text from a prompt with a model directory: `GenerateOptions` -> result dict.
+
+`generate_text(options, text_fn, out)` tokenizes the prompt with the model's text rules (the
+caller's `text_fn(config)` gives them: see `TextRules` below), runs a
+`txl_tf.inference.generation.Generator`, writes the continuation to `out` as it is generated
+and returns what runners/generate.py prints as JSON: {"prompt_tokens", "tokens", "ids", "text",
+"seconds", "tokens_per_second", "seg_len", "mem_len", "clamp_len", "same_length", sampling
+settings}.
+"""
+import dataclasses
+import sys
+import time
+from typing import Callable, Optional, Protocol
+
+import numpy as np
+
+from txl_tf import model_dir as model_files
+from txl_tf.inference.generation import Generator
+
+
+@dataclasses.dataclass
+class GenerateOptions:
+    """What to generate and how (the flags of runners/generate.py).
+
+    Attributes:
+      model_dir: Model directory (config.json, checkpoints, vocab.txt, corpus-info.json).
+      prompt: Prompt text.
+      prompt_file: Read the prompt from this file instead.
+      vocab_file: Vocabulary (default MODEL_DIR/vocab.txt).
+      num_tokens: Number of tokens to generate.
+      temperature: Sampling temperature; 0 = greedy (argmax).
+      top_k: Keep only the k most likely tokens (0 = all).
+      top_p: Nucleus sampling: smallest set with this much probability (1.0 = all).
+      seed: Random seed (token t uses the stateless seed (seed, t)).
+      seg_len: Prompt segment length (default: the model's tgt_len).
+      mem_len: Memory length (default: the model's mem_len). Context beyond it is seen only
+        through the memory's recurrence.
+      clamp_len: Clamp relative distances (default: the model's).
+      same_length: Same attention length for every query.
+      stream: Print tokens as they are generated.
+    """
+    model_dir: Optional[str] = None
+    prompt: Optional[str] = None
+    prompt_file: Optional[str] = None
+    vocab_file: Optional[str] = None
+    num_tokens: int = 100
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
+    seg_len: Optional[int] = None
+    mem_len: Optional[int] = None
+    clamp_len: Optional[int] = None
+    same_length: bool = False
+    stream: bool = True
+
+
+class GenerateInputError(ValueError):
+    """Bad generation input."""
+
+
+class TextRules(Protocol):
+    """The model's text rules for prompts (`tf_records.prompt_text.PromptText`)."""
+    level: str
+    unk_symbol: Optional[str]
+
+    def encode(self, text: str): ...
+
+    def unknown_symbols(self, text: str) -> list: ...
+
+    def streamer(self, prompt_ids): ...
+
+
+def check_options(options: GenerateOptions) -> None:
+    """Raises GenerateInputError for a missing or out-of-range option."""
+    o = options
+    if not o.model_dir:
+        raise GenerateInputError("--model_dir is required.")
+    if (o.prompt is None) == (o.prompt_file is None):
+        raise GenerateInputError("give exactly one of --prompt or --prompt_file.")
+    if o.num_tokens < 0:
+        raise GenerateInputError(f"--num_tokens must be >= 0, got {o.num_tokens}.")
+    if not 0.0 < o.top_p <= 1.0:
+        raise GenerateInputError(f"--top_p must be in (0, 1], got {o.top_p}.")
+    if o.top_k < 0:
+        raise GenerateInputError(f"--top_k must be >= 0, got {o.top_k}.")
+
+
+def prompt_of(options: GenerateOptions) -> str:
+    """The prompt text (of --prompt or --prompt_file)."""
+    if options.prompt_file:
+        with open(options.prompt_file, encoding="utf-8") as fh:
+            return fh.read()
+    return options.prompt
+
+
+def prompt_ids(text: str, rules: TextRules):
+    """The prompt's ids; a warning on stderr names the symbols read as unk."""
+    ids = rules.encode(text)
+    unknown = rules.unknown_symbols(text)
+    if unknown:
+        shown = ", ".join(repr(u) for u in unknown[:10]) + (" ..." if len(unknown) > 10 else "")
+        print(f"warning: {len(unknown)} prompt {rules.level}(s) not in the model's vocabulary, "
+              f"read as {rules.unk_symbol}: {shown}", file=sys.stderr, flush=True)
+    if len(ids) == 0:
+        raise GenerateInputError("the prompt has no tokens; give at least one symbol.")
+    return ids
+
+
+def _sample(gen, prompt, options, streamer, settings, out) -> list:
+    """The generated ids, their text written to `out` (as they come with --stream)."""
+    if options.stream:
+        generated = []
+        for token in gen.stream(prompt, options.num_tokens, **settings):
+            generated.append(int(token[0]))
+            out.write(streamer.push(token[0]))
+            out.flush()
+    else:
+        generated = [int(t) for t in gen.generate(prompt, options.num_tokens, **settings)[0]]
+        for token in generated:
+            streamer.push(token)
+        out.write(streamer.printed)
+    out.write(streamer.finish() + "\n")
+    return generated
+
+
+def generate_text(options: GenerateOptions, text_fn: Callable[[object], TextRules],
+                  out=sys.stdout) -> dict:
+    """Generates `options.num_tokens` tokens after the prompt, writing them to `out`.
+
+    Args:
+      options: the `GenerateOptions`.
+      text_fn: `text_fn(config) -> TextRules` of the model (its vocabulary checked against
+        config.n_token).
+      out: where the continuation is written.
+
+    Returns:
+      The result dict (see the module docstring).
+
+    Raises:
+      GenerateInputError: bad options or an empty prompt. ModelDirError: no model.
+    """
+    check_options(options)
+    text = prompt_of(options)
+    config = model_files.load_config(options.model_dir)
+    rules = text_fn(config)
+    ids = prompt_ids(text, rules)
+    model = model_files.load_model(options.model_dir, dropout=0.0, dropatt=0.0)
+    gen = Generator(model, seg_len=options.seg_len, mem_len=options.mem_len,
+                    clamp_len=options.clamp_len, same_length=options.same_length)
+    settings = dict(temperature=options.temperature, top_k=options.top_k,
+                    top_p=options.top_p, seed=options.seed)
+    streamer = rules.streamer(ids)
+    start = time.time()
+    generated = _sample(gen, np.asarray(ids, np.int32)[None], options, streamer, settings, out)
+    seconds = time.time() - start
+    return {"prompt_tokens": len(ids), "tokens": len(generated), "ids": generated,
+            "text": streamer.printed, "seconds": seconds,
+            "tokens_per_second": len(generated) / seconds if seconds > 0 else None,
+            "seg_len": gen.seg_len, "mem_len": gen.mem_len, "clamp_len": gen.clamp_len,
+            "same_length": gen.same_length, **settings}
