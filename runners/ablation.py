@@ -15,6 +15,8 @@ line or in a flagfile wins over the preset:
                       no-flags model;
   --preset=none       train.py's own defaults.
 """
+import dataclasses
+
 from runners import cli
 
 cli.quiet_start()
@@ -74,6 +76,10 @@ def main(argv):
     cli.check_files(raw_path=FLAGS.raw_path)
     data_options, train_options = options_from_flags(FLAGS)
     options = dataclass_flags.options_from_flags(AblationOptions, FLAGS)
+    own = tuple(f"--{name}=" for name in [*AblationOptions.__dataclass_fields__, "preset"])
+    flags_text = "".join(line + "\n" for line in train_options.flags_text.splitlines()
+                         if not line.startswith(own))  # train.py's flags only
+    train_options = dataclasses.replace(train_options, flags_text=flags_text)
     run_ablation(options, train_options, config_fn, PreparedData(data_options))
 
 

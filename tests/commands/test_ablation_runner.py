@@ -95,3 +95,17 @@ def test_bad_inputs_are_one_line_before_any_work(tmp_path, flag, message):
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
     assert not os.path.exists(tmp_path / "runs")
+
+
+def test_a_variant_flags_file_is_a_train_py_flagfile(first_run):
+    root, _, _ = first_run
+    variant_dir = root / "runs" / "alrfou-norec-half"
+    text = (variant_dir / "flags.txt").read_text()
+    assert "--preset=" not in text and "--variants=" not in text
+    assert text.splitlines()[-4:] == [f"--model_dir={variant_dir}", "--attn_type=3",
+                                      "--half_loss", "--mem_len=0"]
+    result = subprocess.run([sys.executable, os.path.join(REPO, "runners", "train.py"),
+                             f"--flagfile={variant_dir / 'flags.txt'}"],
+                            capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "is already trained to step 6" in result.stdout

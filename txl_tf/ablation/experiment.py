@@ -61,8 +61,18 @@ class AblationOptions:
 
 def train_variant(variant: Variant, options: TrainOptions, config_fn: Callable,
                   data, root: str) -> dict:
-    """Trains (or resumes) `variant` into root/<name>; returns train()'s summary."""
-    variant_options = dataclasses.replace(options, model_dir=os.path.join(root, variant.name),
+    """Trains (or resumes) `variant` into root/<name>; returns train()'s summary.
+
+    The run's flags text (model_dir/flags.txt) gets the variant's settings appended, so that
+    `runners/train.py --flagfile=root/<name>/flags.txt` continues this very run."""
+    model_dir = os.path.join(root, variant.name)
+    flags_text = options.flags_text
+    if flags_text:
+        flags_text = flags_text.rstrip("\n") + "\n" + "\n".join([
+            f"--model_dir={model_dir}", f"--attn_type={variant.attn_type}",
+            f"--{'' if variant.half_loss else 'no'}half_loss"]
+            + ([] if variant.recurrence else ["--mem_len=0"])) + "\n"
+    variant_options = dataclasses.replace(options, model_dir=model_dir, flags_text=flags_text,
                                           half_loss=variant.half_loss)
     return train(variant_options, lambda n, cutoffs: variant_config(config_fn(n, cutoffs),
                                                                     variant), data)
@@ -184,7 +194,8 @@ def run_ablation(options: AblationOptions, train_options: TrainOptions, config_f
     variants = select_variants(options.variants)
     multiples = _multiples(options.eval_multiples)
     echo(f"ablation: {len(variants)} variants x {train_options.train_steps} steps into "
-         f"{options.root}; the time estimate follows the first variant")
+         f"{options.root}; each training shows its ETA, the total estimate follows the first "
+         "variant")
     results, start, rows = [], time.time(), None
     for i, variant in enumerate(variants):
         train_variant(variant, train_options, config_fn, data, options.root)
