@@ -6,6 +6,7 @@ valid split at 1x, 2x, 4x its training attention length, prints one JSON line pe
 a table shaped like Table 6. A variant already trained to --train_steps is only evaluated.
 `tensorboard --logdir ROOT` overlays the variants' training and validation curves and their
 loss against the evaluation attention length (ROOT/<variant>/eval-attn, x = attention length).
+ROOT/<variant>/flags.txt is a train.py flagfile of that variant's run.
 
 Presets set train.py's flags (model, data, schedule); every train.py flag given on the command
 line or in a flagfile wins over the preset:
@@ -85,6 +86,6 @@ def main(argv):
 
 if __name__ == "__main__":
     define_ablation_flags()
-    for _name in train_flags.key_flags():
-        flags.declare_key_flag(_name)
+    for _name in [*train_flags.key_flags(), *AblationOptions.__dataclass_fields__]:
+        flags.declare_key_flag(_name)  # --helpshort lists them
     cli.run(main)
