@@ -55,6 +55,9 @@ class TrainOptions:
         continues exactly; off: a resumed run restarts the memory from zeros (saves disk for
         big models).
       flags_text: The run's flags as text, stored as model_dir/flags.txt (empty: no file).
+      half_loss: The paper's half loss (section 4.2, Table 6): only the last Q - Q//2 positions
+        of every training segment count in the loss (the memory still carries the whole
+        segment); validation still scores every token.
     """
     model_dir: str = "runs/default"
     per_host_train_bsz: int = 16
@@ -82,6 +85,7 @@ class TrainOptions:
     seed: int = 0
     checkpoint_memory: bool = True
     flags_text: str = ""
+    half_loss: bool = False
 
 
 def checked(options: TrainOptions) -> TrainOptions:

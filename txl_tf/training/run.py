@@ -178,7 +178,8 @@ def _build_trainer(run: _Run, schedule) -> None:
         optimizer = make_optimizer(schedule)
     run.trainer = trainer = Trainer(run.model, optimizer, run.strategy, clip=o.clip,
                                     grad_accum_steps=o.grad_accum_steps,
-                                    loss_scaling=o.precision == "mixed_float16")
+                                    loss_scaling=o.precision == "mixed_float16",
+                                    half_loss=o.half_loss)
     trackables = dict(model=run.model, optimizer=optimizer, step=trainer.step,
                       loss_scale=trainer.loss_scale, good_steps=trainer.good_steps,
                       dropout_rng=checkpoints_lib.dropout_rng_state(run.model))

@@ -15,6 +15,11 @@ Design:
   * Loss: every replica sums the NLL of its target tokens (labels >= 0) and divides by the total
     number of target tokens of all replicas, so the sum over replicas of the replica losses is the
     global token-weighted mean NLL and the sum of their gradients is its gradient.
+  * Half loss (`half_loss=True`, the paper's option for models without memory): only the last
+    Q - Q//2 positions of every segment count (`txl_tf.loss_mask.half_loss_mask`), divided by
+    the number of counted tokens of all replicas; the memory still carries the whole segment.
+    `LoopStats.loss` is then the half-loss mean and `LoopStats.tokens` still counts every target
+    token (throughput); evaluation always scores every token.
   * Gradients: each replica's gradients are summed across replicas once (`all_reduce` SUM in
     replica context), the global norm of that sum is clipped to `clip`, and `PreReducedAdam`
     applies them without reducing again. With `grad_accum_steps = k` each replica splits its B
@@ -30,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from txl_tf.inference import evaluation
+from txl_tf.loss_mask import half_loss_mask
 
 SUM = tf.distribute.ReduceOp.SUM
 
@@ -59,6 +65,7 @@ class Trainer:
       clip: max global norm of the reduced gradient (<= 0: no clipping).
       grad_accum_steps: chunks per replica batch whose gradients are accumulated (divides B).
       loss_scaling: dynamic loss scaling (for mixed_float16).
+      half_loss: train on the second half of every segment only (see the module docstring).
       initial_loss_scale, growth_interval: loss scaling settings.
 
     The `step` variable (int64, under the strategy) counts applied training steps.
@@ -66,7 +73,8 @@ class Trainer:
 
     def __init__(self, model, optimizer, strategy: tf.distribute.Strategy, clip: float = 0.25,
                  grad_accum_steps: int = 1, loss_scaling: bool = False,
-                 initial_loss_scale: float = 2.0 ** 15, growth_interval: int = 2000):
+                 initial_loss_scale: float = 2.0 ** 15, growth_interval: int = 2000,
+                 half_loss: bool = False):
         if grad_accum_steps < 1:
             raise ValueError(f"grad_accum_steps must be >= 1, got {grad_accum_steps}.")
         self.model = model
@@ -76,6 +84,7 @@ class Trainer:
         self.grad_accum_steps = int(grad_accum_steps)
         self.loss_scaling = bool(loss_scaling)
         self.growth_interval = int(growth_interval)
+        self.half_loss = bool(half_loss)
         with strategy.scope():
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
             agg = dict(synchronization=tf.VariableSynchronization.ON_WRITE,
@@ -123,8 +132,14 @@ class Trainer:
         return self.strategy.experimental_distribute_values_from_function(value_fn)
 
     # ----------------------------------------------------------------------------------- steps
-    def _forward(self, inputs, labels, mems, training):
-        mask = tf.cast(labels >= 0, tf.float32)
+    def _loss_weights(self, labels):
+        """float32 [B, Q]: 1 where a training token counts in the loss."""
+        if self.half_loss:
+            return half_loss_mask(labels, labels)
+        return tf.cast(labels >= 0, tf.float32)
+
+    def _forward(self, inputs, labels, mems, training, weights=None):
+        mask = tf.cast(labels >= 0, tf.float32) if weights is None else weights
         out = self.model(inputs, mems=mems, labels=tf.maximum(labels, 0), training=training)
         nll_sum = tf.reduce_sum(tf.cast(out["nll"], tf.float32) * mask)
         return out["mems"], nll_sum
@@ -134,6 +149,9 @@ class Trainer:
         inputs, labels = batch["inputs"], batch["labels"]
         local_tokens = tf.reduce_sum(tf.cast(labels >= 0, tf.float32))
         global_tokens = tf.maximum(ctx.all_reduce(SUM, local_tokens), 1.0)
+        weights = self._loss_weights(labels)
+        counted = (tf.maximum(ctx.all_reduce(SUM, tf.reduce_sum(weights)), 1.0)
+                   if self.half_loss else global_tokens)
         variables = self.model.trainable_variables
         k = self.grad_accum_steps
         batch_size = inputs.shape[0]
@@ -146,14 +164,17 @@ class Trainer:
             rows = slice(i * chunk, (i + 1) * chunk)
             part_mems = None if mems is None else [m[rows] for m in mems]
             with tf.GradientTape() as tape:
-                new_mems, nll_sum = self._forward(inputs[rows], labels[rows], part_mems, True)
-                loss = nll_sum / global_tokens
+                new_mems, nll_sum = self._forward(inputs[rows], labels[rows], part_mems, True,
+                                                  weights[rows])
+                loss = nll_sum / counted
                 if self.loss_scaling:
                     loss = loss * self.loss_scale
             part = [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)]
             grads = part if grads is None else [a + b for a, b in zip(grads, part)]
             nll_total += nll_sum
             chunk_mems.append(new_mems)
+        if self.half_loss:  # the counted mean, reported over all target tokens
+            nll_total = nll_total * (global_tokens / counted)
         new_mems = chunk_mems[0] if k == 1 else [tf.concat(list(ms), 0)
                                                  for ms in zip(*chunk_mems)]
         grads = ctx.all_reduce(SUM, grads)

@@ -1,0 +1,91 @@
+"""The paper's ablation (Table 6) at CPU scale: `python runners/ablation.py --preset=synthetic`.
+
+Trains the variants of txl_tf/ablation/variants.py (encoding x recurrence x full/half loss) on
+the same data with the same sizes, steps and seed into --root/<variant>, evaluates each on the
+valid split at 1x, 2x, 4x its training attention length, prints one JSON line per variant and
+a table shaped like Table 6. A variant already trained to --train_steps is only evaluated.
+`tensorboard --logdir ROOT` overlays the variants' training and validation curves and their
+loss against the evaluation attention length (ROOT/<variant>/eval-attn, x = attention length).
+ROOT/<variant>/flags.txt is a train.py flagfile of that variant's run.
+
+Presets set train.py's flags (model, data, schedule); every train.py flag given on the command
+line or in a flagfile wins over the preset:
+  --preset=synthetic  the synthetic long-range corpus (period 48 > tgt_len 32: only context
+                      beyond the segment predicts the repeats), a 2-layer d_model 64 model;
+  --preset=builtin    the built-in corpus (bytes of Python's standard library), train.py's
+                      no-flags model;
+  --preset=none       train.py's own defaults.
+"""
+import dataclasses
+
+from runners import cli
+
+cli.quiet_start()
+
+from absl import app, flags  # noqa: E402
+
+from runners.cli import dataclass_flags, train_flags  # noqa: E402
+from runners.cli.train_flags import define_flags, options_from_flags  # noqa: E402
+from runners.train import _set_up_devices, config_fn  # noqa: E402
+from tf_records import PreparedData  # noqa: E402
+from txl_tf.ablation import AblationOptions, run_ablation  # noqa: E402
+
+FLAGS = flags.FLAGS
+
+_SHARED = dict(dropout=0.0, dropatt=0.0, steps_per_loop=100, log_steps=500, save_steps=2000,
+               eval_steps=2000, max_eval_batches=-1)
+PRESETS = {
+    "synthetic": dict(
+        _SHARED, dataset="synthetic", data_dir="data/ablation-synthetic",
+        root="runs/ablation-synthetic", num_symbols=16, period=48, repeats=3,
+        train_tokens=2_000_000, eval_tokens=20_000, n_layer=2, d_model=64, n_head=4,
+        d_head=16, d_inner=128, tgt_len=32, mem_len=32, per_host_train_bsz=16,
+        learning_rate=1e-3, warmup_steps=100, train_steps=10_000),
+    "builtin": dict(
+        _SHARED, dataset="builtin", data_dir="data/builtin", root="runs/ablation-builtin",
+        n_layer=4, d_model=128, n_head=4, d_head=32, d_inner=512, tgt_len=64, mem_len=64,
+        per_host_train_bsz=16, learning_rate=2e-3, warmup_steps=100, train_steps=4000,
+        max_eval_batches=100, max_eval_tokens=200_000),
+    "none": {},
+}
+
+
+def define_ablation_flags(fv=flags.FLAGS):
+    """train.py's flags, the experiment's (`AblationOptions`) and --preset."""
+    define_flags(fv)
+    dataclass_flags.define_flags(AblationOptions, fv, enums={"split": ("train", "valid",
+                                                                       "test")})
+    flags.DEFINE_enum("preset", "synthetic", list(PRESETS), "Flag values of an experiment "
+                      "(see the module docstring); flags given explicitly win.", flag_values=fv)
+
+
+def apply_preset(fv=flags.FLAGS) -> None:
+    """Sets the preset's value of every flag not given on the command line or in a flagfile;
+    they then count as given (a preset's --dataset, say, is checked against --data_dir)."""
+    for name, value in PRESETS[fv.preset].items():
+        if not dataclass_flags.given(fv, name):
+            fv[name].value = value
+            fv[name].present = 1
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments {argv[1:]} (flags are --name=value).")
+    apply_preset()
+    _set_up_devices()
+    cli.check_directories(root=FLAGS.root, data_dir=FLAGS.data_dir)
+    cli.check_files(raw_path=FLAGS.raw_path)
+    data_options, train_options = options_from_flags(FLAGS)
+    options = dataclass_flags.options_from_flags(AblationOptions, FLAGS)
+    own = tuple(f"--{name}=" for name in [*AblationOptions.__dataclass_fields__, "preset"])
+    flags_text = "".join(line + "\n" for line in train_options.flags_text.splitlines()
+                         if not line.startswith(own))  # train.py's flags only
+    train_options = dataclasses.replace(train_options, flags_text=flags_text)
+    run_ablation(options, train_options, config_fn, PreparedData(data_options))
+
+
+if __name__ == "__main__":
+    define_ablation_flags()
+    for _name in [*train_flags.key_flags(), *AblationOptions.__dataclass_fields__]:
+        flags.declare_key_flag(_name)  # --helpshort lists them
+    cli.run(main)
