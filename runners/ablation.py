@@ -25,8 +25,8 @@ cli.quiet_start()
 from absl import app, flags  # noqa: E402
 
 from runners.cli import dataclass_flags, train_flags  # noqa: E402
-from runners.cli.train_flags import define_flags, options_from_flags  # noqa: E402
-from runners.train import _set_up_devices, config_fn  # noqa: E402
+from runners.cli.train_flags import (config_fn, define_flags, options_from_flags,  # noqa: E402
+                                     set_up_devices)
 from tf_records import PreparedData  # noqa: E402
 from txl_tf.ablation import AblationOptions, run_ablation  # noqa: E402
 
@@ -72,7 +72,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]} (flags are --name=value).")
     apply_preset()
-    _set_up_devices()
+    set_up_devices()
     cli.check_directories(root=FLAGS.root, data_dir=FLAGS.data_dir)
     cli.check_files(raw_path=FLAGS.raw_path)
     data_options, train_options = options_from_flags(FLAGS)
@@ -81,7 +81,7 @@ def main(argv):
     flags_text = "".join(line + "\n" for line in train_options.flags_text.splitlines()
                          if not line.startswith(own))  # train.py's flags only
     train_options = dataclasses.replace(train_options, flags_text=flags_text)
-    run_ablation(options, train_options, config_fn, PreparedData(data_options))
+    run_ablation(options, train_options, config_fn(), PreparedData(data_options))
 
 
 if __name__ == "__main__":

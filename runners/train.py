@@ -18,44 +18,25 @@ from runners import cli
 
 cli.quiet_start()
 
-import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
 
-from runners.cli import model_flags, train_flags  # noqa: E402
-from runners.cli.train_flags import define_flags, options_from_flags  # noqa: E402,F401
+from runners.cli import train_flags  # noqa: E402
+from runners.cli.train_flags import (config_fn, define_flags, options_from_flags,  # noqa: E402,F401
+                                     set_up_devices)
 from tf_records import PreparedData  # noqa: E402
-from txl_tf.memory_estimate import check_step_fits  # noqa: E402
-from txl_tf.training import train, xla_clustering  # noqa: E402
+from txl_tf.training import train  # noqa: E402
 
 FLAGS = flags.FLAGS
-
-
-def _set_up_devices():
-    if FLAGS.xla_fusion:
-        xla_clustering.enable_elementwise_clustering()
-    if FLAGS.logical_cpus > 1:
-        cpus = tf.config.list_physical_devices("CPU")
-        tf.config.set_logical_device_configuration(
-            cpus[0], [tf.config.LogicalDeviceConfiguration()] * FLAGS.logical_cpus)
-
-
-def config_fn(n_token, cutoffs):
-    """The model config of the flags for the data's vocabulary; refused before anything is
-    written when even one stream cannot fit."""
-    config = model_flags.config_from_flags(FLAGS, n_token, cutoffs)
-    check_step_fits(config, 1, training=True,
-                    bytes_per_value=2 if FLAGS.precision.startswith("mixed") else 4)
-    return config
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]} (flags are --name=value).")
-    _set_up_devices()
+    set_up_devices()
     cli.check_directories(model_dir=FLAGS.model_dir, data_dir=FLAGS.data_dir)
     cli.check_files(raw_path=FLAGS.raw_path)
     data_options, options = options_from_flags(FLAGS)
-    train(options, config_fn, PreparedData(data_options))
+    train(options, config_fn(), PreparedData(data_options))
 
 
 if __name__ == "__main__":

@@ -7,11 +7,13 @@ defaults and help are written once, in those classes. Added here: `--corpus_opti
 corpus flags (the `corpus_options` field), and two process settings (`--xla_fusion`,
 `--logical_cpus`) that the runner applies before training.
 """
+import tensorflow as tf
 from absl import flags
 
 from runners.cli import data_flags, dataclass_flags, model_flags
 from tf_records import DataOptions
-from txl_tf.training import TrainError, TrainOptions
+from txl_tf.memory_estimate import check_step_fits
+from txl_tf.training import TrainError, TrainOptions, xla_clustering
 from txl_tf.training.distribute import STRATEGIES
 from txl_tf.training.options import PRECISIONS
 
@@ -83,3 +85,25 @@ def options_from_flags(f: flags.FlagValues):
     options = dataclass_flags.options_from_flags(TrainOptions, f, skip=_TRAIN_SKIP,
                                                  flags_text=f.flags_into_string())
     return data, options
+
+
+def set_up_devices(f: flags.FlagValues = flags.FLAGS) -> None:
+    """Applies the process settings --xla_fusion and --logical_cpus (before any device use)."""
+    if f.xla_fusion:
+        xla_clustering.enable_elementwise_clustering()
+    if f.logical_cpus > 1:
+        cpus = tf.config.list_physical_devices("CPU")
+        tf.config.set_logical_device_configuration(
+            cpus[0], [tf.config.LogicalDeviceConfiguration()] * f.logical_cpus)
+
+
+def config_fn(f: flags.FlagValues = flags.FLAGS):
+    """The `config_fn(n_token, cutoffs)` of `txl_tf.training.train` for the parsed flags: the
+    model config for the data's vocabulary, refused before anything is written when even one
+    stream cannot fit."""
+    def make(n_token, cutoffs):
+        config = model_flags.config_from_flags(f, n_token, cutoffs)
+        check_step_fits(config, 1, training=True,
+                        bytes_per_value=2 if f.precision.startswith("mixed") else 4)
+        return config
+    return make
