@@ -54,6 +54,22 @@ def _finish(ds, elements_per_step, num_steps, repeat, start_step):
     return ds.with_options(options).prefetch(tf.data.AUTOTUNE)
 
 
+def _host_batches(paths, layout: RecordLayout):
+    """The records of one host's files as batches {"inputs", "labels"} int32 [B, Q]."""
+    import tensorflow as tf
+
+    spec = {name: tf.io.FixedLenFeature([layout.tgt_len], tf.int64)
+            for name in ("inputs", "labels")}
+
+    def parse(serialized):
+        feats = tf.io.parse_example(serialized, spec)
+        return {k: tf.cast(v, tf.int32) for k, v in feats.items()}
+
+    ds = tf.data.TFRecordDataset(paths, buffer_size=8 << 20)
+    ds = ds.batch(layout.per_replica_batch, drop_remainder=True)
+    return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
 def make_input_fn(data_dir, split, layout: RecordLayout, repeat=True, start_step=0,
                   vocab_size=None, verify="checksum"):
     """The input function of the records of `split`, for `distribute_datasets_from_function`.
@@ -100,23 +116,11 @@ def make_input_fn(data_dir, split, layout: RecordLayout, repeat=True, start_step
         checked.add(0)
 
     def input_fn(input_context=None):
-        import tensorflow as tf
-
         host = _host_index(input_context, layout.num_hosts, layout.num_replicas)
         if verify != "none" and host not in checked:
             metadata.verify_host_files(meta, host, checksum=(verify == "checksum"), command=command)
         checked.discard(host)  # a later dataset (e.g. each evaluation) verifies again
-        t = layout.tgt_len
-        spec = {"inputs": tf.io.FixedLenFeature([t], tf.int64),
-                "labels": tf.io.FixedLenFeature([t], tf.int64)}
-
-        def parse(serialized):
-            feats = tf.io.parse_example(serialized, spec)
-            return {k: tf.cast(v, tf.int32) for k, v in feats.items()}
-
-        ds = tf.data.TFRecordDataset(meta["paths"][host], buffer_size=8 << 20)
-        ds = ds.batch(layout.per_replica_batch, drop_remainder=True)
-        ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        ds = _host_batches(meta["paths"][host], layout)
         return _finish(ds, layout.replicas_per_host, meta["num_steps"], repeat, start_step)
 
     input_fn.metadata = meta

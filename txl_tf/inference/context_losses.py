@@ -38,9 +38,10 @@ C context lengths, T scored tokens.
 import dataclasses
 from typing import Optional, Sequence
 
-import keras
 import numpy as np
 import tensorflow as tf
+
+from txl_tf.inference.evaluation import Progress
 
 
 class ContextLossError(ValueError):
@@ -227,7 +228,7 @@ def context_losses(model, tokens, positions, context_lengths: Sequence[int],
       regime: how the model reads a context (None: `default_regime(model.config)`).
       batch_tokens: at most this many window positions per model call (B * W), at least one
         window per call.
-      progress: show a `keras.utils.Progbar` of the windows read.
+      progress: show a progress bar of the windows read on stderr (`evaluation.Progress`).
       reader: a `WindowReader` of this model to reuse, with its regime (None: a new one).
 
     Returns:
@@ -254,7 +255,7 @@ def context_losses(model, tokens, positions, context_lengths: Sequence[int],
     np.maximum.at(needed, which, offsets + 1)
     losses = np.zeros(starts.size, np.float32)
     reader = reader or WindowReader(model, regime)
-    bar = keras.utils.Progbar(windows.size, unit_name="window") if progress else None
+    bar = Progress(windows.size, label="windows") if progress else None
     done = 0
     for batch in _window_batches(needed, batch_tokens, equal_lengths=absolute):
         inputs, labels = _window_arrays(tokens, windows[batch], int(needed[batch].max()))
@@ -266,6 +267,9 @@ def context_losses(model, tokens, positions, context_lengths: Sequence[int],
         done += batch.size
         if bar:
             bar.update(done)
+    if bar:
+        bar.close(done)
+        bar.stream.write("\n" if bar.tty else "")
     return losses.reshape(contexts.size, positions.size)
 
 
