@@ -1,7 +1,7 @@
 """The tiny model and data settings the tests share.
 
 Two sizes: `tiny_config` / `tiny_model` for tests that call the model directly (D 16, a forward
-pass takes milliseconds), and `TRAIN_SIZES` for tests that train (`run_training` or
+pass takes milliseconds), and `TRAIN_SIZES` for tests that train (`txl_tf.training.train` or
 `runners/train.py`) on the `SYNTHETIC` corpus long enough to see the loss fall.
 
 Example:
@@ -40,7 +40,7 @@ def tiny_model(seed=0, **changes):
 
 
 def train_config_fn(**changes):
-    """The `config_fn(n_token, cutoffs)` of `run_training` for a `TRAIN_SIZES` model without
+    """The `config_fn(n_token, cutoffs)` of `txl_tf.training.train` for a `TRAIN_SIZES` model without
     dropout, with `changes` (any config field)."""
     values = dict(TRAIN_SIZES, dropout=0.0, dropatt=0.0, **changes)
 
