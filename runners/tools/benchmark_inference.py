@@ -10,7 +10,18 @@ context for every token. Prints one JSON line.
 import json
 import time
 
-from absl import app, flags
+from runners import cli
+
+cli.quiet_start()
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from absl import flags  # noqa: E402
+
+import tf_records  # noqa: E402
+import txl_tf  # noqa: E402
+from txl_tf.inference.evaluation import Evaluator  # noqa: E402
+from txl_tf.inference.generation import Generator  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -33,14 +44,6 @@ def define_flags():
 
 def main(argv):
     del argv
-    import numpy as np
-    import tensorflow as tf
-
-    import tf_records
-    import txl_tf
-    from txl_tf.inference.evaluation import Evaluator
-    from txl_tf.inference.generation import Generator
-
     f = FLAGS
     config = txl_tf.TransformerXLConfig(
         n_token=f.n_token, n_layer=f.n_layer, d_model=f.d_model, n_head=f.n_head,
@@ -79,4 +82,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run(main)

@@ -8,7 +8,7 @@ training checkpoint saves for exact resume), and identical to a single-device ru
 
 The mask comes from `random_bits`, a keyed integer hash of each element's index: the same mask
 with or without XLA and on every device, and cheap where TF's own generators are not (on CPU,
-dropout with Philox masks took about a fifth of the issue-7 training step).
+dropout with Philox masks took about a fifth of a training step of the default model).
 """
 import keras
 import tensorflow as tf
