@@ -16,9 +16,10 @@ import sys
 
 import pytest
 
+from tiny import TRAIN_FLAGS
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = ["--n_layer=2", "--d_model=32", "--n_head=2", "--d_head=16", "--d_inner=64",
-        "--tgt_len=16", "--mem_len=16", "--per_host_train_bsz=4"]
+TINY = TRAIN_FLAGS + ["--per_host_train_bsz=4"]
 # TensorFlow's C++ start-up lines that runners/cli/__init__.py keeps off the console.
 START_UP_NOISE = ("absl::InitializeLog", "oneDNN", "cuda", "cuInit", "cpu_feature_guard")
 HF_CONFIG = ('{"vocab_size": 20, "n_layer": 2, "d_model": 16, "d_embed": 16, "n_head": 2, '

@@ -15,6 +15,8 @@ import pytest
 import tf_records
 import txl_tf
 
+from tiny import tiny_config
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -28,8 +30,8 @@ def group(tmp_path_factory):
     dirs = []
     for mem_len in (8, 0):
         keras.utils.set_random_seed(mem_len)
-        config = txl_tf.TransformerXLConfig(n_token=8, n_layer=2, d_model=16, n_head=2, d_head=8,
-                                            d_inner=32, tgt_len=8, mem_len=mem_len)
+        config = tiny_config(n_token=8, tgt_len=8, mem_len=mem_len, dropout=0.1, dropatt=0.1,
+                             init_std=0.02)
         model_dir = str(root / f"m{mem_len}")
         txl_tf.save_model(txl_tf.TransformerXL(config), model_dir)
         dirs.append(model_dir)

@@ -11,6 +11,8 @@ from runners.cli import model_flags as flags_model
 from runners.train import define_flags, options_from_flags
 from txl_tf.config import check_against_saved
 
+from tiny import tiny_config
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Vocabulary sizes of the corpora (reference-implementation.md section 2.2).
 N_TOKEN = {"builtin": 256, "enwik8": 204, "text8": 27, "wt103": 267735, "lm1b": 793471}
@@ -66,8 +68,7 @@ def test_unknown_flag_in_a_flagfile_is_an_error(tmp_path):
 
 
 def test_config_mismatch_names_the_fields():
-    base = txl_tf.TransformerXLConfig(n_token=50, n_layer=2, d_model=16, n_head=2, d_head=8,
-                                      d_inner=32)
+    base = tiny_config(tgt_len=70, mem_len=70, dropout=0.1, dropatt=0.1, init_std=0.02)
     with pytest.raises(txl_tf.ConfigError, match=r"d_head: flags give 4[\s\S]*n_head \* d_head: flags give 16"):
         check_against_saved(base.replace(n_head=4, d_head=4), base.replace(n_head=4, d_head=8),
                             "ckpt")

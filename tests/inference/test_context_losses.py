@@ -1,23 +1,21 @@
 """Per-token losses with exactly c tokens of context, for models with memory, without memory and
 with absolute positions."""
-import keras
 import numpy as np
 import pytest
 
-import txl_tf
 from txl_tf.inference import context_losses as cl
 from txl_tf.inference.context_losses import ContextLossError, ContextRegime
+
+from tiny import tiny_model
 
 V = 20
 
 
-def tiny_model(seed=0, **kw):
-    """n_layer 2, d_model 16; large initial weights so that every visible token moves the loss."""
-    base = dict(n_token=V, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, tgt_len=4,
-                mem_len=4, dropout=0.0, dropatt=0.0, init_std=0.5, proj_init_std=0.5)
-    base.update(kw)
-    keras.utils.set_random_seed(seed)
-    return txl_tf.TransformerXL(txl_tf.TransformerXLConfig(**base))
+def loud_model(seed=0, **changes):
+    """`tiny_model` with large initial weights so that every visible token moves the loss
+    (n_token V, tgt_len and mem_len 4, init_std and proj_init_std 0.5), and `changes`."""
+    return tiny_model(seed, **{"n_token": V, "tgt_len": 4, "mem_len": 4, "init_std": 0.5,
+                               "proj_init_std": 0.5, **changes})
 
 
 def stream(length=60, seed=1):
@@ -25,32 +23,32 @@ def stream(length=60, seed=1):
 
 
 def with_memory():
-    model = tiny_model()
+    model = loud_model()
     return model, cl.recurrent_regime(model.config)
 
 
 def with_memory_same_length():
-    model = tiny_model()
+    model = loud_model()
     return model, cl.recurrent_regime(model.config, same_length=True)
 
 
 def without_memory():
-    model = tiny_model()
+    model = loud_model()
     return model, cl.window_regime(model.config)
 
 
 def vanilla():
-    model = tiny_model(attn_type=2, mem_len=0)
+    model = loud_model(attn_type=2, mem_len=0)
     return model, cl.default_regime(model.config)
 
 
 def vanilla_with_memory():
-    model = tiny_model(attn_type=2)
+    model = loud_model(attn_type=2)
     return model, cl.default_regime(model.config)
 
 
 def al_rfou_with_memory():
-    model = tiny_model(attn_type=3)
+    model = loud_model(attn_type=3)
     return model, cl.default_regime(model.config)
 
 
@@ -133,7 +131,7 @@ def test_losses_equal_a_naive_window_by_window_reading(kind):
 
 
 def test_clamp_len_is_applied():
-    model = tiny_model()
+    model = loud_model()
     tokens = stream()
     positions = np.arange(11, 20)
     free = cl.context_losses(model, tokens, positions, [11], cl.window_regime(model.config))
@@ -156,8 +154,8 @@ def test_batching_does_not_change_the_losses():
 
 
 def test_default_regime_and_scored_positions():
-    assert cl.default_regime(tiny_model().config) == ContextRegime(4, 4, -1, False)
-    assert cl.default_regime(tiny_model(mem_len=0).config) == ContextRegime()
+    assert cl.default_regime(loud_model().config) == ContextRegime(4, 4, -1, False)
+    assert cl.default_regime(loud_model(mem_len=0).config) == ContextRegime()
     assert cl.scored_positions(20, [4, 8], 3).tolist() == [8, 9, 10]
     assert cl.scored_positions(10, [4, 8]).tolist() == [8, 9]
     with pytest.raises(ContextLossError, match="at least 9 are needed"):
@@ -177,7 +175,7 @@ def test_default_regime_and_scored_positions():
     (lambda m: ContextRegime(segment_len=4, mem_len=0), "mem_len >= 1"),
 ])
 def test_bad_input_is_one_clear_error(call, message):
-    model = tiny_model()
+    model = loud_model()
     with pytest.raises(ContextLossError) as error:
         call(model)
     assert message in str(error.value) and "\n" not in str(error.value)
@@ -193,7 +191,7 @@ def test_a_reader_with_another_regime_is_refused():
 def test_a_model_trained_without_memory_can_be_read_with_memory():
     """Every attn_type carries memory: a vanilla model trained with mem_len 0 is read in segments
     of 4 with a memory of 4, exactly as the naive reading."""
-    model = tiny_model(attn_type=2, mem_len=0)
+    model = loud_model(attn_type=2, mem_len=0)
     regime = ContextRegime(segment_len=4, mem_len=4)
     positions = np.array([10, 11, 30])
     losses = cl.context_losses(model, stream(), positions, [2, 6, 9], regime, batch_tokens=20)

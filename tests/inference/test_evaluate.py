@@ -19,14 +19,14 @@ from tf_records.model_vocab import ModelVocabError, write_model_vocab
 from tf_records.tokenize import TextRules
 from tf_records.vocabulary import Vocabulary
 
+from tiny import tiny_config, train_config_fn
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def tiny_config(**kw):
-    base = dict(n_token=20, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, tgt_len=5,
-                mem_len=6, dropout=0.0, dropatt=0.0, init_std=0.3)
-    base.update(kw)
-    return txl_tf.TransformerXLConfig(**base)
+def small_config(**changes):
+    """`tiny_config` with n_token 20, tgt_len 5 and init_std 0.3, and `changes`."""
+    return tiny_config(**{"n_token": 20, "tgt_len": 5, "init_std": 0.3, **changes})
 
 
 def flags_for(**kw):
@@ -90,7 +90,7 @@ def test_evaluation_streams_score_every_token_of_the_layout(last_segment):
 
 @pytest.mark.parametrize("same_length,last_segment", [(False, "drop"), (True, "pad")])
 def test_evaluator_equals_naive_per_stream_computation(same_length, last_segment):
-    config = tiny_config()
+    config = small_config()
     keras.utils.set_random_seed(1)
     model = txl_tf.TransformerXL(config)
     tokens = np.random.RandomState(2).randint(0, config.n_token, size=83).astype(np.int32)
@@ -117,7 +117,7 @@ def test_evaluator_equals_naive_per_stream_computation(same_length, last_segment
 def test_two_replicas_score_as_one_device():
     """The loop under MirroredStrategy (each replica its own streams and memory, sums reduced)
     gives the one-device result on the same streams."""
-    config = tiny_config()
+    config = small_config()
     keras.utils.set_random_seed(4)
     model = txl_tf.TransformerXL(config)
     tokens = np.random.RandomState(5).randint(0, config.n_token, size=203).astype(np.int32)
@@ -161,9 +161,7 @@ def synthetic_run(tmp_path_factory):
                        progress=False, **options)
     train = stream_cache.load(data_dir, "train")
     keras.utils.set_random_seed(0)
-    config = txl_tf.TransformerXLConfig(n_token=16, n_layer=2, d_model=32, n_head=2, d_head=16,
-                                        d_inner=64, tgt_len=8, mem_len=8, dropout=0.0,
-                                        dropatt=0.0)
+    config = train_config_fn(tgt_len=8, mem_len=8)(n_token=16, cutoffs=())
     model = txl_tf.TransformerXL(config)
     optimizer = keras.optimizers.Adam(3e-3)
 
@@ -231,7 +229,7 @@ def test_text_file_is_scored_with_the_model_vocabulary(synthetic_run, tmp_path):
 
 # ------------------------------------------------------------------------------------------
 def test_bad_input_gives_clear_errors(tmp_path):
-    config = tiny_config()
+    config = small_config()
     model_dir = tmp_path / "model"
     word_model_dir(model_dir, config)
     text = tmp_path / "t.txt"
@@ -266,7 +264,7 @@ def run_cli(script, *args):
 
 
 def test_cli_prints_json_line_and_writes_tensorboard(tmp_path):
-    config = tiny_config()
+    config = small_config()
     model_dir = tmp_path / "model"
     model, _ = word_model_dir(model_dir, config)
     text = tmp_path / "t.txt"
@@ -325,14 +323,14 @@ def test_vocabulary_mismatch_with_the_records_is_an_error(synthetic_run, tmp_pat
     run = synthetic_run
     # same size, other symbols: the checksums differ
     model_dir = tmp_path / "other"
-    word_model_dir(model_dir, tiny_config(n_token=16))
+    word_model_dir(model_dir, small_config(n_token=16))
     with pytest.raises(ModelVocabError, match="vocabulary mismatch.*records"):
         evaluate.run(flags_for(model_dir=str(model_dir), data_dir=run.data_dir, split="valid",
                                batch_size=8, tgt_len=8))
     # another size: the records refuse the model
     import tf_records
     small = tmp_path / "small"
-    word_model_dir(small, tiny_config(n_token=12))
+    word_model_dir(small, small_config(n_token=12))
     with pytest.raises(tf_records.DataError, match="vocab_size"):
         evaluate.run(flags_for(model_dir=str(small), data_dir=run.data_dir, split="valid",
                                batch_size=8, tgt_len=8))

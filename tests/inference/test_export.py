@@ -5,7 +5,6 @@ import subprocess
 import sys
 import textwrap
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -21,16 +20,15 @@ from txl_tf.inference.serving import ServingModule
 from tf_records.tokenize import TextRules, decode_ids, encode_text
 from tf_records.vocabulary import Vocabulary
 
+from tiny import tiny_model
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
 
 
-def tiny_model(n_token, seed=0, **kw):
-    base = dict(n_token=n_token, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32,
-                tgt_len=4, mem_len=6, dropout=0.0, dropatt=0.0, init_std=0.5)
-    base.update(kw)
-    keras.utils.set_random_seed(seed)
-    return txl_tf.TransformerXL(txl_tf.TransformerXLConfig(**base))
+def served_model(n_token, seed=0, **changes):
+    """`tiny_model` of `n_token` tokens with tgt_len 4, init_std 0.5, and `changes`."""
+    return tiny_model(seed, **{"n_token": n_token, "tgt_len": 4, "init_std": 0.5, **changes})
 
 
 WORD_TEXT = "The  cat\u00a0sat\r\non É mat.\n\n  a\tcat\u2003sat  \nthe end"
@@ -59,7 +57,7 @@ def test_in_graph_tokenization_equals_tf_records(tmp_path, case):
     write_model_vocab(str(tmp_path), vocab, rules)
     mv = ModelVocab(vocab, rules, {}, str(tmp_path / "vocab.txt"))
     codec = GraphText(mv)
-    module = ServingModule(tiny_model(len(vocab)), 6, -1, False, 4, 8, 4,
+    module = ServingModule(served_model(len(vocab)), 6, -1, False, 4, 8, 4,
                            vocab_file=mv.vocab_path, text_codec=codec)
     assert module.text_codec is codec and "score_text" in module.signatures()
     expected = encode_text(text, rules, vocab)
@@ -140,7 +138,7 @@ SCRIPT = textwrap.dedent("""
 def exported(tmp_path_factory):
     root = tmp_path_factory.mktemp("export")
     model_dir = str(root / "model")
-    model = tiny_model(12, seed=3, clamp_len=5)
+    model = served_model(12, seed=3, clamp_len=5)
     txl_tf.save_model(model, model_dir)
     vocab = Vocabulary(["<eos>"] + [f"w{i}" for i in range(11)], "word", specials=["<eos>"])
     write_model_vocab(model_dir, vocab, TextRules("word", eos="<eos>"))
@@ -246,7 +244,7 @@ def test_export_bad_input(exported, tmp_path):
     with pytest.raises(export.ExportInputError, match="does not exist"):
         export.run(export.ExportOptions(str(tmp_path / "missing"), str(tmp_path / "out")))
     bare = tmp_path / "bare"
-    txl_tf.save_model(tiny_model(12), str(bare))
+    txl_tf.save_model(served_model(12), str(bare))
     with pytest.raises(export.ExportInputError, match="notext_signatures"):
         export.run(export.ExportOptions(str(bare), str(tmp_path / "out")))
     assert not os.path.exists(tmp_path / "out" / "1")
@@ -256,7 +254,7 @@ def test_export_bad_input(exported, tmp_path):
 def test_every_attention_variant_exports_and_scores_as_the_model(tmp_path, attn_type):
     """The ablation's encodings (Shaw et al., vanilla, Al-Rfou et al.) export like attn_type 0:
     the loaded `score` signature gives the model's log-probabilities and memory."""
-    model = tiny_model(12, seed=4, attn_type=attn_type)
+    model = served_model(12, seed=4, attn_type=attn_type)
     model_dir = str(tmp_path / "model")
     txl_tf.save_model(model, model_dir)
     result = export.run(export.ExportOptions(model_dir, str(tmp_path / "out"), mem_len=6,

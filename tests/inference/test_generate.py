@@ -5,7 +5,6 @@ import os
 import subprocess
 import sys
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -18,15 +17,15 @@ from tf_records.model_vocab import write_model_vocab
 from tf_records.tokenize import TextRules
 from tf_records.vocabulary import Vocabulary
 
+from tiny import tiny_model
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def random_model(seed=0, **kw):
-    base = dict(n_token=23, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, tgt_len=4,
-                mem_len=4, dropout=0.0, dropatt=0.0, init_std=0.5)
-    base.update(kw)
-    keras.utils.set_random_seed(seed)
-    return txl_tf.TransformerXL(txl_tf.TransformerXLConfig(**base))
+def random_model(seed=0, **changes):
+    """`tiny_model` with n_token 23, tgt_len and mem_len 4, init_std 0.5, and `changes`."""
+    return tiny_model(seed, **{"n_token": 23, "tgt_len": 4, "mem_len": 4, "init_std": 0.5,
+                               **changes})
 
 
 def naive_greedy(model, prompt, num_tokens):

@@ -28,11 +28,14 @@ from tf_records.model_vocab import write_model_vocab
 from tf_records.tokenize import TextRules, decode_ids, encode_text
 from tf_records.vocabulary import Vocabulary
 
+from tiny import TINY_MODEL, tiny_config
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXPORT = os.path.join(REPO, "runners", "export.py")
 SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=REPO)
-N_TOKEN, N_LAYER, D_MODEL, MEM_LEN = 12, 2, 16, 6
+N_TOKEN, MEM_LEN = 12, 6
+N_LAYER, D_MODEL = TINY_MODEL["n_layer"], TINY_MODEL["d_model"]
 RUN = dict(mem_len=MEM_LEN, clamp_len=5, same_length=True)
 LIMITS = dict(max_seq_len=24, max_num_tokens=16, max_text_bytes=120, max_batch_size=3)
 RULES = TextRules("word", eos="<eos>")
@@ -50,9 +53,8 @@ def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("serving")
     model_dir = str(root / "model")
     keras.utils.set_random_seed(3)
-    model = txl_tf.TransformerXL(txl_tf.TransformerXLConfig(
-        n_token=N_TOKEN, n_layer=N_LAYER, d_model=D_MODEL, n_head=2, d_head=8, d_inner=32,
-        tgt_len=4, mem_len=MEM_LEN, dropout=0.0, dropatt=0.0, init_std=0.5))
+    model = txl_tf.TransformerXL(tiny_config(n_token=N_TOKEN, tgt_len=4, mem_len=MEM_LEN,
+                                             init_std=0.5))
     txl_tf.save_model(model, model_dir)
     vocab = Vocabulary(["<eos>"] + [f"w{i}" for i in range(11)], "word", specials=["<eos>"])
     write_model_vocab(model_dir, vocab, RULES)

@@ -13,8 +13,9 @@ import tensorflow as tf
 import txl_tf
 from txl_tf.ablation import attention_length as al
 
-CONFIG = txl_tf.TransformerXLConfig(n_token=11, n_layer=2, d_model=16, n_head=2, d_head=8,
-                                    d_inner=32, tgt_len=4, mem_len=0, dropout=0.0, dropatt=0.0)
+from tiny import tiny_config
+
+CONFIG = tiny_config(n_token=11, tgt_len=4, mem_len=0, init_std=0.02)
 
 
 def model_of(**changes):

@@ -11,19 +11,19 @@ from txl_tf import ConfigError, TransformerXL, TransformerXLConfig
 from txl_tf.convert import importer
 from txl_tf.convert.errors import WeightImportError
 
+from tiny import tiny_config
+
 VARIANTS = [1, 2, 3]
 
 
-def tiny_config(**changes):
-    values = dict(n_token=40, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32,
-                  tgt_len=4, mem_len=8, dropout=0.0, dropatt=0.0, init_std=0.2)
-    values.update(changes)
-    return TransformerXLConfig(**values)
+def small_config(**changes):
+    """`tiny_config` with n_token 40, tgt_len 4, mem_len 8, and `changes`."""
+    return tiny_config(**{"n_token": 40, "tgt_len": 4, "mem_len": 8, **changes})
 
 
 def make_model(seed=0, **changes):
     keras.utils.set_random_seed(seed)
-    model = TransformerXL(tiny_config(**changes))
+    model = TransformerXL(small_config(**changes))
     for block in model.blocks:  # the relative biases start at zero: make them matter
         if hasattr(block.attention, "r_bias"):
             block.attention.r_bias.assign(
@@ -338,7 +338,7 @@ def test_variant_weights():
     (dict(attn_type=1, max_klen=30), 30), (dict(attn_type=0), None),
     (dict(attn_type=2, mem_len=0), None), (dict(attn_type=2), None)])
 def test_config_accepts_every_attn_type(changes, max_klen):
-    config = tiny_config(**changes)
+    config = small_config(**changes)
     assert config.max_klen == max_klen
     assert config.replace(tgt_len=100).max_klen == max_klen  # evaluation keeps the tables
     assert TransformerXLConfig.from_json(config.to_json()) == config
@@ -356,10 +356,10 @@ def test_config_accepts_every_attn_type(changes, max_klen):
 ])
 def test_invalid_attn_type_combinations_are_rejected(changes, message):
     with pytest.raises(ConfigError, match=message):
-        tiny_config(**changes)
+        small_config(**changes)
 
 
 def test_weight_importers_refuse_other_attn_types():
-    fields = tiny_config(attn_type=1).to_dict()
+    fields = small_config(attn_type=1).to_dict()
     with pytest.raises(WeightImportError, match="attn_type=1: .*only attn_type 0"):
         importer._build(fields, lambda config, names: {})

@@ -18,10 +18,11 @@ import pytest
 import tf_records
 from tf_records import metadata
 
+from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, TRAIN_SIZES
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = dict(n_layer=2, d_model=32, n_head=2, d_head=16, d_inner=64, tgt_len=16, mem_len=16)
-SYNTHETIC = dict(train_tokens=12_000, eval_tokens=2_000, num_symbols=16, period=24)
-LAYOUT = tf_records.RecordLayout(tgt_len=16, per_replica_batch=4)  # what train.py asks for
+# What train.py asks for.
+LAYOUT = tf_records.RecordLayout(tgt_len=TRAIN_SIZES["tgt_len"], per_replica_batch=4)
 TRAIN_RECORDS = metadata.record_file(LAYOUT, "train", 0)
 TRAIN_INFO = metadata.info_file(LAYOUT, "train")
 
@@ -38,14 +39,14 @@ def train(data_dir, model_dir, *extra, umask=None):
         "train.py", f"--data_dir={data_dir}", f"--model_dir={model_dir}", "--dataset=synthetic",
         "--per_host_train_bsz=4", "--train_steps=1", "--warmup_steps=0", "--steps_per_loop=1",
         "--log_steps=1", "--save_steps=1", "--eval_steps=0", "--max_eval_batches=1",
-        *[f"--{k}={v}" for k, v in TINY.items()],
-        *[f"--corpus_option={k}={v}" for k, v in SYNTHETIC.items()], *extra, umask=umask)
+        *TRAIN_FLAGS, *SYNTHETIC_FLAGS, *extra, umask=umask)
 
 
 def prepare(data_dir, *extra, umask=None):
     return run_runner(
         "prepare_data.py", "--dataset=synthetic", f"--data_dir={data_dir}", "--splits=train",
-        "--tgt_len=16", "--per_replica_batch=4", "--noprogress",
+        f"--tgt_len={LAYOUT.tgt_len}", f"--per_replica_batch={LAYOUT.per_replica_batch}",
+        "--noprogress",
         *[f"--{k}={v}" for k, v in SYNTHETIC.items()], *extra, umask=umask)
 
 

@@ -20,7 +20,15 @@ TINY_MODEL = dict(n_token=50, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner
 
 TRAIN_SIZES = dict(n_layer=2, d_model=32, n_head=2, d_head=16, d_inner=64, tgt_len=16,
                    mem_len=16)
-TRAIN_FLAGS = [f"--{name}={value}" for name, value in TRAIN_SIZES.items()]
+
+
+def train_flags(**changes):
+    """`TRAIN_SIZES` with `changes` (any model flag) as `--name=value` flags, e.g. for a
+    `runners/train.py` subprocess: `train_flags(d_model=48, dropout=0.0)`."""
+    return [f"--{name}={value}" for name, value in dict(TRAIN_SIZES, **changes).items()]
+
+
+TRAIN_FLAGS = train_flags()
 
 # A periodic 16-symbol corpus of 12,000 training and 2,000 evaluation tokens: learnable in a
 # few dozen steps of a TRAIN_SIZES model.
@@ -42,7 +50,7 @@ def tiny_model(seed=0, **changes):
 def train_config_fn(**changes):
     """The `config_fn(n_token, cutoffs)` of `txl_tf.training.train` for a `TRAIN_SIZES` model without
     dropout, with `changes` (any config field)."""
-    values = dict(TRAIN_SIZES, dropout=0.0, dropatt=0.0, **changes)
+    values = {**TRAIN_SIZES, "dropout": 0.0, "dropatt": 0.0, **changes}
 
     def config_fn(n_token, cutoffs):
         return txl_tf.TransformerXLConfig(n_token=n_token, cutoffs=cutoffs, **values)

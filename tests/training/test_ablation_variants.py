@@ -8,8 +8,9 @@ import txl_tf
 from txl_tf.ablation import (DEFAULT_VARIANTS, VARIANTS, VariantError, select_variants,
                              variant_config)
 
-BASE = txl_tf.TransformerXLConfig(n_token=16, n_layer=2, d_model=16, n_head=2, d_head=8,
-                                  d_inner=32, tgt_len=6, mem_len=5, untie_r=True)
+from tiny import tiny_config
+
+BASE = tiny_config(n_token=16, mem_len=5, untie_r=True, dropout=0.1, dropatt=0.1, init_std=0.02)
 SIZES = ("n_token", "n_layer", "d_model", "n_head", "d_head", "d_inner", "tgt_len", "cutoffs",
          "div_val", "dropout", "dropatt", "clamp_len", "same_length", "pre_lnorm")
 

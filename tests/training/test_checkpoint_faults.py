@@ -30,10 +30,10 @@ from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.trainer import Trainer
 from txl_tf.training.warm_start import warm_start
 
+from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_SIZES, train_config_fn, train_flags
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = dict(n_layer=2, d_model=32, n_head=2, d_head=16, d_inner=64, tgt_len=16, mem_len=16,
-            dropout=0.0, dropatt=0.0)
-SYNTHETIC = {"train_tokens": 12_000, "eval_tokens": 2_000, "num_symbols": 16, "period": 24}
+TINY = dict(TRAIN_SIZES, dropout=0.0, dropatt=0.0)
 RUN = dict(per_host_train_bsz=4, learning_rate=1e-2, warmup_steps=2, train_steps=12,
            steps_per_loop=4, log_steps=4, save_steps=4, eval_steps=0, max_eval_batches=2)
 DATA_FILE = "ckpt-{}.data-00000-of-00001"
@@ -45,18 +45,12 @@ def run_training(options, data_dir, make, **kwargs):
     return train(options, make, PreparedData(data), **kwargs)
 
 
-def config_fn(**overrides):
-    values = dict(TINY, **overrides)
-    return lambda n_token, cutoffs: txl_tf.TransformerXLConfig(n_token=n_token, cutoffs=cutoffs,
-                                                               **values)
-
-
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
     """A model directory with ckpt-4, ckpt-8, ckpt-12 and their memory; the data directory."""
     root = tmp_path_factory.mktemp("faults")
     options = TrainOptions(model_dir=str(root / "base"), **RUN)
-    run_training(options, str(root / "data"), config_fn())
+    run_training(options, str(root / "data"), train_config_fn())
     assert sorted(checkpointing.checkpoint_files(options.model_dir)) == [4, 8, 12]
     return types.SimpleNamespace(model_dir=options.model_dir, data_dir=str(root / "data"))
 
@@ -117,8 +111,7 @@ def train_command(base, model_dir, *extra, train_steps=16, tiny=TINY):
              "--per_host_train_bsz=4", "--learning_rate=1e-2", "--warmup_steps=2",
              f"--train_steps={train_steps}", "--steps_per_loop=4", "--log_steps=4",
              "--save_steps=4", "--eval_steps=0", "--max_eval_batches=2"]
-            + [f"--{k}={v}" for k, v in tiny.items()]
-            + [f"--corpus_option={k}={v}" for k, v in SYNTHETIC.items()] + list(extra))
+            + train_flags(**tiny) + SYNTHETIC_FLAGS + list(extra))
 
 
 def run(command, cwd, timeout=300):
@@ -410,22 +403,22 @@ def test_load_model_past_a_garbage_state_file_and_on_a_damaged_checkpoint(base, 
 
 def test_one_loop_run_reports_tokens_per_sec(base, tmp_path, capsys):
     options = TrainOptions(model_dir=str(tmp_path / "short"), **dict(RUN, train_steps=4))
-    summary = run_training(options, base.data_dir, config_fn())
+    summary = run_training(options, base.data_dir, train_config_fn())
     assert summary["tokens_per_sec"] > 0 and summary["tokens_per_sec_includes_tracing"]
     again = run_training(TrainOptions(**dict(options.__dict__, train_steps=8)), base.data_dir,
-                         config_fn())
+                         train_config_fn())
     assert "note: resuming with --train_steps=8 (was 4): the learning-rate schedule is " \
            "recomputed over 8 steps from step 4 on" in capsys.readouterr().out
     longer = run_training(TrainOptions(**dict(options.__dict__, train_steps=16)), base.data_dir,
-                          config_fn())
+                          train_config_fn())
     assert longer["tokens_per_sec"] > 0 and not longer["tokens_per_sec_includes_tracing"]
     assert again["resumed"] and longer["resumed"]
     capsys.readouterr()
     twenty = TrainOptions(**dict(options.__dict__, train_steps=20))
-    assert run_training(twenty, base.data_dir, config_fn(), stop_after_steps=18)["step"] == 18
+    assert run_training(twenty, base.data_dir, train_config_fn(), stop_after_steps=18)["step"] == 18
     assert "note: resuming with --train_steps=20 (was 16)" in capsys.readouterr().out
     # Resumed again (from step 16) with the same flags: nothing to say.
-    assert run_training(twenty, base.data_dir, config_fn())["step"] == 20
+    assert run_training(twenty, base.data_dir, train_config_fn())["step"] == 20
     out = capsys.readouterr().out
     assert "resuming at step 16" in out and "note:" not in out
 

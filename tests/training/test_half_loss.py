@@ -16,8 +16,9 @@ import txl_tf
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.trainer import Trainer
 
-CONFIG = txl_tf.TransformerXLConfig(n_token=20, n_layer=2, d_model=16, n_head=2, d_head=8,
-                                    d_inner=32, tgt_len=7, mem_len=4, dropout=0.0, dropatt=0.0)
+from tiny import tiny_config
+
+CONFIG = tiny_config(n_token=20, tgt_len=7, mem_len=4, init_std=0.02)
 BATCH = 4
 BETA_2 = 0.999
 

@@ -33,15 +33,15 @@ import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
 import tf_records
-import txl_tf
 from txl_tf.training import checkpoints as checkpointing
 from runners.tools.launch_local_cluster import kill_workers, tf_configs
 from txl_tf.training import TrainOptions, train
 
+from tiny import (SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, TRAIN_SIZES, prepare_synthetic,
+                  train_config_fn)
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN = os.path.join(REPO, "runners", "train.py")
-TINY = dict(n_layer=2, d_model=32, n_head=2, d_head=16, d_inner=64, tgt_len=16, mem_len=16)
-SYNTHETIC = {"train_tokens": 12_000, "eval_tokens": 2_000, "num_symbols": 16, "period": 24}
 GLOBAL_BATCH, STEPS, SAVE_STEPS = 4, 24, 8
 RUN = dict(learning_rate=3e-3, warmup_steps=2, train_steps=STEPS, steps_per_loop=4, log_steps=1,
            save_steps=SAVE_STEPS, eval_steps=0, max_eval_batches=2)
@@ -49,17 +49,12 @@ TIMEOUT = 240  # seconds per two-worker job (about 30 s on an idle 2-core machin
 
 
 def layout(hosts, replicas, split="train"):
-    return tf_records.RecordLayout(tgt_len=TINY["tgt_len"],
+    return tf_records.RecordLayout(tgt_len=TRAIN_SIZES["tgt_len"],
                                    per_replica_batch=GLOBAL_BATCH // (hosts * replicas),
                                    replicas_per_host=replicas, num_hosts=hosts)
 
 
 DROPOUT = 0.1  # the dropout runs: replicas draw their own masks, which must survive a restart
-
-
-def config_fn(n_token, cutoffs, dropout=0.0):
-    return txl_tf.TransformerXLConfig(n_token=n_token, cutoffs=cutoffs, dropout=dropout,
-                                      dropatt=dropout, **TINY)
 
 
 # ------------------------------------------------------------------------------------ fixtures
@@ -71,8 +66,7 @@ def data(tmp_path_factory):
     full = str(root / "data")
     for hosts, replicas in ((2, 1), (1, 2), (1, 1)):
         for split in ("train", "valid"):
-            tf_records.prepare("synthetic", full, layouts={split: layout(hosts, replicas)},
-                               download=False, progress=False, **SYNTHETIC)
+            prepare_synthetic(full, layouts={split: layout(hosts, replicas)})
     per_worker = []
     for w in range(2):
         copy = str(root / f"data-worker{w}")
@@ -102,8 +96,7 @@ def worker_command(data, model_dir, worker, extra=(), dropout=0.0):
     flags = [f"--model_dir={model_dir}", f"--data_dir={data['per_worker'][worker]}",
              "--dataset=synthetic", f"--per_host_train_bsz={GLOBAL_BATCH // 2}",
              "--strategy=multi_worker_mirrored", f"--dropout={dropout}", f"--dropatt={dropout}"]
-    flags += [f"--{k}={v}" for k, v in {**TINY, **RUN}.items()]
-    flags += [f"--corpus_option={k}={v}" for k, v in SYNTHETIC.items()]
+    flags += TRAIN_FLAGS + [f"--{k}={v}" for k, v in RUN.items()] + SYNTHETIC_FLAGS
     return [sys.executable, TRAIN] + flags + list(extra)
 
 
@@ -198,7 +191,8 @@ def in_process_run(data, name, strategy, replicas, dropout=0.0):
                            **RUN)
     prepared = tf_records.PreparedData(tf_records.DataOptions(
         data_dir=data["full"], dataset="synthetic", corpus_options=SYNTHETIC))
-    summary = train(options, lambda n, c: config_fn(n, c, dropout), prepared, strategy=strategy)
+    summary = train(options, train_config_fn(dropout=dropout, dropatt=dropout), prepared,
+                    strategy=strategy)
     assert summary["replicas"] == replicas and summary["step"] == STEPS
     return options.model_dir
 
@@ -243,7 +237,7 @@ def test_two_host_layout_gives_global_replica_r_the_streams_of_replica_r(data):
     for host in range(2):
         name = f"{layout(2, 1).basename('train')}.host-{host:03d}.tfrecords"
         own = read_records(os.path.join(data["full"], name))
-        assert own.shape == (steps * b, TINY["tgt_len"])
+        assert own.shape == (steps * b, TRAIN_SIZES["tgt_len"])
         for step in range(steps):
             np.testing.assert_array_equal(
                 own[step * b:(step + 1) * b],
@@ -258,7 +252,7 @@ def test_two_workers_train_like_one_process_with_two_replicas(two_workers, two_r
     replicas = losses(two_replicas)
     single = losses(one_replica)
     assert sorted(workers) == sorted(replicas) == list(range(1, STEPS + 1))
-    print(f"\nloss after step n (global batch {GLOBAL_BATCH} x tgt_len {TINY['tgt_len']}):")
+    print(f"\nloss after step n (global batch {GLOBAL_BATCH} x tgt_len {TRAIN_SIZES['tgt_len']}):")
     print(f"{'n':>3} {'1 replica':>12} {'2 replicas':>12} {'2 workers':>12}")
     for n in sorted(workers):
         print(f"{n:>3} {single[n]:12.7f} {replicas[n]:12.7f} {workers[n]:12.7f}")

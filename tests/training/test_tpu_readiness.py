@@ -23,10 +23,11 @@ import txl_tf
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.trainer import Trainer
 
+from tiny import tiny_config
+
 # Word-level shape: adaptive softmax with two tail bins, div_val 2 (projected bins).
-CUTOFF_CONFIG = txl_tf.TransformerXLConfig(
-    n_token=40, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, d_embed=16, div_val=2,
-    cutoffs=(10, 25), tgt_len=8, mem_len=8, dropout=0.0, dropatt=0.0)
+CUTOFF_CONFIG = tiny_config(n_token=40, d_embed=16, div_val=2, cutoffs=(10, 25), tgt_len=8,
+                            mem_len=8, init_std=0.02)
 BATCH, STEPS = 3, 4
 HOST_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc", "PrintV2", "Print", "StringFormat",
             "AsString", "StringJoin"}

@@ -24,17 +24,9 @@ from txl_tf.training import checkpoints as checkpointing
 from tf_records import DataOptions, PreparedData
 from txl_tf.training import TrainError, TrainOptions, train
 
+from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, TRAIN_SIZES, train_config_fn
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = dict(n_layer=2, d_model=32, n_head=2, d_head=16, d_inner=64, tgt_len=16, mem_len=16)
-
-
-def config_fn(**overrides):
-    values = dict(TINY, dropout=0.0, dropatt=0.0)
-    values.update(overrides)
-
-    def make(n_token, cutoffs):
-        return txl_tf.TransformerXLConfig(n_token=n_token, cutoffs=cutoffs, **values)
-    return make
 
 
 def final_weights(model_dir):
@@ -66,7 +58,7 @@ def short_run(tmp_path_factory):
         model_dir=str(root / "model"), per_host_train_bsz=8, learning_rate=5e-3,
         warmup_steps=10, train_steps=80, steps_per_loop=10, log_steps=20, save_steps=40,
         eval_steps=40, max_eval_batches=4)
-    summary = train(options, config_fn(), PreparedData(data))
+    summary = train(options, train_config_fn(), PreparedData(data))
     return options, summary, data
 
 
@@ -102,20 +94,17 @@ def test_short_run_model_dir_is_complete(short_run):
     for name in ("config.json", "vocab.txt", "corpus-info.json", "best/best.json"):
         assert os.path.exists(os.path.join(options.model_dir, name)), name
     model = txl_tf.load_model(options.model_dir)  # the contract with evaluate/generate/export
-    assert model.config.d_model == TINY["d_model"]
+    assert model.config.d_model == TRAIN_SIZES["d_model"]
     assert txl_tf.load_model(os.path.join(options.model_dir, "best")).config.n_token == 256
 
 
 def test_flags_that_do_not_fit_the_checkpoint_are_errors(short_run):
     options, _, data = short_run
     with pytest.raises(txl_tf.ConfigError, match=r"d_head[\s\S]*n_head \* d_head"):
-        train(options, config_fn(d_head=8), PreparedData(data))
+        train(options, train_config_fn(d_head=8), PreparedData(data))
 
 
 # ----------------------------------------------------------------------------------- resume
-SYNTHETIC = {"train_tokens": 12_000, "eval_tokens": 2_000, "num_symbols": 16, "period": 24}
-
-
 def resume_options(root, name, **changes):
     values = dict(model_dir=str(root / name), per_host_train_bsz=4, learning_rate=1e-2,
                   warmup_steps=2, train_steps=12, steps_per_loop=3, log_steps=3, save_steps=4,
@@ -136,7 +125,7 @@ def run_training(root, options, make, **kwargs):
 
 def test_interrupted_run_resumes_exactly(tmp_path):
     """Dropout on: the dropout RNG, optimizer, data position and memory must all be restored."""
-    make = config_fn(dropout=0.2, dropatt=0.1)
+    make = train_config_fn(dropout=0.2, dropatt=0.1)
     run_training(tmp_path, resume_options(tmp_path, "straight"), make)
     interrupted = resume_options(tmp_path, "interrupted")
     first = run_training(tmp_path, interrupted, make, stop_after_steps=6)  # last checkpoint: step 4
@@ -158,9 +147,7 @@ def test_kill_9_then_restart_matches_uninterrupted(tmp_path):
                "--dataset=synthetic", "--per_host_train_bsz=4", "--learning_rate=1e-2",
                "--warmup_steps=2", "--train_steps=40", "--steps_per_loop=5", "--log_steps=5",
                "--save_steps=10", "--eval_steps=0", "--max_eval_batches=2",
-               "--dropout=0.0", "--dropatt=0.0"] + \
-              [f"--{k}={v}" for k, v in TINY.items()] + \
-              [f"--corpus_option={k}={v}" for k, v in SYNTHETIC.items()]
+               "--dropout=0.0", "--dropatt=0.0"] + TRAIN_FLAGS + SYNTHETIC_FLAGS
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
     process = subprocess.Popen(command, cwd=str(tmp_path), env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE)
@@ -179,7 +166,7 @@ def test_kill_9_then_restart_matches_uninterrupted(tmp_path):
     assert "resuming at step" in restarted.stdout
 
     run_training(tmp_path, resume_options(tmp_path, "reference", train_steps=40, save_steps=10,
-                                          log_steps=5, steps_per_loop=5), config_fn())
+                                          log_steps=5, steps_per_loop=5), train_config_fn())
     assert_same_state(str(tmp_path / "reference"), options.model_dir, 40, atol=1e-4)
 
 
@@ -188,14 +175,14 @@ def test_batch_not_divisible_by_replicas(tmp_path, two_cpu_devices):
     strategy = tf.distribute.MirroredStrategy(two_cpu_devices)
     options = resume_options(tmp_path, "odd", per_host_train_bsz=3)
     with pytest.raises(TrainError, match="not divisible by the 2 replicas"):
-        run_training(tmp_path, options, config_fn(), strategy=strategy)
+        run_training(tmp_path, options, train_config_fn(), strategy=strategy)
 
 
 def test_missing_records_name_the_prepare_command(tmp_path):
     options = TrainOptions(model_dir=str(tmp_path / "m"), per_host_train_bsz=4)
     data = DataOptions(data_dir=str(tmp_path / "enwik8"), dataset="enwik8", download=False)
     with pytest.raises(tf_records.DataError, match=r"runners/prepare_data\.py .*--tgt_len=16"):
-        train(options, config_fn(), PreparedData(data))
+        train(options, train_config_fn(), PreparedData(data))
 
 
 def test_unknown_flag_is_an_error(tmp_path):
@@ -211,7 +198,7 @@ def test_init_checkpoint_warm_starts_the_weights(short_run, tmp_path):
     warm = TrainOptions(model_dir=str(tmp_path / "warm"), per_host_train_bsz=8, learning_rate=1e-9, warmup_steps=0, train_steps=1,
                         steps_per_loop=1, log_steps=1, save_steps=1, eval_steps=0,
                         max_eval_batches=1, init_checkpoint=options.model_dir)
-    train(warm, config_fn(), PreparedData(data))
+    train(warm, train_config_fn(), PreparedData(data))
     source, started = final_weights(options.model_dir), final_weights(warm.model_dir)
     model_names = [n for n in source if n.startswith("model/")]
     assert model_names
@@ -219,13 +206,13 @@ def test_init_checkpoint_warm_starts_the_weights(short_run, tmp_path):
         np.testing.assert_allclose(started[name], source[name], atol=1e-6, err_msg=name)
     with pytest.raises(txl_tf.ConfigError, match="d_model"):
         train(TrainOptions(**{**warm.__dict__, "model_dir": str(tmp_path / "w2")}),
-              config_fn(d_model=48), PreparedData(data))
+              train_config_fn(d_model=48), PreparedData(data))
 
 
 def test_without_checkpoint_memory_resume_restarts_memory(tmp_path):
     options = resume_options(tmp_path, "nomem", checkpoint_memory=False, train_steps=6,
                              save_steps=2)
-    run_training(tmp_path, options, config_fn(), stop_after_steps=3)
+    run_training(tmp_path, options, train_config_fn(), stop_after_steps=3)
     assert not os.path.exists(os.path.join(options.model_dir, "memory"))
-    summary = run_training(tmp_path, options, config_fn())
+    summary = run_training(tmp_path, options, train_config_fn())
     assert summary["resumed"] and summary["step"] == 6
