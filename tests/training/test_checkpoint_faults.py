@@ -24,7 +24,9 @@ import tensorflow as tf
 import txl_tf
 from tf_records import DataOptions, PreparedData
 from txl_tf.training import TrainError, TrainOptions, train
+from txl_tf.training import checkpoint_memory
 from txl_tf.training import checkpoints as checkpointing
+from txl_tf.training.checkpoint_errors import CheckpointIOError
 from txl_tf.training.lr_schedule import WarmupCosineSchedule
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.trainer import Trainer
@@ -247,7 +249,7 @@ def test_disk_full_keeps_the_previous_checkpoint(base, tmp_path):
             names = os.listdir(model_dir)
             assert sorted(checkpointing.checkpoint_files(model_dir)) == [2], names
             assert not [n for n in names if n.endswith("_temp") or n.startswith(".tmp")], names
-            assert checkpointing.memory_steps(model_dir, 0) == [2]
+            assert checkpoint_memory.memory_steps(model_dir, 0) == [2]
             assert txl_tf.model_dir.checkpoint_problem(os.path.join(model_dir, "ckpt-2")) is None
             assert tf.train.latest_checkpoint(model_dir) == os.path.join(model_dir, "ckpt-2")
     finally:
@@ -264,7 +266,7 @@ def test_read_only_model_dir_with_a_damaged_newest_checkpoint(base, tmp_path):
         shutil.copytree(base.model_dir, model_dir)
         os.remove(os.path.join(model_dir, "ckpt-12.index"))
         subprocess.run(["mount", "-o", "remount,ro", mount], check=True)
-        with pytest.raises(checkpointing.CheckpointIOError,
+        with pytest.raises(CheckpointIOError,
                            match=rf"^cannot set the damaged checkpoints of {model_dir} aside "
                            r"\(Read-only file system\)"):
             restore_fresh(model_dir, tmp_path)
@@ -298,7 +300,7 @@ def test_restore_falls_back_to_the_exact_older_state(base, tmp_path, damage, cap
     step, memory, restored, _ = restore_fresh(model_dir, tmp_path)
     assert step == 8
     assert_restored_from(os.path.join(model_dir, "ckpt-8"), restored)
-    expected_memory = checkpointing.read_memory(model_dir, 0, 8)
+    expected_memory = checkpoint_memory.read_memory(model_dir, 0, 8)
     assert memory is not None and len(memory) == TINY["n_layer"]
     for got, want in zip(memory, expected_memory):
         np.testing.assert_array_equal(got, want)
@@ -360,7 +362,7 @@ def test_leftovers_of_interrupted_saves_are_cleaned_before_the_next_save(base, t
     ckpts.save(16, [memory])
     assert not os.path.exists(os.path.join(model_dir, "ckpt-20_temp"))
     assert sorted(checkpointing.checkpoint_files(model_dir)) == [4, 8, 12, 16]
-    assert sorted(checkpointing.memory_steps(model_dir, 0)) == [4, 8, 12, 16]
+    assert sorted(checkpoint_memory.memory_steps(model_dir, 0)) == [4, 8, 12, 16]
 
 
 def test_failed_best_copy_leaves_best_intact(base, tmp_path, monkeypatch):
@@ -376,7 +378,7 @@ def test_failed_best_copy_leaves_best_intact(base, tmp_path, monkeypatch):
         return original(manager, *args, **kwargs)
 
     monkeypatch.setattr(tf.train.CheckpointManager, "save", full_disk)
-    with pytest.raises(checkpointing.CheckpointIOError, match=rf"^no space left on {model_dir}: "
+    with pytest.raises(CheckpointIOError, match=rf"^no space left on {model_dir}: "
                        r"the best checkpoint \(step 16\) could not be written"):
         ckpts.maybe_save_best(16, -1.0, {})
     assert {n: open(os.path.join(best, n), "rb").read() for n in os.listdir(best)} == before

@@ -19,27 +19,24 @@ Layout of `model_dir` (written by `TrainCheckpoints`):
   schedule.json                   the learning-rate flags of the run that writes the checkpoints.
 
 Atomicity and pairing: the chief gathers the memory of every replica of every worker (one
-collective per layer, `gather_worker_memory`), writes each worker's part into a temporary
-directory that is renamed to `step-<step>` (a rename is atomic on a local or POSIX file system),
-then writes ckpt-<step>, whose `checkpoint` state file is switched last by the manager. A run
-killed at any moment thus leaves either the previous pair or the new one: on restart `restore()`
-reads the newest training checkpoint whose files and memory read whole (memory written for a
-step whose checkpoint never landed is ignored and later overwritten; the memory of a step is
-deleted only once its checkpoint left the manager's list).
+collective per layer, `checkpoint_memory.gather_worker_memory`), writes each worker's part into
+a temporary directory that is renamed to `step-<step>` (a rename is atomic on a local or POSIX
+file system), then writes ckpt-<step>, whose `checkpoint` state file is switched last by the
+manager. A run killed at any moment thus leaves either the previous pair or the new one: on
+restart `restore()` reads the newest training checkpoint whose files and memory read whole
+(memory written for a step whose checkpoint never landed is ignored and later overwritten; the
+memory of a step is deleted only once its checkpoint left the manager's list).
 Only the chief writes into model_dir (ckpt-*, memory/, best/, summaries); the other workers join
 the checkpoint's collectives but save into a temporary directory outside it, as tf.distribute
 recommends, and only read model_dir (config.json, the checkpoint and their memory on restore).
 The stream position needs no file: every stream advances one segment per step, so the position
 is the step itself (`tf_records.make_input_fn(..., start_step=step)`).
 """
-import errno
 import gc
 import json
 import os
 import shutil
 import tempfile
-import uuid
-import weakref
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -50,36 +47,16 @@ import txl_tf
 from txl_tf.model_dir import (TMP_PREFIX, atomic_directory, checkpoint_files,
                               checkpoint_problem, first_line, is_damage_error, quiet_tf_warnings,
                               write_json_atomic, write_text_atomic)
+from txl_tf.training.checkpoint_errors import CheckpointError, CheckpointIOError, save_error
+from txl_tf.training.checkpoint_memory import (memory_dir, memory_step_dir, memory_workers,
+                                               prune_memory, read_memory, write_memory)
 
-MEMORY_DIR = "memory"
-# Memory is kept for every kept training checkpoint, so each one resumes exactly. It can
-# outweigh the weights (enwik8-large: 24 x 64 x 768 x 1024 floats = 4.8 GB per checkpoint);
-# --nocheckpoint_memory (runners/train.py) saves none.
 BEST_DIR = "best"
 BEST_FILE = "best.json"
 DAMAGED_DIR = "damaged"
 SCHEDULE_FILE = "schedule.json"
 _BEST_TMP = ".best-tmp-"
 _BEST_OLD = ".best-old"
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that does not fit the run."""
-
-
-class CheckpointIOError(OSError):
-    """A checkpoint that cannot be read or written: every checkpoint of model_dir damaged, or a
-    save that failed (disk full, read-only file system...). A runtime failure (exit code 1);
-    `str()` is the one-line message, `errno`/`filename` those of the cause when known."""
-    exit_code = 1
-
-    def __init__(self, message: str, code: Optional[int] = None,
-                 filename: Optional[str] = None):
-        super().__init__(code, message, filename)
-        self.message = message
-
-    def __str__(self):
-        return self.message
 
 
 def _ckpt_prefix(directory: str, number: int) -> str:
@@ -91,124 +68,6 @@ def dropout_rng_state(model) -> tf.train.Checkpoint:
     in `tf.train.Checkpoint(model=model)`), so that a resumed run draws the same dropout masks."""
     states = [v for v in model.non_trainable_variables if "seed_generator_state" in v.path]
     return tf.train.Checkpoint(**{f"state_{i}": v for i, v in enumerate(states)})
-
-
-def _memory_dir(model_dir: str, worker: int) -> str:
-    return os.path.join(model_dir, MEMORY_DIR, f"worker-{worker}")
-
-
-def _memory_prefix(model_dir: str, worker: int, step: int) -> str:
-    return os.path.join(_memory_dir(model_dir, worker), f"step-{step}", "memory")
-
-
-def _memory_workers(model_dir: str) -> List[int]:
-    directory = os.path.join(model_dir, MEMORY_DIR)
-    if not os.path.isdir(directory):
-        return []
-    return sorted(int(n[7:]) for n in os.listdir(directory)
-                  if n.startswith("worker-") and n[7:].isdigit())
-
-
-def write_memory(model_dir: str, worker: int, step: int, arrays: Sequence[np.ndarray],
-                 keep: Optional[int] = None) -> str:
-    """Atomically write worker `worker`'s memory after `step` (a temporary directory renamed
-    to `step-<step>`). With `keep`, only the newest `keep` steps are kept (`TrainCheckpoints`
-    prunes after the training checkpoint landed instead)."""
-    final = os.path.join(_memory_dir(model_dir, worker), f"step-{step}")
-    # A step-<step> already there is from an earlier attempt whose checkpoint never landed.
-    tag = f"{step}-{uuid.uuid4().hex}"
-    with atomic_directory(final, f".tmp-step-{tag}", f".tmp-step-old-{tag}") as tmp:
-        with tf.device("/CPU:0"):
-            variables = {f"layer_{i}": tf.Variable(a, trainable=False)
-                         for i, a in enumerate(arrays)}
-        tf.train.Checkpoint(**variables).write(os.path.join(tmp, "memory"))
-    if keep is not None:
-        prune_memory(model_dir, worker, sorted(memory_steps(model_dir, worker))[-keep:])
-    return final
-
-
-def prune_memory(model_dir: str, worker: int, keep_steps: Sequence[int]) -> None:
-    """Delete worker `worker`'s memory of every step not in `keep_steps`."""
-    for old in set(memory_steps(model_dir, worker)) - set(keep_steps):
-        shutil.rmtree(os.path.join(_memory_dir(model_dir, worker), f"step-{old}"),
-                      ignore_errors=True)
-
-
-_GATHER_FNS = weakref.WeakKeyDictionary()
-
-
-def gather_worker_memory(strategy: tf.distribute.Strategy, mems, num_workers: int,
-                         local_memory: Sequence[np.ndarray]) -> List[List[np.ndarray]]:
-    """Every worker's memory, index = worker: L numpy arrays [per_host_batch, M, D] each.
-
-    One worker: `[local_memory]` (the arrays of `Trainer.memory_to_host`). Several workers:
-    `strategy.gather` (a collective every worker must call) concatenates the replicas' memory in
-    global replica order, and worker w owns the w-th block of rows (its local replicas are the
-    global replicas w * local ... (w + 1) * local - 1).
-    """
-    if num_workers == 1:
-        return [list(local_memory)]
-    gather = _GATHER_FNS.get(strategy)
-    if gather is None:  # one compiled gather per strategy (eagerly, every call retraced)
-        gather = _GATHER_FNS[strategy] = tf.function(
-            lambda values: [strategy.gather(v, axis=0) for v in values])
-    full = [t.numpy() for t in gather(list(mems))]
-    rows = full[0].shape[0] // num_workers if full else 0
-    return [[a[w * rows:(w + 1) * rows] for a in full] for w in range(num_workers)]
-
-
-def memory_steps(model_dir: str, worker: int) -> List[int]:
-    directory = _memory_dir(model_dir, worker)
-    if not os.path.isdir(directory):
-        return []
-    return [int(n[5:]) for n in os.listdir(directory)
-            if n.startswith("step-") and n[5:].isdigit()]
-
-
-def read_memory(model_dir: str, worker: int, step: int) -> Optional[List[np.ndarray]]:
-    """Worker `worker`'s memory after `step`, or None when it was not saved.
-
-    Raises:
-      CheckpointIOError: the memory directory of that step exists but cannot be read (a file
-        missing, truncated or garbage).
-    """
-    prefix = _memory_prefix(model_dir, worker, step)
-    if not os.path.isdir(os.path.dirname(prefix)):
-        return None
-    try:
-        reader = tf.train.load_checkpoint(prefix)
-        names = sorted((n for n in reader.get_variable_to_shape_map()
-                        if n.startswith("layer_")), key=lambda n: int(n.split("/")[0][6:]))
-        return [reader.get_tensor(n) for n in names]
-    except Exception as error:  # noqa: BLE001 - classified just below
-        if not is_damage_error(error):
-            raise
-        raise CheckpointIOError(f"the memory file {prefix} is damaged ({first_line(error)})",
-                                filename=prefix) from None
-
-
-def save_error(error: BaseException, what: str, directory: str,
-               previous: Optional[str]) -> CheckpointIOError:
-    """The one-line `CheckpointIOError` of a failed save of `what` into `directory`."""
-    text = str(error)
-    code = getattr(error, "errno", None)
-    if code is None and isinstance(error, tf.errors.OpError):
-        code = next((c for c, s in ((errno.ENOSPC, "No space left on device"),
-                                    (errno.EROFS, "Read-only file system"),
-                                    (errno.EACCES, "Permission denied")) if s in text), None)
-        if code is None and isinstance(error, tf.errors.PermissionDeniedError):
-            code = errno.EACCES
-    kept = (f"the previous checkpoint {previous} is intact" if previous
-            else "no earlier checkpoint exists")
-    if code == errno.ENOSPC:
-        head = f"no space left on {directory}: {what} could not be written"
-        fix = ("free space (or keep fewer checkpoints: --keep_checkpoints, "
-               "--nocheckpoint_memory) and run the same command again to resume")
-    else:
-        reason = os.strerror(code) if code else first_line(error)
-        head = f"{what} could not be written into {directory} ({reason})"
-        fix = "fix the directory and run the same command again to resume"
-    return CheckpointIOError(f"{head}; {kept}; {fix}.", code, directory)
 
 
 def _unique(path: str) -> str:
@@ -237,7 +96,7 @@ def clean_temporary(model_dir: str) -> List[str]:
     best, old = os.path.join(model_dir, BEST_DIR), os.path.join(model_dir, _BEST_OLD)
     if os.path.isdir(old) and not os.path.exists(best):
         os.replace(old, best)  # killed between the two renames of `atomic_directory`
-    places = [model_dir, best] + [_memory_dir(model_dir, w) for w in _memory_workers(model_dir)]
+    places = [model_dir, best] + [memory_dir(model_dir, w) for w in memory_workers(model_dir)]
     for directory in filter(os.path.isdir, places):
         for name in os.listdir(directory):
             if not _is_leftover(directory, name):
@@ -323,7 +182,7 @@ class TrainCheckpoints:
             raise save_error(error, f"the checkpoint of step {step}", self.model_dir,
                              previous) from None
         kept = [int(p.rsplit("-", 1)[1]) for p in self.manager.checkpoints]
-        for worker in _memory_workers(self.model_dir):
+        for worker in memory_workers(self.model_dir):
             prune_memory(self.model_dir, worker, kept)
         return path
 
@@ -334,8 +193,8 @@ class TrainCheckpoints:
             return
         for name in checkpoint_files(self.model_dir).get(step, []):
             os.remove(os.path.join(self.model_dir, name))
-        for worker in _memory_workers(self.model_dir):
-            shutil.rmtree(os.path.dirname(_memory_prefix(self.model_dir, worker, step)),
+        for worker in memory_workers(self.model_dir):
+            shutil.rmtree(memory_step_dir(self.model_dir, worker, step),
                           ignore_errors=True)
         clean_temporary(self.model_dir)
 
@@ -470,7 +329,7 @@ class TrainCheckpoints:
     def _memory_problem(self, number: int) -> Optional[str]:
         """Why the memory saved with step `number` (of any worker) cannot be read, or None.
         Every worker decides from the same files, so all resume from the same step."""
-        for worker in _memory_workers(self.model_dir):
+        for worker in memory_workers(self.model_dir):
             try:
                 read_memory(self.model_dir, worker, number)
             except CheckpointIOError as error:
@@ -494,8 +353,8 @@ class TrainCheckpoints:
         None when there was nothing to move."""
         moves = [(os.path.join(self.model_dir, name), name)
                  for name in checkpoint_files(self.model_dir).get(number, [])]
-        for worker in _memory_workers(self.model_dir):
-            source = os.path.dirname(_memory_prefix(self.model_dir, worker, number))
+        for worker in memory_workers(self.model_dir):
+            source = memory_step_dir(self.model_dir, worker, number)
             if os.path.isdir(source):
                 moves.append((source, f"memory-worker-{worker}"))
         if not moves:

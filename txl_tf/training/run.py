@@ -31,6 +31,7 @@ from txl_tf.model_dir import write_json_atomic, write_text_atomic
 from txl_tf.training import actions as actions_lib
 from txl_tf.training import batch_fit
 from txl_tf.training import checkpoints as checkpoints_lib
+from txl_tf.training.checkpoint_memory import gather_worker_memory
 from txl_tf.training import distribute
 from txl_tf.training.controller import Controller
 from txl_tf.training.data_source import DataSource
@@ -267,7 +268,7 @@ def _build_controller(run: _Run, summaries: RunSummaries, step: int, mems) -> Co
     def memories(mems):  # [] -> a resumed run restarts from zeros
         if not o.checkpoint_memory:
             return []
-        return checkpoints_lib.gather_worker_memory(strategy, mems, place.num_workers,
+        return gather_worker_memory(strategy, mems, place.num_workers,
                                                     trainer.memory_to_host(mems))
 
     log = actions_lib.LogProgress(
