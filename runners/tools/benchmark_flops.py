@@ -8,8 +8,8 @@ memory, which is under stop-gradient) is not counted.
 
 Per segment of Q tokens with memory M (K = M + Q), per layer, forward:
   q projection      2 Q D N H            k, v projections  2 * 2 K D N H
-  r projection      2 K D N H / B (relative; once per batch, shared by its B rows)
-  content scores    2 Q K N H            position scores   2 Q K N H (relative)
+  r projection      2 K D N H / B (attn_type 0; once per batch, shared by its B rows)
+  content scores    2 Q K N H            position scores   2 Q K N H (attn_type 0 and 1)
   probs x values    2 Q K N H            output projection 2 Q N H D
   feed-forward      2 * 2 Q D Di
 plus the embedding projection 2 Q d_embed D (when there is one) and the softmax output layer
@@ -36,27 +36,35 @@ def _embedding_forward(config, q):
     return embed, softmax
 
 
+def _relative_terms(config):
+    """(position-score products per row: 1 or 0, whether an r projection is shared by the batch).
+
+    attn_type 0 (ours) scores positions against a projected sinusoid; 1 (Shaw et al.) against
+    learned per-layer embeddings, with no projection; 2 and 3 add absolute positions to the
+    inputs (element-wise), so their attention has the content scores only.
+    """
+    return {0: (1, True), 1: (1, False)}.get(config.attn_type, (0, False))
+
+
 def forward_flops(config, batch_size, q, m):
     """Forward FLOPs of one [batch_size, q] segment with memory m. Returns (total, parts)."""
     d, nh, di, n_layer, _, _ = _dims(config)
-    relative = config.attn_type == 0
-    if not relative:
-        m = 0
+    position_scores, r_projection = _relative_terms(config)
     k = m + q
     b = float(batch_size)
     per_row = {
         "q": 2.0 * q * d * nh,
         "kv": 2.0 * 2 * k * d * nh,
-        "scores": 2.0 * q * k * nh * (2 if relative else 1),
+        "scores": 2.0 * q * k * nh * (1 + position_scores),
         "values": 2.0 * q * k * nh,
         "o": 2.0 * q * nh * d,
         "ff": 2.0 * 2 * q * d * di,
     }
-    layer = sum(per_row.values()) * b + (2.0 * k * d * nh if relative else 0.0)
+    r = 2.0 * k * d * nh if r_projection else 0.0
+    layer = sum(per_row.values()) * b + r
     embed, softmax = _embedding_forward(config, q)
     total = n_layer * layer + b * (embed + softmax)
-    parts = dict(per_row, r=2.0 * k * d * nh if relative else 0.0, embed=embed,
-                 softmax=softmax)
+    parts = dict(per_row, r=r, embed=embed, softmax=softmax)
     return total, parts
 
 
@@ -68,11 +76,10 @@ def forward_flops_per_token(config, batch_size, q, m):
 def train_flops_per_token(config, batch_size, q, m):
     """Training-step (forward + backward) model FLOPs per token."""
     d, nh, _, n_layer, _, _ = _dims(config)
-    relative = config.attn_type == 0
     forward, _ = forward_flops(config, batch_size, q, m)
     # Backward = 2 x forward, less the input gradients that are not needed: the memory rows of
-    # the k and v projections and the (constant) encodings of the r projection.
-    saved = 0.0
-    if relative:
-        saved = n_layer * (batch_size * 2.0 * 2 * m * d * nh + 2.0 * (m + q) * d * nh)
+    # the k and v projections and (attn_type 0) the constant encodings of the r projection.
+    saved = n_layer * batch_size * 2.0 * 2 * m * d * nh
+    if _relative_terms(config)[1]:
+        saved += n_layer * 2.0 * (m + q) * d * nh
     return (3.0 * forward - saved) / (batch_size * q)

@@ -42,10 +42,12 @@ def _graph_matmul_flops(graph):
     return total
 
 
-@pytest.mark.parametrize("attn_type,d_embed", [(0, 16), (0, 8), (2, 16)])
-def test_forward_flops_match_the_model_graph(attn_type, d_embed):
+@pytest.mark.parametrize("attn_type,d_embed,mem_len", [
+    (0, 16, 5), (0, 8, 5), (0, 16, 0), (1, 16, 5), (1, 16, 0), (2, 16, 0), (2, 16, 5),
+    (3, 16, 5), (3, 16, 0)])
+def test_forward_flops_match_the_model_graph(attn_type, d_embed, mem_len):
     config = tiny_config(n_token=40, d_head=4, d_inner=24, d_embed=d_embed,
-                         mem_len=0 if attn_type == 2 else 5, attn_type=attn_type)
+                         mem_len=mem_len, attn_type=attn_type)
     model = txl_tf.TransformerXL(config)
     b, q, m = 3, 6, config.mem_len
     mems = model.init_mems(b) or None
