@@ -81,6 +81,16 @@ def test_training_with_xla_fusion_follows_the_plain_run(tmp_path, synthetic_data
     assert fused["valid_loss"] == pytest.approx(plain["valid_loss"], rel=1e-4)
 
 
+def test_xla_fusion_trains_a_model_with_dropout_and_wider_layers(tmp_path, synthetic_data_dir):
+    """Wide enough dropout tensors (2 layers, d_inner 256, 4 x 32 tokens) once made Grappler's
+    constant folding and the fusible clustering leave a graph with a cycle."""
+    sizes = ["--n_layer=2", "--d_model=64", "--d_head=8", "--d_inner=256", "--tgt_len=32",
+             "--mem_len=32", "--dropout=0.1", "--dropatt=0.1", "--train_steps=2",
+             "--save_steps=2", "--log_steps=1", "--steps_per_loop=1"]
+    summary = _train(tmp_path, synthetic_data_dir, "wide", *sizes, "--xla_fusion")
+    assert summary["step"] == 2 and summary["train_loss"] > 0
+
+
 def test_benchmark_with_xla_fusion(tmp_path):
     base = [sys.executable, os.path.join(REPO, "runners", "tools", "benchmark.py"), "--n_token=30",
             *TRAIN_FLAGS, "--batch_size=2", "--steps=1", "--rounds=1", "--bench_warmup=1",
