@@ -159,23 +159,6 @@ def test_learned_position_embedding_reads_its_table():
                                   np.concatenate([table[:1], table[:1], table]))
 
 
-@pytest.mark.parametrize("cls,kwargs", [
-    (LearnedRelativeMultiHeadAttention, dict(d_model=8, n_head=2, d_head=4, max_klen=12,
-                                             dropout=0.1, dropatt=0.2, pre_lnorm=True)),
-    (LearnedPositionEmbedding, dict(max_klen=12, d_model=8)),
-    (TransformerXLBlock, dict(d_model=8, n_head=2, d_head=4, d_inner=16, max_klen=12)),
-])
-def test_variant_layer_config_round_trip(cls, kwargs):
-    layer = cls(**kwargs)
-    config = layer.get_config()
-    for key, value in kwargs.items():
-        assert config[key] == value, key
-    clone = cls.from_config(config)
-    assert clone.get_config() == config
-    revived = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
-    assert type(revived) is cls and revived.get_config() == config
-
-
 def test_block_with_max_klen_uses_learned_relative_attention():
     block = TransformerXLBlock(8, 2, 4, 16, max_klen=6)
     block.build()

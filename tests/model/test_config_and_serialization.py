@@ -6,6 +6,8 @@ import tensorflow as tf
 
 import txl_tf
 from txl_tf import ConfigError, TransformerXLConfig
+from txl_tf.layers.absolute_position_embedding import LearnedPositionEmbedding
+from txl_tf.layers.learned_relative_attention import LearnedRelativeMultiHeadAttention
 
 
 def test_defaults_are_the_reference_defaults():
@@ -64,6 +66,10 @@ LAYERS = [
                                      div_val=2, proj_same_dim=False)),
     (txl_tf.AdaptiveSoftmax, dict(n_token=30, d_embed=8, d_model=8, cutoffs=[10, 20],
                                    div_val=2, tie_projs=[False, True, True])),
+    (LearnedRelativeMultiHeadAttention, dict(d_model=8, n_head=2, d_head=4, max_klen=12,
+                                             dropout=0.1, dropatt=0.2, pre_lnorm=True)),
+    (LearnedPositionEmbedding, dict(max_klen=12, d_model=8)),
+    (txl_tf.TransformerXLBlock, dict(d_model=8, n_head=2, d_head=4, d_inner=16, max_klen=12)),
 ]
 
 
