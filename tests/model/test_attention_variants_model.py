@@ -11,7 +11,7 @@ from txl_tf import ConfigError, TransformerXL, TransformerXLConfig
 from txl_tf.convert import importer
 from txl_tf.convert.errors import WeightImportError
 
-from tiny import tiny_config
+from tiny import plain_train_step, tiny_config
 
 VARIANTS = [1, 2, 3]
 
@@ -232,25 +232,14 @@ def test_attn_type_2_positions_count_back_from_the_newest_token():
 
 
 # ------------------------------------------------------------------------------------------------
-def _train_step_fn(model, jit_compile):
-    @tf.function(jit_compile=jit_compile)
-    def step(tokens, labels, mems):
-        with tf.GradientTape() as tape:
-            out = model(tokens, mems=mems, labels=labels, training=True)
-            loss = tf.reduce_mean(out["nll"])
-        grads = tape.gradient(loss, model.trainable_variables)
-        return loss, grads, out["mems"]
-    return step
-
-
 @pytest.mark.parametrize("attn_type", VARIANTS)
 @pytest.mark.parametrize("mem_len", [0, 8])
 def test_xla_step_equals_plain_step(attn_type, mem_len):
     model = make_model(attn_type=attn_type, mem_len=mem_len)
     tokens, labels = random_tokens([2, 4], seed=7), random_tokens([2, 4], seed=8)
     mems = model.init_mems(2)
-    loss_a, grads_a, mems_a = _train_step_fn(model, False)(tokens, labels, mems)
-    loss_b, grads_b, mems_b = _train_step_fn(model, True)(tokens, labels, mems)
+    loss_a, grads_a, mems_a = plain_train_step(model, False)(tokens, labels, mems)
+    loss_b, grads_b, mems_b = plain_train_step(model, True)(tokens, labels, mems)
     np.testing.assert_allclose(loss_a.numpy(), loss_b.numpy(), rtol=1e-5)
     assert len(grads_a) == len(model.trainable_variables)
     for var, g_a, g_b in zip(model.trainable_variables, grads_a, grads_b):

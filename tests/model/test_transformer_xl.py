@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 import txl_tf
-from tiny import tiny_model
+from tiny import plain_train_step, tiny_model
 from txl_tf import TransformerXL, TransformerXLConfig
 
 
@@ -110,24 +110,13 @@ def test_no_gradient_reaches_the_memory():
                                    tf.convert_to_tensor(g2).numpy(), rtol=1e-5, atol=1e-7)
 
 
-def _train_step_fn(model, jit_compile):
-    @tf.function(jit_compile=jit_compile)
-    def step(tokens, labels, mems):
-        with tf.GradientTape() as tape:
-            out = model(tokens, mems=mems, labels=labels, training=True)
-            loss = tf.reduce_mean(out["nll"])
-        grads = tape.gradient(loss, model.trainable_variables)
-        return loss, grads, out["mems"]
-    return step
-
-
 @pytest.mark.parametrize("changes", [dict(), dict(cutoffs=(10, 30), div_val=2, untie_r=True)])
 def test_xla_step_equals_plain_step(changes):
     model = tiny_model(**changes)
     tokens, labels = random_tokens([2, 6], seed=7), random_tokens([2, 6], seed=8)
     mems = model.init_mems(2)
-    loss_a, grads_a, mems_a = _train_step_fn(model, False)(tokens, labels, mems)
-    loss_b, grads_b, mems_b = _train_step_fn(model, True)(tokens, labels, mems)
+    loss_a, grads_a, mems_a = plain_train_step(model, False)(tokens, labels, mems)
+    loss_b, grads_b, mems_b = plain_train_step(model, True)(tokens, labels, mems)
     np.testing.assert_allclose(loss_a.numpy(), loss_b.numpy(), rtol=1e-5)
     for g_a, g_b in zip(grads_a, grads_b):
         np.testing.assert_allclose(tf.convert_to_tensor(g_a).numpy(),

@@ -11,6 +11,7 @@ Example:
   TensorShape([2, 6, 50])
 """
 import keras
+import tensorflow as tf
 
 import tf_records
 import txl_tf
@@ -45,6 +46,19 @@ def tiny_model(seed=0, **changes):
     """A `TransformerXL` of `tiny_config(**changes)`, its weights drawn after seeding `seed`."""
     keras.utils.set_random_seed(seed)
     return txl_tf.TransformerXL(tiny_config(**changes))
+
+
+def plain_train_step(model, jit_compile):
+    """A compiled step of `model` (with or without XLA): `(tokens, labels, mems)` [B, Q], [B, Q],
+    L x [B, M, D] -> (mean NLL, gradients of every trainable weight, the new memory)."""
+    @tf.function(jit_compile=jit_compile)
+    def step(tokens, labels, mems):
+        with tf.GradientTape() as tape:
+            out = model(tokens, mems=mems, labels=labels, training=True)
+            loss = tf.reduce_mean(out["nll"])
+        grads = tape.gradient(loss, model.trainable_variables)
+        return loss, grads, out["mems"]
+    return step
 
 
 def train_config_fn(**changes):
