@@ -3,7 +3,8 @@
 TensorFlow is configured once, before any test touches it:
   * two logical CPU devices, so that MirroredStrategy tests have two replicas on this
     2-core machine (``/CPU:0`` and ``/CPU:1``);
-  * quiet C++ logging.
+  * quiet C++ logging, and none of the lines TensorFlow prints as it loads
+    (`runners.cli.startup.quiet_start`);
   * a fresh collective-key range for every MirroredStrategy: TensorFlow caches each all-reduce's
     (group, instance) key with its shape for the whole process, and every new MirroredStrategy
     starts from the same keys, so a strategy reducing tensors of other shapes in a later test
@@ -17,6 +18,10 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+from runners.cli.startup import quiet_start  # noqa: E402
+
+quiet_start()  # without it, the lines TensorFlow's C++ libraries print as they load end the output
 
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
