@@ -18,17 +18,13 @@ line or in a flagfile wins over the preset:
 """
 import dataclasses
 
+from absl import app, flags
+
 from runners import cli
-
-cli.quiet_start()
-
-from absl import app, flags  # noqa: E402
-
-from runners.cli import dataclass_flags, train_flags  # noqa: E402
-from runners.cli.train_flags import (config_fn, define_flags, options_from_flags,  # noqa: E402
-                                     set_up_devices)
-from tf_records import PreparedData  # noqa: E402
-from txl_tf.ablation import AblationOptions, run_ablation  # noqa: E402
+from runners.cli import dataclass_flags
+from runners.cli.train_flags import config_fn, define_flags, options_from_flags, set_up_devices
+from tf_records import PreparedData
+from txl_tf.ablation.options import AblationOptions
 
 FLAGS = flags.FLAGS
 
@@ -50,13 +46,15 @@ PRESETS = {
 }
 
 
-def define_ablation_flags(fv=flags.FLAGS):
-    """train.py's flags, the experiment's (`AblationOptions`) and --preset."""
-    define_flags(fv)
-    dataclass_flags.define_flags(AblationOptions, fv, enums={"split": ("train", "valid",
-                                                                       "test")})
+def define_ablation_flags(fv=flags.FLAGS) -> dict:
+    """train.py's flags, the experiment's (`AblationOptions`) and --preset; returns the groups
+    of `--help`."""
+    groups = define_flags(fv)
+    experiment = dataclass_flags.define_flags(AblationOptions, fv,
+                                              enums={"split": ("train", "valid", "test")})
     flags.DEFINE_enum("preset", "synthetic", list(PRESETS), "Flag values of an experiment "
                       "(see the module docstring); flags given explicitly win.", flag_values=fv)
+    return {"Ablation": ["preset", *experiment], **groups}
 
 
 def apply_preset(fv=flags.FLAGS) -> None:
@@ -72,7 +70,6 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]} (flags are --name=value).")
     apply_preset()
-    set_up_devices()
     cli.check_directories(root=FLAGS.root, data_dir=FLAGS.data_dir)
     cli.check_files(raw_path=FLAGS.raw_path)
     data_options, train_options = options_from_flags(FLAGS)
@@ -81,11 +78,11 @@ def main(argv):
     flags_text = "".join(line + "\n" for line in train_options.flags_text.splitlines()
                          if not line.startswith(own))  # train.py's flags only
     train_options = dataclasses.replace(train_options, flags_text=flags_text)
+    cli.quiet_start()
+    set_up_devices()
+    from txl_tf.ablation import run_ablation  # TensorFlow loads after the flags were checked
     run_ablation(options, train_options, config_fn(), PreparedData(data_options))
 
 
 if __name__ == "__main__":
-    define_ablation_flags()
-    for _name in [*train_flags.key_flags(), *AblationOptions.__dataclass_fields__]:
-        flags.declare_key_flag(_name)  # --helpshort lists them
-    cli.run(main)
+    cli.run(main, groups=define_ablation_flags())

@@ -19,29 +19,27 @@ and writes loss / bpc / ppl to TensorBoard under `--tb_dir` (default MODEL_DIR/e
 import json
 import os
 
+from absl import app, flags
+
+import tf_records
+import txl_tf
 from runners import cli
-
-cli.quiet_start()
-
-from absl import app, flags  # noqa: E402
-
-import tf_records  # noqa: E402
-import txl_tf  # noqa: E402
-from runners.cli import dataclass_flags  # noqa: E402
-from tf_records import model_vocab  # noqa: E402
-from tf_records.tokenize import encode_text  # noqa: E402
-from txl_tf.inference.model_evaluation import (LAST_SEGMENTS, SPLITS, EvalInputError,  # noqa: E402,F401
-                                               EvalOptions, evaluate_model)
-from txl_tf.memory_estimate import check_step_fits  # noqa: E402
+from runners.cli import dataclass_flags
+from tf_records import model_vocab
+from tf_records.tokenize import encode_text
+from txl_tf.inference.eval_options import (LAST_SEGMENTS, SPLITS, EvalInputError,  # noqa: F401
+                                           EvalOptions)
+from txl_tf.memory_estimate import check_step_fits
 
 FLAGS = flags.FLAGS
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv=flags.FLAGS) -> dict:
     """Defines the flags of this runner into `fv` (called only when it runs as a program, so
-    that its functions can be imported beside other runners)."""
+    that its functions can be imported beside other runners); returns the groups of --help."""
     dataclass_flags.define_flags(EvalOptions, fv,
                                  enums={"split": SPLITS, "last_segment": LAST_SEGMENTS})
+    return {}
 
 
 def text_data(options, config):
@@ -84,6 +82,9 @@ def split_data(options, config):
 
 def run(options: EvalOptions) -> dict:
     """Runs the evaluation `options` describe; returns the JSON-able result dict."""
+    cli.quiet_start()
+    # TensorFlow loads here, after the flags were checked: --help and usage errors come at once.
+    from txl_tf.inference.model_evaluation import evaluate_model
     return evaluate_model(options, text_data if options.text_file else split_data)
 
 
@@ -98,6 +99,7 @@ def main(argv):
         raise EvalInputError(f"--text_file={text_file} is empty; give a text with at least "
                              "two tokens.")
     if options.model_dir and options.batch_size >= 1:
+        cli.quiet_start()  # load_config reads the model directory with TensorFlow
         lengths = [int(m) for m in options.mem_lens if str(m).isdigit()]
         check_step_fits(txl_tf.load_config(options.model_dir), options.batch_size,
                         tgt_len=options.tgt_len,
@@ -107,5 +109,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    define_flags()
-    cli.run(main)
+    cli.run(main, groups=define_flags(), required=("model_dir",))

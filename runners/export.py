@@ -27,28 +27,24 @@ checkpoint, disk full). --verbosity=0 shows TensorFlow's INFO log.
 import json
 import os
 
+from absl import app, flags
+
 from runners import cli
-
-cli.quiet_start()
-
-from absl import app, flags  # noqa: E402
-
-from runners.cli import dataclass_flags  # noqa: E402
-from tf_records import model_vocab  # noqa: E402
-from tf_records.graph_text import GraphText  # noqa: E402
-from txl_tf.inference.saved_model_export import (INFO_FILE, ExportInputError,  # noqa: E402,F401
-                                                 ExportOptions, ExportRuntimeError,
-                                                 export_model)
-from txl_tf.inference.serving import ServingLimits  # noqa: E402
+from runners.cli import dataclass_flags
+from tf_records import model_vocab
+from txl_tf.inference.export_options import (INFO_FILE, ExportInputError,  # noqa: F401
+                                             ExportOptions, ExportRuntimeError)
+from txl_tf.inference.serving_limits import ServingLimits
 
 FLAGS = flags.FLAGS
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv=flags.FLAGS) -> dict:
     """Defines the flags of this runner (only when it runs as a program, so that its
-    functions can be imported beside other runners)."""
+    functions can be imported beside other runners); returns the groups of --help."""
     dataclass_flags.define_flags(ExportOptions, fv)
-    dataclass_flags.define_flags(ServingLimits, fv)
+    return {"Limits of every request (checked in the graph)":
+            dataclass_flags.define_flags(ServingLimits, fv)}
 
 
 def vocabulary_of(model_dir, text_signatures):
@@ -69,12 +65,16 @@ def vocabulary_of(model_dir, text_signatures):
         if not text_signatures:
             return mv.vocab_path, None
         import tensorflow_text  # noqa: F401  (registers the ops the text signatures use)
+        from tf_records.graph_text import GraphText  # TensorFlow's graph ops: after the flags
         return mv.vocab_path, GraphText(mv)
     return vocabulary
 
 
 def run(options: ExportOptions, limits: ServingLimits = None) -> dict:
     """Exports the model `options` describe; returns the dict export.py prints."""
+    cli.quiet_start()
+    # TensorFlow loads here, after the flags were checked: --help and usage errors come at once.
+    from txl_tf.inference.saved_model_export import export_model
     return export_model(options, limits,
                         vocabulary_of(options.model_dir, options.text_signatures))
 
@@ -90,5 +90,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    define_flags()
-    cli.run(main)
+    cli.run(main, groups=define_flags(), required=("model_dir", "export_dir"))

@@ -14,27 +14,24 @@ followed by one JSON line: {"prompt_tokens", "tokens", "ids", "text", "seconds",
 import json
 import sys
 
+from absl import app, flags
+
+import txl_tf
 from runners import cli
-
-cli.quiet_start()
-
-from absl import app, flags  # noqa: E402
-
-import txl_tf  # noqa: E402
-from runners.cli import dataclass_flags  # noqa: E402
-from tf_records import model_vocab  # noqa: E402
-from tf_records.prompt_text import PromptText  # noqa: E402
-from txl_tf.inference.text_generation import (GenerateInputError,  # noqa: E402,F401
-                                              GenerateOptions, generate_text)
-from txl_tf.memory_estimate import check_step_fits  # noqa: E402
+from runners.cli import dataclass_flags
+from tf_records import model_vocab
+from tf_records.prompt_text import PromptText
+from txl_tf.inference.generate_options import GenerateInputError, GenerateOptions
+from txl_tf.memory_estimate import check_step_fits
 
 FLAGS = flags.FLAGS
 
 
-def define_flags(fv=flags.FLAGS):
+def define_flags(fv=flags.FLAGS) -> dict:
     """Defines the flags of this runner (only when it runs as a program, so that its
-    functions can be imported beside other runners)."""
+    functions can be imported beside other runners); returns the groups of --help."""
     dataclass_flags.define_flags(GenerateOptions, fv)
+    return {}
 
 
 def run(options: GenerateOptions, out=sys.stdout) -> dict:
@@ -43,6 +40,9 @@ def run(options: GenerateOptions, out=sys.stdout) -> dict:
         mv = model_vocab.load_model_vocab(options.model_dir, config.n_token,
                                           options.vocab_file)
         return PromptText(mv)
+    cli.quiet_start()
+    # TensorFlow loads here, after the flags were checked: --help and usage errors come at once.
+    from txl_tf.inference.text_generation import generate_text
     return generate_text(options, text_fn, out)
 
 
@@ -71,6 +71,7 @@ def main(argv):
                                  "the memory and needs --mem_len >= 1 (default: the model's).")
     prompt_chars = prompt_length(o)
     if o.model_dir:
+        cli.quiet_start()  # load_config reads the model directory with TensorFlow
         config = txl_tf.load_config(o.model_dir)
         mem_len = config.mem_len if o.mem_len is None else o.mem_len
         seg_len = config.tgt_len if o.seg_len is None else o.seg_len
@@ -82,5 +83,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    define_flags()
-    cli.run(main)
+    cli.run(main, groups=define_flags(), required=("model_dir",))

@@ -10,16 +10,13 @@ txl_tf/convert infers the configuration (run settings from the flags when given)
 weights; tf_records reads the vocabulary pickle without running code from it and writes vocab.txt
 and corpus-info.json. `txl_tf.load_model(model_dir)` and every runner read the result.
 """
+from absl import app, flags
+
 from runners import cli
-
-cli.quiet_start()
-
-from absl import app, flags  # noqa: E402
-
-from tf_records import vocab_export  # noqa: E402
-from tf_records.reference_vocab import load_vocab_pickle  # noqa: E402
-from txl_tf.convert import huggingface, importer  # noqa: E402
-from txl_tf.convert.errors import WeightImportError, read_json_object  # noqa: E402
+from tf_records import vocab_export
+from tf_records.reference_vocab import load_vocab_pickle
+from txl_tf.convert import huggingface
+from txl_tf.convert.errors import WeightImportError, read_json_object
 
 FLAGS = flags.FLAGS
 RUN_SETTINGS = ("tgt_len", "mem_len", "clamp_len", "same_length", "dropout", "dropatt")
@@ -66,15 +63,11 @@ def _vocabulary(corpus):
     return None, dataset
 
 
-def _import(corpus):
+def _import(corpus, importer):
     """(model, report) of --source."""
     run = {n: FLAGS[n].value for n in RUN_SETTINGS if FLAGS[n].value is not None}
     if FLAGS.source == "tf1":
-        if not FLAGS.checkpoint:
-            raise app.UsageError("--source=tf1 needs --checkpoint.")
         return importer.import_tf1(FLAGS.checkpoint, run, (corpus or {}).get("cutoffs"))
-    if not FLAGS.input_dir:
-        raise app.UsageError("--source=huggingface needs --input_dir.")
     return importer.import_huggingface(FLAGS.input_dir, run, FLAGS.cluster_order,
                                        FLAGS.same_length_semantics)
 
@@ -82,14 +75,19 @@ def _import(corpus):
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    if not FLAGS.model_dir:
-        raise app.UsageError("--model_dir is required.")
+    if FLAGS.source == "tf1" and not FLAGS.checkpoint:
+        raise app.UsageError("--source=tf1 needs --checkpoint.")
+    if FLAGS.source == "huggingface" and not FLAGS.input_dir:
+        raise app.UsageError("--source=huggingface needs --input_dir.")
     cli.check_directories(model_dir=FLAGS.model_dir)
     corpus = FLAGS.corpus_info and read_json_object(
         FLAGS.corpus_info, f"--corpus_info={FLAGS.corpus_info}",
         "the corpus-info.json shipped with the weights")
     symbols, dataset = _vocabulary(corpus)
-    model, report = _import(corpus)
+    cli.quiet_start()
+    # TensorFlow loads here, after the flags were checked: --help and usage errors come at once.
+    from txl_tf.convert import importer
+    model, report = _import(corpus, importer)
     c = model.config
     if corpus and corpus.get("vocab_size") not in (None, c.n_token):
         raise WeightImportError(f"--corpus_info vocab_size {corpus['vocab_size']} differs "
@@ -109,5 +107,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    flags.mark_flag_as_required("source")
-    cli.run(main)
+    cli.run(main, groups={"The weights": ["source", "checkpoint", "input_dir", "corpus_info",
+                                          "vocab_pickle", "vocab_file", "dataset",
+                                          "cluster_order", "same_length_semantics"],
+                          "The model directory written": ["model_dir", *RUN_SETTINGS]},
+            required=("source", "model_dir"))

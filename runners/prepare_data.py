@@ -9,18 +9,14 @@ Examples:
 
 Unknown flags are errors. The last line of stdout is a JSON summary.
 """
-import dataclasses
 import json
 
-from runners import cli  # noqa: E402
+from absl import app, flags
 
-cli.quiet_start()
-
-from absl import app, flags  # noqa: E402
-
-import tf_records  # noqa: E402
-from runners.cli import data_flags  # noqa: E402
-from runners.cli.dataclass_flags import define_flags, given, options_from_flags  # noqa: E402
+import tf_records
+from runners import cli
+from runners.cli import data_flags
+from runners.cli.dataclass_flags import define_flags, given, options_from_flags
 
 FLAGS = flags.FLAGS
 # The record layout's defaults are those of runners/train.py's defaults (tgt_len 64, 16
@@ -28,24 +24,22 @@ FLAGS = flags.FLAGS
 LAYOUT_DEFAULTS = {"tgt_len": 64, "per_replica_batch": 16}
 
 
-def define_all_flags(fv: flags.FlagValues = FLAGS) -> None:
-    """The data, record layout and corpus flags of this runner."""
-    define_flags(tf_records.DataOptions, fv, defaults={"data_dir": None},
-                 enums={"dataset": sorted(tf_records.CORPORA)}, skip=("corpus_options",))
-    flags.mark_flag_as_required("data_dir", flag_values=fv)
+def define_all_flags(fv: flags.FlagValues = FLAGS) -> dict:
+    """The data, record layout and corpus flags of this runner (--data_dir is required);
+    returns the groups of --help."""
+    data = define_flags(tf_records.DataOptions, fv, defaults={"data_dir": None},
+                        enums={"dataset": sorted(tf_records.CORPORA)}, skip=("corpus_options",))
     flags.DEFINE_list("splits", ["train", "valid", "test"],
                       "Splits to write records for ('' = none).", flag_values=fv)
-    define_flags(tf_records.RecordLayout, fv, defaults=LAYOUT_DEFAULTS,
-                 enums={"last_segment": ["drop", "pad"]})
+    layout = define_flags(tf_records.RecordLayout, fv, defaults=LAYOUT_DEFAULTS,
+                          enums={"last_segment": ["drop", "pad"]})
     flags.DEFINE_integer("seed", 0, "Seed of the rotation offsets (num_passes > 1).",
                          flag_values=fv)
     flags.DEFINE_bool("progress", True, "Show progress on stderr.", flag_values=fv)
     # Corpus options: only the ones given on the command line are passed to the corpus.
-    data_flags.define_corpus_flags(fv)
-    for cls in (tf_records.DataOptions, tf_records.RecordLayout):  # listed by --helpshort
-        for field in dataclasses.fields(cls):
-            if field.name in fv:
-                flags.declare_key_flag(field.name, flag_values=fv)
+    corpus = data_flags.define_corpus_flags(fv)
+    return {"Data": data, "Corpus options (default: the corpus' own)": corpus,
+            "Record layout": ["splits", *layout, "seed"]}
 
 
 def check_corpus_flags(dataset: str, options: dict) -> None:
@@ -80,5 +74,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    define_all_flags()
-    cli.run(main)
+    cli.run(main, groups=define_all_flags(), required=("data_dir",))

@@ -13,17 +13,13 @@ longest context) and one JSON line; docs/evaluation.md explains the method.
 import json
 import os
 
+from absl import app, flags
+
+import tf_records
+import txl_tf
 from runners import cli
-
-cli.quiet_start()
-
-from absl import app, flags  # noqa: E402
-
-import tf_records  # noqa: E402
-import txl_tf  # noqa: E402
-from runners.cli.dataclass_flags import define_flags, options_from_flags  # noqa: E402
-from txl_tf.inference.recl import (ReclOptions, format_recl_table, measure_recl,  # noqa: E402
-                                   recl_rows)
+from runners.cli.dataclass_flags import define_flags, options_from_flags
+from txl_tf.inference.recl_options import ReclOptions
 
 FLAGS = flags.FLAGS
 
@@ -56,6 +52,9 @@ def main(argv):
     options = options_from_flags(ReclOptions, FLAGS)
     if not options.model_dirs:
         raise app.UsageError("give the group with --model_dirs=DIR1,DIR2,...")
+    cli.quiet_start()
+    # TensorFlow loads here, after the flags were checked: --help and usage errors come at once.
+    from txl_tf.inference.recl import format_recl_table, measure_recl, recl_rows
     models = load_group(options.model_dirs)
     data_dir = options.data_dir or recorded_data_dir(options.model_dirs[0])
     cli.check_directories(data_dir=data_dir)
@@ -70,4 +69,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags(ReclOptions)
-    cli.run(main)
+    cli.run(main, groups={}, required=("model_dirs",))

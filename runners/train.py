@@ -14,17 +14,12 @@ the chief, downloading the corpus on first use (`--raw_path` for a file already 
 Unknown flags, also in flagfiles, are errors. A restarted run with the same flags and --model_dir
 resumes from the last checkpoint: same weights, optimizer state, data position and memory.
 """
+from absl import app, flags
+
 from runners import cli
-
-cli.quiet_start()
-
-from absl import app, flags  # noqa: E402
-
-from runners.cli import train_flags  # noqa: E402
-from runners.cli.train_flags import (config_fn, define_flags, options_from_flags,  # noqa: E402,F401
+from runners.cli.train_flags import (config_fn, define_flags, options_from_flags,  # noqa: F401
                                      set_up_devices)
-from tf_records import PreparedData  # noqa: E402
-from txl_tf.training import train  # noqa: E402
+from tf_records import PreparedData
 
 FLAGS = flags.FLAGS
 
@@ -32,15 +27,14 @@ FLAGS = flags.FLAGS
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]} (flags are --name=value).")
-    set_up_devices()
     cli.check_directories(model_dir=FLAGS.model_dir, data_dir=FLAGS.data_dir)
     cli.check_files(raw_path=FLAGS.raw_path)
     data_options, options = options_from_flags(FLAGS)
+    cli.quiet_start()
+    set_up_devices()
+    from txl_tf.training import train  # TensorFlow loads after the flags were checked
     train(options, config_fn(), PreparedData(data_options))
 
 
 if __name__ == "__main__":
-    define_flags()
-    for _name in train_flags.key_flags():  # --helpshort lists them as train.py's
-        flags.declare_key_flag(_name)
-    cli.run(main)
+    cli.run(main, groups=define_flags())

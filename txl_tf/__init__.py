@@ -5,25 +5,36 @@ Public API:
   RelativePositionalEncoding, RelativeMultiHeadAttention, PositionwiseFeedForward,
   TransformerXLBlock, AdaptiveEmbedding, AdaptiveSoftmax; functions rel_shift,
   attention_mask, update_memory.
-"""
-from txl_tf.layers.adaptive_embedding import AdaptiveEmbedding
-from txl_tf.layers.adaptive_softmax import AdaptiveSoftmax
-from txl_tf.layers.attention_mask import attention_mask
-from txl_tf.config import ConfigError, TransformerXLConfig
-from txl_tf.layers.feed_forward import PositionwiseFeedForward
-from txl_tf.layers.memory import update_memory
-from txl_tf.model_dir import (ModelDirError, latest_checkpoint, load_config, load_model,
-                              restore_weights, save_config, save_model)
-from txl_tf.layers.positional_encoding import RelativePositionalEncoding
-from txl_tf.layers.relative_attention import RelativeMultiHeadAttention, rel_shift
-from txl_tf.model import TransformerXL
-from txl_tf.layers.transformer_xl_block import TransformerXLBlock
 
-__all__ = [
-    "AdaptiveEmbedding", "AdaptiveSoftmax", "ConfigError", "ModelDirError",
-    "PositionwiseFeedForward", "RelativeMultiHeadAttention", "RelativePositionalEncoding",
-    "TransformerXL", "TransformerXLBlock", "TransformerXLConfig", "attention_mask",
-    "latest_checkpoint", "load_config", "load_model", "rel_shift", "restore_weights",
-    "save_config", "save_model", "update_memory",
-]
+The names are loaded on first use (PEP 562): `import txl_tf` and the TensorFlow-free modules
+(`txl_tf.config`, the option dataclasses) do not import TensorFlow, so that a runner's `--help`
+and its usage errors come at once; `txl_tf.TransformerXL` (or any layer) imports it.
+"""
+from txl_tf.lazy_exports import lazy_exports
+
+# public name -> the module that defines it
+_EXPORTS = {
+    "AdaptiveEmbedding": "txl_tf.layers.adaptive_embedding",
+    "AdaptiveSoftmax": "txl_tf.layers.adaptive_softmax",
+    "attention_mask": "txl_tf.layers.attention_mask",
+    "ConfigError": "txl_tf.config",
+    "TransformerXLConfig": "txl_tf.config",
+    "PositionwiseFeedForward": "txl_tf.layers.feed_forward",
+    "update_memory": "txl_tf.layers.memory",
+    "ModelDirError": "txl_tf.model_dir",
+    "latest_checkpoint": "txl_tf.model_dir",
+    "load_config": "txl_tf.model_dir",
+    "load_model": "txl_tf.model_dir",
+    "restore_weights": "txl_tf.model_dir",
+    "save_config": "txl_tf.model_dir",
+    "save_model": "txl_tf.model_dir",
+    "RelativePositionalEncoding": "txl_tf.layers.positional_encoding",
+    "RelativeMultiHeadAttention": "txl_tf.layers.relative_attention",
+    "rel_shift": "txl_tf.layers.relative_attention",
+    "TransformerXL": "txl_tf.model",
+    "TransformerXLBlock": "txl_tf.layers.transformer_xl_block",
+}
+__all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

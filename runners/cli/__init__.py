@@ -1,25 +1,30 @@
-"""What every runner shares: a quiet start-up, path checks, and one error line with an exit code.
+"""What every runner shares: a grouped --help, a quiet start-up, path checks, and one error line
+with an exit code.
 
-Every runner starts the same way; this is the one place where imports come after a statement:
+Every runner has the same shape. Its module imports only what defines and checks its flags (the
+option dataclasses and `txl_tf.config` do not import TensorFlow), so that `--help` and every
+usage error come at once; TensorFlow loads in `main`, after the checks:
 
+    from absl import flags
     from runners import cli
-    cli.quiet_start()          # before anything imports TensorFlow (see cli/startup.py)
-
-    from absl import flags     # noqa: E402 - every other import follows quiet_start
-    import txl_tf              # noqa: E402
+    from txl_tf.training.options import TrainOptions       # TensorFlow-free
     ...
     def main(argv):
         cli.check_directories(model_dir=FLAGS.model_dir)   # cli/paths.py
+        cli.quiet_start()          # imports TensorFlow without its start-up lines (startup.py)
+        from txl_tf.training import train                  # the work, with TensorFlow
         ...
     if __name__ == "__main__":
-        cli.run(main)          # cli/app.py; exit codes in cli/errors.py
+        cli.run(main, groups=define_flags(), required=("model_dir",))   # cli/app.py, help.py
 
-Imports inside functions are for what a run may not need at all (an optional dependency such as
-torch, or a heavy module of one branch), never to order start-up.
+These function-level imports are deliberate: they keep TensorFlow off the help and usage path.
+Other imports inside functions are for what a run may not need at all (an optional dependency
+such as torch).
 
-Modules: startup (quiet_start), paths (check_directories, check_files), errors (exit codes,
-classify), app (run), dataclass_flags (flags generated from option dataclasses), model_flags,
-train_flags, data_flags (the flags of the model, of a training run and of the corpus).
+Modules: help (the grouped --help, missing required flags), startup (quiet_start), paths
+(check_directories, check_files), errors (exit codes, classify), app (run), dataclass_flags
+(flags generated from option dataclasses), model_flags, train_flags, data_flags (the flags of
+the model, of a training run and of the corpus).
 """
 from runners.cli.app import run  # noqa: F401
 from runners.cli.errors import (  # noqa: F401

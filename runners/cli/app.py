@@ -1,4 +1,8 @@
-"""`run(main)`: absl's `app.run` with a bad flag and every expected failure as one line.
+"""`run(main, groups, required)`: absl's `app.run` with a grouped `--help` (cli/help.py), the
+missing required flags in one line, and a bad flag and every expected failure as one line.
+
+Nothing here imports TensorFlow: a runner's `--help` and its usage errors come before it loads
+(the runner calls `cli.quiet_start()` in `main`, after its checks of the flags).
 
 `--verbosity=1` prints the traceback above the line; absl's INFO lines are off unless
 `--verbosity` is given (`--verbosity=0` shows them).
@@ -8,17 +12,32 @@ import traceback
 
 from absl import app, flags, logging
 
-from runners.cli import errors
+from runners.cli import errors, help as help_lib
 
 
-def _parse_flags(argv):
-    """absl's flag parsing, with a bad flag as one line and exit code 2."""
-    try:
-        return flags.FLAGS(argv)
-    except flags.Error as error:
-        print(f"error: {str(error).rstrip('.')}; see --helpshort for the flags.",
-              file=sys.stderr)
-        sys.exit(errors.USAGE_ERROR)
+def _usage_error(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    sys.exit(errors.USAGE_ERROR)
+
+
+def _flags_parser(groups, required):
+    """absl's flag parsing with `--help` as cli/help.py prints it, a bad flag as one line and
+    exit code 2, and every missing required flag named in one line."""
+    def parse(argv):
+        if help_lib.wants_help(argv):
+            help_lib.print_help(flags.FLAGS, groups or {}, required)
+            sys.exit(errors.OK)
+        try:
+            remaining = flags.FLAGS(argv)
+        except flags.Error as error:
+            text = "; ".join(line.strip().rstrip(".") for line in str(error).splitlines()
+                             if line.strip())
+            _usage_error(f"{text}; see --help for the flags.")
+        problem = help_lib.missing(flags.FLAGS, required)
+        if problem:
+            _usage_error(problem)
+        return remaining
+    return parse
 
 
 def _verbosity():
@@ -50,6 +69,14 @@ def _main_with_one_error_line(main):
     return wrapped
 
 
-def run(main) -> None:
-    """`absl.app.run(main)` with bad flags and expected failures as one line (see above)."""
-    app.run(_main_with_one_error_line(main), flags_parser=_parse_flags)
+def run(main, groups=None, required=()) -> None:
+    """`absl.app.run(main)` with `--help`, bad flags and expected failures as above.
+
+    Args:
+      main: the runner's `main(argv)`.
+      groups: group title -> flag names for `--help` (cli/help.py); the runner's other flags
+        are listed under "This command".
+      required: flags the command cannot run without; all the missing ones are named in one
+        usage error before `main` runs.
+    """
+    app.run(_main_with_one_error_line(main), flags_parser=_flags_parser(groups, required))

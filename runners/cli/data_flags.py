@@ -40,8 +40,9 @@ CORPUS_FLAGS = {
 }
 
 
-def define_corpus_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
-    """Defines every flag of `CORPUS_FLAGS` in `flag_values`, default None."""
+def define_corpus_flags(flag_values: flags.FlagValues = flags.FLAGS) -> list:
+    """Defines every flag of `CORPUS_FLAGS` in `flag_values`, default None; returns their
+    names."""
     define = {"bool": flags.DEFINE_bool, "int": flags.DEFINE_integer,
               "float": flags.DEFINE_float, "str": flags.DEFINE_string}
     for name, (kind, help_text) in CORPUS_FLAGS.items():
@@ -49,6 +50,7 @@ def define_corpus_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
             flags.DEFINE_enum(name, None, kind, help_text, flag_values=flag_values)
         else:
             define[kind](name, None, help_text, flag_values=flag_values)
+    return list(CORPUS_FLAGS)
 
 
 def corpus_options(flag_values: flags.FlagValues = flags.FLAGS) -> dict:

@@ -74,7 +74,7 @@ def _default(field: dataclasses.Field):
 def define_flags(cls, flag_values: flags.FlagValues = flags.FLAGS,
                  defaults: Optional[Mapping[str, Any]] = None,
                  enums: Optional[Mapping[str, Collection[str]]] = None,
-                 skip: Collection[str] = ()) -> None:
+                 skip: Collection[str] = ()) -> list:
     """Define one flag per field of the dataclass `cls`.
 
     Args:
@@ -84,14 +84,18 @@ def define_flags(cls, flag_values: flags.FlagValues = flags.FLAGS,
       enums: field -> allowed values: an enum flag.
       skip: fields that get no flag (set by the runner itself).
 
+    Returns:
+      The names of the flags defined, in field order (a group of the runner's `--help`).
+
     Raises:
       ValueError: a field has no help text or a type no flag can carry (a programming error).
     """
     docs, defaults, enums = attribute_docs(cls), dict(defaults or {}), dict(enums or {})
-    hints = typing.get_type_hints(cls)
+    hints, names = typing.get_type_hints(cls), []
     for field in dataclasses.fields(cls):
         if field.name in skip:
             continue
+        names.append(field.name)
         if field.name not in docs:
             raise ValueError(f"{cls.__name__}.{field.name} has no entry under Attributes:")
         kind, _ = _base_type(hints[field.name])
@@ -112,6 +116,7 @@ def define_flags(cls, flag_values: flags.FlagValues = flags.FLAGS,
             flags.DEFINE_list(**{**args, "default": list(default or [])})
         else:
             raise ValueError(f"{cls.__name__}.{field.name}: no flag type for {kind!r}")
+    return names
 
 
 def options_from_flags(cls, flag_values: flags.FlagValues = flags.FLAGS,

@@ -29,8 +29,8 @@ SMALL_MODEL = dict(n_layer=4, d_model=128, n_head=4, d_head=32, d_inner=512, tgt
 
 
 def define_model_flags(flag_values: flags.FlagValues = flags.FLAGS,
-                       defaults: Optional[Mapping] = None) -> None:
-    """Defines the model flags in `flag_values`.
+                       defaults: Optional[Mapping] = None) -> list:
+    """Defines the model flags in `flag_values`; returns their names.
 
     Args:
       flag_values: where to define them.
@@ -38,10 +38,12 @@ def define_model_flags(flag_values: flags.FlagValues = flags.FLAGS,
         `cutoffs` as the flag's text).
     """
     defaults = {**_FLAG_DEFAULTS, **(defaults or {})}
-    dataclass_flags.define_flags(txl_tf.TransformerXLConfig, flag_values, defaults=defaults,
-                                 enums={"init": ("normal", "uniform")}, skip=_NOT_FLAGS)
+    names = dataclass_flags.define_flags(
+        txl_tf.TransformerXLConfig, flag_values, defaults=defaults,
+        enums={"init": ("normal", "uniform")}, skip=_NOT_FLAGS)
     flags.DEFINE_string("cutoffs", defaults.get("cutoffs", ""), _CUTOFFS_HELP,
                         flag_values=flag_values)
+    return names + ["cutoffs"]
 
 
 def parse_cutoffs(text: str, corpus_cutoffs: Sequence[int] = ()) -> tuple:

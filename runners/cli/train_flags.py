@@ -7,34 +7,32 @@ defaults and help are written once, in those classes. Added here: `--corpus_opti
 corpus flags (the `corpus_options` field), and two process settings (`--xla_fusion`,
 `--logical_cpus`) that the runner applies before training.
 """
-import tensorflow as tf
 from absl import flags
 
 from runners.cli import data_flags, dataclass_flags, model_flags
 from tf_records import DataOptions
 from txl_tf.memory_estimate import check_step_fits
-from txl_tf.training import TrainError, TrainOptions, xla_clustering
-from txl_tf.training.distribute import STRATEGIES
-from txl_tf.training.options import PRECISIONS
+from txl_tf.training.options import PRECISIONS, STRATEGIES, TrainError, TrainOptions
 
 _DATA_SKIP = ("corpus_options",)  # from --corpus_option and the corpus flags
 _TRAIN_SKIP = ("flags_text",)  # the parsed flags themselves
-_OWN_FLAGS = ("corpus_option", "xla_fusion", "logical_cpus")
 
 
-def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
+def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> dict:
     """Defines every flag of a training run in `flag_values` (tests parse flagfiles into their
-    own)."""
+    own); returns the groups of `--help`: {"Model": names, "Training": ..., "Data": ...} (the
+    process settings are the command's own)."""
     fv = flag_values
-    model_flags.define_model_flags(fv, defaults=model_flags.SMALL_MODEL)
-    dataclass_flags.define_flags(DataOptions, fv, skip=_DATA_SKIP)
+    model = model_flags.define_model_flags(fv, defaults=model_flags.SMALL_MODEL)
+    data = dataclass_flags.define_flags(DataOptions, fv, skip=_DATA_SKIP)
     flags.DEFINE_multi_string("corpus_option", [], "key=value corpus option (the same as the "
                               "corpus flags below, e.g. max_bytes=1000000 for builtin).",
                               flag_values=fv)
     # Corpus options, as runners/prepare_data.py; a prepared data_dir keeps its recorded ones.
-    data_flags.define_corpus_flags(fv)
-    dataclass_flags.define_flags(TrainOptions, fv, skip=_TRAIN_SKIP,
-                                 enums={"precision": PRECISIONS, "strategy": STRATEGIES})
+    data += ["corpus_option", *data_flags.define_corpus_flags(fv)]
+    training = dataclass_flags.define_flags(TrainOptions, fv, skip=_TRAIN_SKIP,
+                                            enums={"precision": PRECISIONS,
+                                                   "strategy": STRATEGIES})
     flags.DEFINE_bool("xla_fusion", False, "CPU speed: XLA auto-clusters and fuses the "
                       "element-wise ops while TensorFlow's oneDNN kernels run the matrix "
                       "products (twice the float32 rate in mixed_bfloat16 on AVX512_BF16 CPUs); "
@@ -42,13 +40,7 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
     flags.DEFINE_integer("logical_cpus", 0, "Split the CPU into this many logical devices (e.g. "
                          "2 to try --strategy=mirrored --devices=/CPU:0,/CPU:1 without GPUs).",
                          flag_values=fv)
-
-
-def key_flags() -> list:
-    """The flags `--helpshort` lists for train.py: the data and training options and its own."""
-    names = [f for cls, skip in ((DataOptions, _DATA_SKIP), (TrainOptions, _TRAIN_SKIP))
-             for f in cls.__dataclass_fields__ if f not in skip]
-    return names + list(_OWN_FLAGS)
+    return {"Model": model, "Training": training, "Data": data}
 
 
 def _option_value(text: str):
@@ -89,6 +81,10 @@ def options_from_flags(f: flags.FlagValues):
 
 def set_up_devices(f: flags.FlagValues = flags.FLAGS) -> None:
     """Applies the process settings --xla_fusion and --logical_cpus (before any device use)."""
+    # TensorFlow is imported here, when a run starts, not with the flags: --help and usage
+    # errors do not wait for it (see runners/cli/__init__.py).
+    import tensorflow as tf
+    from txl_tf.training import xla_clustering
     if f.xla_fusion:
         xla_clustering.enable_elementwise_clustering()
     if f.logical_cpus > 1:

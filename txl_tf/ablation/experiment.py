@@ -30,33 +30,14 @@ import tensorflow as tf
 
 from txl_tf import model_dir as model_files
 from txl_tf.ablation import attention_length
-from txl_tf.ablation.variants import DEFAULT_VARIANTS, Variant, select_variants, variant_config
+from txl_tf.ablation.options import AblationOptions
+from txl_tf.ablation.variants import Variant, select_variants, variant_config
 from txl_tf.training import TrainOptions, train
 from txl_tf.training.summaries import format_duration, metric_name, metric_value
 
 CURVE_DIR = "eval-attn"
 
 
-@dataclasses.dataclass
-class AblationOptions:
-    """The experiment's own options (the training ones are a `TrainOptions`).
-
-    Attributes:
-      root: Experiment directory: the model of each variant in root/<variant>.
-      variants: Variants to train and evaluate, in order ('all': every row of
-        txl_tf/ablation/variants.py).
-      eval_multiples: Evaluation attention lengths, as multiples of each variant's training
-        attention length (tgt_len + mem_len with recurrence, tgt_len without).
-      split: Split the variants are evaluated on.
-      eval_rows: The split is cut into this many contiguous rows, read in parallel.
-      max_eval_tokens: Evaluate only the first this many tokens of the split (0: all of it).
-    """
-    root: str = "runs/ablation"
-    variants: tuple = DEFAULT_VARIANTS
-    eval_multiples: tuple = (1, 2, 4)
-    split: str = "valid"
-    eval_rows: int = 16
-    max_eval_tokens: int = 0
 
 
 def train_variant(variant: Variant, options: TrainOptions, config_fn: Callable,

@@ -18,14 +18,14 @@ Definitions of the paper, for a short context c and a long one c' >= c:
 """
 import dataclasses
 import numbers
-from typing import Dict, Optional, Sequence
+from typing import Dict, Sequence
 
 import numpy as np
 
 from txl_tf.inference.context_losses import context_losses, scored_positions
+from txl_tf.inference.recl_options import RECL_THRESHOLD, ReclOptions  # noqa: F401
 
 RECL_RATIOS = (0.1, 0.5, 1.0)
-RECL_THRESHOLD = 0.01
 
 
 class ReclInputError(ValueError):
@@ -230,29 +230,6 @@ def format_recl_table(names: Sequence[str], table: Dict[float, Recl]) -> str:
     return "\n".join(lines)
 
 
-@dataclasses.dataclass
-class ReclOptions:
-    """A RECL measurement of a model group (`python runners/recl.py`).
-
-    Attributes:
-      model_dirs: Model directories of the group, compared with each other (names: their last
-        path components).
-      data_dir: Prepared data directory holding the split (default: the data the first model
-        was trained on, recorded in its corpus-info.json).
-      split: Split whose tokens are scored.
-      context_lengths: The grid c_0, c_0 + Delta, ... of context lengths, evenly spaced.
-      num_tokens: Scored tokens: the first ones of the split with max(c) tokens before them.
-      threshold: Relative gain below which the search stops (0.01 in the paper).
-      batch_tokens: Window positions per model call (memory against speed).
-    """
-
-    model_dirs: tuple = ()
-    data_dir: Optional[str] = None
-    split: str = "valid"
-    context_lengths: tuple = (16, 32, 48, 64, 80, 96, 112, 128)
-    num_tokens: int = 2000
-    threshold: float = RECL_THRESHOLD
-    batch_tokens: int = 8192
 
 
 def measure_recl(models: Dict[str, "object"], tokens, options: ReclOptions):

@@ -19,50 +19,10 @@ import tensorflow as tf
 
 from txl_tf import model_dir as model_files
 from txl_tf.config import ConfigError
+from txl_tf.inference.export_options import (INFO_FILE, ExportInputError,  # noqa: F401
+                                             ExportOptions, ExportRuntimeError)
 from txl_tf.inference.serving import ServingLimits, ServingModule
 
-INFO_FILE = os.path.join("assets.extra", "txl_export.json")
-
-
-@dataclasses.dataclass
-class ExportOptions:
-    """What to export and the run settings of its signatures (the flags of runners/export.py).
-
-    Attributes:
-      model_dir: Model directory (config.json, checkpoints, vocab.txt, corpus-info.json).
-      export_dir: Base directory; the SavedModel goes to EXPORT_DIR/VERSION.
-      version: Version number (default: highest existing + 1, or 1).
-      overwrite: Replace an existing EXPORT_DIR/VERSION.
-      tgt_len: Segment length of score_text (default: the model's).
-      mem_len: Memory kept by score / nll / score_text (default: the model's).
-      clamp_len: Clamp relative distances (default: the model's).
-      same_length: same_length of score / nll / score_text (default: the model's).
-      gen_mem_len: Memory of the generate signatures (default: --mem_len's value).
-      gen_seg_len: Prompt segment length of the generate signatures (default: tgt_len).
-      text_signatures: Add generate_text and score_text (need tensorflow_text ops where the
-        SavedModel is loaded).
-    """
-    model_dir: Optional[str] = None
-    export_dir: Optional[str] = None
-    version: Optional[int] = None
-    overwrite: bool = False
-    tgt_len: Optional[int] = None
-    mem_len: Optional[int] = None
-    clamp_len: Optional[int] = None
-    same_length: Optional[bool] = None
-    gen_mem_len: Optional[int] = None
-    gen_seg_len: Optional[int] = None
-    text_signatures: bool = True
-
-
-class ExportInputError(ValueError):
-    """A bad flag or path given by the user (exit code 2)."""
-    exit_code = 2
-
-
-class ExportRuntimeError(RuntimeError):
-    """A failure while exporting: unreadable model files, disk full... (exit code 1)."""
-    exit_code = 1
 
 
 # vocabulary(config) -> (vocabulary file or None, text codec or None): what the export ships

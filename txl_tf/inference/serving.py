@@ -27,43 +27,15 @@ predict); sampling settings (temperature finite and >= 0, top_k >= 0, 0 < top_p 
 export-time limits (`ServingLimits`, export.py --max_seq_len / --max_num_tokens /
 --max_text_bytes / --max_batch_size) that bound the work of one request.
 """
-import dataclasses
 
 import tensorflow as tf
 
 from txl_tf.inference import evaluation
 from txl_tf.inference import generation
 from txl_tf.inference import sampling
+from txl_tf.inference.serving_limits import ServingLimits  # noqa: F401
 
 
-@dataclasses.dataclass(frozen=True)
-class ServingLimits:
-    """Bounds on the work of one request, fixed at export time.
-
-    Attributes:
-      max_seq_len: Longest tokens / prompt row (tokens) a request may send to score, nll or
-        generate.
-      max_num_tokens: Most tokens generate and generate_text produce per request.
-      max_text_bytes: Longest text (UTF-8 bytes) of score_text and generate_text.
-      max_batch_size: Most rows (texts) of one request, and init_mems' largest batch_size.
-
-    score returns log_probs float32 [B, Q, V]: 4 * Q * V bytes per row of max_seq_len tokens.
-    """
-    max_seq_len: int = 512
-    max_num_tokens: int = 1024
-    max_text_bytes: int = 100_000
-    max_batch_size: int = 64
-
-    def __post_init__(self):
-        for field in dataclasses.fields(self):
-            if int(getattr(self, field.name)) < 1:
-                raise ValueError(f"--{field.name} must be >= 1, got {getattr(self, field.name)}.")
-
-    def message(self, name, what) -> str:
-        """The error text of a request over the limit `name`."""
-        return (f"{what} exceeds {name}={getattr(self, name)}, a limit of this export "
-                f"(runners/export.py --{name}); send a smaller request or re-export with a "
-                f"larger --{name}.")
 
 
 class ServingModule(tf.Module):

@@ -7,7 +7,6 @@ and returns what runners/generate.py prints as JSON: {"prompt_tokens", "tokens",
 "seconds", "tokens_per_second", "seg_len", "mem_len", "clamp_len", "same_length", sampling
 settings}.
 """
-import dataclasses
 import sys
 import time
 from typing import Callable, Optional, Protocol
@@ -15,48 +14,10 @@ from typing import Callable, Optional, Protocol
 import numpy as np
 
 from txl_tf import model_dir as model_files
+from txl_tf.inference.generate_options import GenerateInputError, GenerateOptions  # noqa: F401
 from txl_tf.inference.generation import Generator
 
 
-@dataclasses.dataclass
-class GenerateOptions:
-    """What to generate and how (the flags of runners/generate.py).
-
-    Attributes:
-      model_dir: Model directory (config.json, checkpoints, vocab.txt, corpus-info.json).
-      prompt: Prompt text.
-      prompt_file: Read the prompt from this file instead.
-      vocab_file: Vocabulary (default MODEL_DIR/vocab.txt).
-      num_tokens: Number of tokens to generate.
-      temperature: Sampling temperature; 0 = greedy (argmax).
-      top_k: Keep only the k most likely tokens (0 = all).
-      top_p: Nucleus sampling: smallest set with this much probability (1.0 = all).
-      seed: Random seed (token t uses the stateless seed (seed, t)).
-      seg_len: Prompt segment length (default: the model's tgt_len).
-      mem_len: Memory length (default: the model's mem_len). Context beyond it is seen only
-        through the memory's recurrence.
-      clamp_len: Clamp relative distances (default: the model's).
-      same_length: Same attention length for every query.
-      stream: Print tokens as they are generated.
-    """
-    model_dir: Optional[str] = None
-    prompt: Optional[str] = None
-    prompt_file: Optional[str] = None
-    vocab_file: Optional[str] = None
-    num_tokens: int = 100
-    temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
-    seed: int = 0
-    seg_len: Optional[int] = None
-    mem_len: Optional[int] = None
-    clamp_len: Optional[int] = None
-    same_length: bool = False
-    stream: bool = True
-
-
-class GenerateInputError(ValueError):
-    """Bad generation input."""
 
 
 class TextRules(Protocol):

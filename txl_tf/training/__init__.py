@@ -2,6 +2,9 @@
 outer loop with its periodic actions (`Controller`, `txl_tf/training/actions.py`), optimizer and
 learning-rate schedule, checkpoints, distribution strategies and summaries.
 
+The names are loaded on first use (see `txl_tf/__init__.py`): `TrainOptions` and `TrainError`
+come without TensorFlow, `train` and `DataSource` import it.
+
 Example:
   >>> import tf_records, txl_tf
   >>> from txl_tf.training import TrainOptions, train
@@ -12,8 +15,15 @@ Example:
   ...                     d_head=32, d_inner=128, tgt_len=32, mem_len=32),
   ...                 data)
 """
-from txl_tf.training.data_source import DataSource
-from txl_tf.training.options import PRECISIONS, TrainError, TrainOptions
-from txl_tf.training.run import train
+from txl_tf.lazy_exports import lazy_exports
 
-__all__ = ["DataSource", "PRECISIONS", "TrainError", "TrainOptions", "train"]
+_EXPORTS = {
+    "DataSource": "txl_tf.training.data_source",
+    "PRECISIONS": "txl_tf.training.options",
+    "TrainError": "txl_tf.training.options",
+    "TrainOptions": "txl_tf.training.options",
+    "train": "txl_tf.training.run",
+}
+__all__ = sorted(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -14,7 +14,7 @@ from typing import NamedTuple, Optional, Sequence
 
 import tensorflow as tf
 
-STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+from txl_tf.training.options import STRATEGIES
 
 
 class StrategyError(ValueError):

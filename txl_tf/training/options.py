@@ -8,6 +8,8 @@ import dataclasses
 from typing import Optional
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+# Distribution strategies (`txl_tf/training/distribute.py: create_strategy`).
+STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
 
 class TrainError(ValueError):

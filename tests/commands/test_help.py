@@ -1,0 +1,122 @@
+"""Every runner's `--help`, as a user types it: all of its own flags, grouped, with their defaults,
+none of absl's, at once (TensorFlow is not imported on the help and usage path); missing
+required flags named together in one error line.
+
+The flags a runner owns are read from absl's own registry of that runner's process: its
+`--helpfull` lists every defined flag by the module that defined it (absl.* for absl's).
+"""
+import os
+import re
+import resource
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RUNNERS = ("train", "evaluate", "generate", "export", "prepare_data", "import_weights", "recl",
+           "ablation")
+ABSL_FLAGS = ("logtostderr", "alsologtostderr", "verbosity", "only_check_args", "pdb",
+              "run_with_profiling", "helpxml", "stderrthreshold", "log_dir")
+HELP_SECONDS = 3.0
+
+
+def run_runner(name, *args):
+    """(exit code, stdout, stderr, CPU seconds) of `python runners/<name>.py args`.
+
+    The time is the child's own CPU time (user + system, the kernel's accounting of the reaped
+    child, read as the change of this process's RUSAGE_CHILDREN), so that other work on a loaded
+    machine does not count against it.
+    """
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = subprocess.run([sys.executable, os.path.join(REPO, "runners", f"{name}.py"), *args],
+                            capture_output=True, text=True, cwd=REPO, timeout=120,
+                            env=dict(os.environ, PYTHONPATH=REPO))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seconds = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return result.returncode, result.stdout, result.stderr, seconds
+
+
+def registry(helpfull: str) -> dict:
+    """{flag name: default text or None} of the runner's own flags in absl's `--helpfull`
+    listing (every module's section except absl's)."""
+    own, absl, module, last = {}, set(), None, None
+    for line in helpfull.splitlines():
+        section = re.match(r"^(\S.*):$", line)
+        flag = re.match(r"^  (?:-\?,)?--(?:\[no\])?(\w+):", line)
+        default = re.match(r"^    \(default: '(.*)'\)$", line)
+        if section:
+            module = section.group(1)
+        elif flag:
+            last = flag.group(1)
+            if module and module.startswith("absl."):
+                absl.add(last)
+            else:
+                own.setdefault(last, None)
+        elif default and last in own:
+            own[last] = default.group(1)
+    return {name: value for name, value in own.items() if name not in absl}
+
+
+@pytest.mark.parametrize("name", RUNNERS)
+def test_help_lists_every_own_flag_with_its_default_and_none_of_absl(name):
+    code, full, _, _ = run_runner(name, "--helpfull")
+    flags = registry(full)
+    assert len(flags) >= 5, full[-2000:]
+    code, out, err, seconds = run_runner(name, "--help")
+    assert code == 0, err
+    assert seconds < HELP_SECONDS, f"--help took {seconds:.2f} CPU seconds"
+    listing = [line for line in out.splitlines() if line.startswith("  --")]
+    shown = {}
+    for line in listing:
+        match = re.match(r"^  --(?:\[no\])?(\w+)(?:=(\S*))?", line)
+        shown[match.group(1)] = match.group(2)
+    missing = sorted(set(flags) - set(shown))
+    assert not missing, f"{name}.py --help does not list {missing}"
+    for flag, default in flags.items():
+        if default not in (None, "None"):
+            default = "" if default == "[]" else default  # an empty multi-flag
+            assert shown[flag] == default, (flag, shown[flag], default)
+    assert not set(shown) & set(ABSL_FLAGS), sorted(set(shown) & set(ABSL_FLAGS))
+    assert set(shown) == set(flags)  # nothing listed that the runner does not define
+    assert "--helpfull" in out
+
+
+def test_train_help_groups_model_training_data_and_its_own():
+    _, out, _, _ = run_runner("train", "--help")
+    titles = [line for line in out.splitlines() if line.endswith(":") and not line[0].isspace()]
+    assert titles[-4:] == ["Model:", "Training:", "Data:", "This command:"], titles
+    blocks = dict(re.findall(r"\n(\w[\w ]*):\n((?:  .*\n)+)", out))
+    assert "--n_layer=4 " in blocks["Model"] and "--learning_rate=" in blocks["Training"]
+    assert re.search(r"--level\s+<byte\|char\|word>", blocks["Data"])
+    assert "--[no]xla_fusion=false " in blocks["This command"]
+
+
+def test_prepare_data_help_lists_the_readme_flags():
+    _, out, _, _ = run_runner("prepare_data", "--help")
+    for flag in ("level", "min_freq", "max_size", "lower_case", "raw_path", "data_dir"):
+        assert re.search(rf"^  --(\[no\])?{flag}\b", out, re.M), flag
+    assert re.search(r"^  --data_dir .*\(required\)", out, re.M | re.S)
+
+
+@pytest.mark.parametrize("name,args,named", [
+    ("import_weights", [], ["--source", "--model_dir"]),
+    ("export", [], ["--model_dir", "--export_dir"]),
+    ("prepare_data", ["--dataset=builtin"], ["--data_dir"]),
+    ("evaluate", ["--split=valid"], ["--model_dir"]),
+])
+def test_missing_required_flags_are_named_together_in_one_line(name, args, named):
+    code, out, err, seconds = run_runner(name, *args)
+    assert code == 2 and out == "", (code, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: missing required flag"), err
+    for flag in named:
+        assert flag in lines[0], (flag, lines[0])
+    assert seconds < HELP_SECONDS, f"the usage error took {seconds:.2f} CPU seconds"
+
+
+@pytest.mark.parametrize("args", [["--bogus=1"], ["--n_layer=x"], ["--model_dir=README.md"]])
+def test_usage_errors_come_at_once(args):
+    code, _, err, seconds = run_runner("train", *args)
+    assert code == 2 and err.startswith("error: ") and len(err.strip().splitlines()) == 1, err
+    assert seconds < HELP_SECONDS, f"the usage error took {seconds:.2f} CPU seconds"

@@ -1,0 +1,51 @@
+"""`ExportOptions`: what runners/export.py exports and its signatures' run settings
+(`export_model` in `txl_tf/inference/saved_model_export.py`), and the export's error
+classes. TensorFlow-free, so that export.py's `--help` and usage errors do not wait for it.
+"""
+import dataclasses
+import os
+from typing import Optional
+
+
+INFO_FILE = os.path.join("assets.extra", "txl_export.json")
+
+
+@dataclasses.dataclass
+class ExportOptions:
+    """What to export and the run settings of its signatures (the flags of runners/export.py).
+
+    Attributes:
+      model_dir: Model directory (config.json, checkpoints, vocab.txt, corpus-info.json).
+      export_dir: Base directory; the SavedModel goes to EXPORT_DIR/VERSION.
+      version: Version number (default: highest existing + 1, or 1).
+      overwrite: Replace an existing EXPORT_DIR/VERSION.
+      tgt_len: Segment length of score_text (default: the model's).
+      mem_len: Memory kept by score / nll / score_text (default: the model's).
+      clamp_len: Clamp relative distances (default: the model's).
+      same_length: same_length of score / nll / score_text (default: the model's).
+      gen_mem_len: Memory of the generate signatures (default: --mem_len's value).
+      gen_seg_len: Prompt segment length of the generate signatures (default: tgt_len).
+      text_signatures: Add generate_text and score_text (need tensorflow_text ops where the
+        SavedModel is loaded).
+    """
+    model_dir: Optional[str] = None
+    export_dir: Optional[str] = None
+    version: Optional[int] = None
+    overwrite: bool = False
+    tgt_len: Optional[int] = None
+    mem_len: Optional[int] = None
+    clamp_len: Optional[int] = None
+    same_length: Optional[bool] = None
+    gen_mem_len: Optional[int] = None
+    gen_seg_len: Optional[int] = None
+    text_signatures: bool = True
+
+
+class ExportInputError(ValueError):
+    """A bad flag or path given by the user (exit code 2)."""
+    exit_code = 2
+
+
+class ExportRuntimeError(RuntimeError):
+    """A failure while exporting: unreadable model files, disk full... (exit code 1)."""
+    exit_code = 1

@@ -1,0 +1,33 @@
+"""`ReclOptions`: a RECL measurement of runners/recl.py (`measure_recl` in
+`txl_tf/inference/recl.py`). TensorFlow-free, so that recl.py's `--help` and usage errors
+do not wait for it.
+"""
+import dataclasses
+from typing import Optional
+
+RECL_THRESHOLD = 0.01  # the paper's
+
+
+@dataclasses.dataclass
+class ReclOptions:
+    """A RECL measurement of a model group (`python runners/recl.py`).
+
+    Attributes:
+      model_dirs: Model directories of the group, compared with each other (names: their last
+        path components).
+      data_dir: Prepared data directory holding the split (default: the data the first model
+        was trained on, recorded in its corpus-info.json).
+      split: Split whose tokens are scored.
+      context_lengths: The grid c_0, c_0 + Delta, ... of context lengths, evenly spaced.
+      num_tokens: Scored tokens: the first ones of the split with max(c) tokens before them.
+      threshold: Relative gain below which the search stops (0.01 in the paper).
+      batch_tokens: Window positions per model call (memory against speed).
+    """
+
+    model_dirs: tuple = ()
+    data_dir: Optional[str] = None
+    split: str = "valid"
+    context_lengths: tuple = (16, 32, 48, 64, 80, 96, 112, 128)
+    num_tokens: int = 2000
+    threshold: float = RECL_THRESHOLD
+    batch_tokens: int = 8192
