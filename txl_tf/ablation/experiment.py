@@ -38,8 +38,6 @@ from txl_tf.training.summaries import format_duration, metric_name, metric_value
 CURVE_DIR = "eval-attn"
 
 
-
-
 def train_variant(variant: Variant, options: TrainOptions, config_fn: Callable,
                   data, root: str) -> dict:
     """Trains (or resumes) `variant` into root/<name>; returns train()'s summary.
@@ -56,7 +54,8 @@ def train_variant(variant: Variant, options: TrainOptions, config_fn: Callable,
     variant_options = dataclasses.replace(options, model_dir=model_dir, flags_text=flags_text,
                                           half_loss=variant.half_loss)
     return train(variant_options, lambda n, cutoffs: variant_config(config_fn(n, cutoffs),
-                                                                    variant), data)
+                                                                    variant), data,
+                 name=f"variant {variant.name}")
 
 
 def evaluate_variant(variant: Variant, model_dir: str, rows, multiples: Sequence[int],

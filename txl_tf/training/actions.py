@@ -8,7 +8,9 @@ Each action is called after every loop with its `LoopOutput` and acts when its i
   `Evaluate`       validation loss: TensorBoard scalars and a console line;
   `SaveCheckpoint` training checkpoint with every worker's memory;
   `KeepBest`       after a save at an evaluated step: model_dir/best/ when the validation loss
-                   is the best so far.
+                   is the best so far;
+  `HParamsMetrics` the losses just logged or validated as the metrics of the run's session of
+                   TensorBoard's HPARAMS dashboard (`txl_tf/training/hparams_session.py`).
 """
 from typing import Callable, Optional
 
@@ -16,6 +18,7 @@ from absl import logging
 
 from txl_tf.training.checkpoints import TrainCheckpoints
 from txl_tf.training.controller import LoopOutput, due
+from txl_tf.training.hparams_session import HParamsSession
 from txl_tf.training.summaries import RunSummaries, metric_value
 from txl_tf.training.trainer import LoopStats
 
@@ -171,3 +174,20 @@ class KeepBest:
         metric = self.evaluation.summaries.metric
         self.checkpoints.maybe_save_best(output.step, loss,
                                          {metric: metric_value(loss, self.level)})
+
+
+class HParamsMetrics:
+    """After the log and the evaluation: their losses as the hparams session's metrics (the
+    dashboard shows the last ones: the run's final train and valid loss and bpc/ppl)."""
+    every = 0
+
+    def __init__(self, session: HParamsSession, log: LogProgress, evaluation: Evaluate):
+        self.session = session
+        self.log = log
+        self.evaluation = evaluation
+
+    def __call__(self, output: LoopOutput) -> None:
+        if due(output.step, self.log.every, self.log.train_steps):
+            self.session.train(output.step, self.log.last_loss)
+        if self.evaluation.last_step == output.step:
+            self.session.valid(output.step, self.evaluation.last_loss)

@@ -35,6 +35,7 @@ from txl_tf.training.checkpoint_memory import gather_worker_memory
 from txl_tf.training import distribute
 from txl_tf.training.controller import Controller
 from txl_tf.training.data_source import DataSource
+from txl_tf.training.hparams_session import HParamsSession, run_hparams
 from txl_tf.training.lr_schedule import (WarmupCosineSchedule, schedule_change_notice,
                                          warmup_cosine_lr)
 from txl_tf.training.optimizer import make_optimizer
@@ -82,7 +83,8 @@ class _Run:
     model: Optional[txl_tf.TransformerXL] = None
     trainer: Optional[Trainer] = None
     checkpoints: Optional[checkpoints_lib.TrainCheckpoints] = None
-    actions: Optional[dict] = None  # by name: throughput, log, evaluation, save, best
+    actions: Optional[dict] = None  # by name: throughput, log, evaluation, save, best, hparams
+    hparams: Optional[HParamsSession] = None
 
 
 def _build_schedule(o: TrainOptions) -> WarmupCosineSchedule:
@@ -231,9 +233,12 @@ def _already_trained(o: TrainOptions, step: int) -> dict:
 
 
 def _announce(run: _Run, summaries: RunSummaries, step: int, resumed: bool,
-              baseline: Optional[float]) -> None:
-    """The configuration text (new runs) and the chief's opening lines."""
+              baseline: Optional[float], name: Optional[str] = None) -> None:
+    """The configuration text (new runs), the run's hparams session and the chief's opening
+    lines (the first one names the run when it has a `name`)."""
     o, place, config, data = run.options, run.place, run.config, run.data
+    run.hparams.start(run_hparams(config, o, {"dataset": data.dataset, "level": data.level,
+                                              "vocab_size": data.vocab_size}), name)
     if not resumed:
         summaries.text("config", "```\n" + json.dumps(
             {"model": config.to_dict(), "run": dataclasses.asdict(o),
@@ -244,7 +249,7 @@ def _announce(run: _Run, summaries: RunSummaries, step: int, resumed: bool,
             indent=2, default=str) + "\n```")
     if not place.is_chief:
         return
-    print(f"txl-tf training: {config.n_layer} layers, d_model {config.d_model}, "
+    print(f"txl-tf training{f' {name}' if name else ''}: {config.n_layer} layers, d_model {config.d_model}, "
           f"{run.model.count_params():,} parameters, {data.dataset} ({data.level}, vocab "
           f"{data.vocab_size}), {place.replicas} replica(s) x batch {place.per_replica} x "
           f"tgt_len {config.tgt_len}, {o.train_steps} steps"
@@ -279,7 +284,8 @@ def _build_controller(run: _Run, summaries: RunSummaries, step: int, mems) -> Co
     save = actions_lib.SaveCheckpoint(run.checkpoints, o.save_steps, o.train_steps, memories)
     best = actions_lib.KeepBest(run.checkpoints, save, evaluation, run.data.level)
     run.actions = dict(throughput=actions_lib.Throughput(), log=log, evaluation=evaluation,
-                       save=save, best=best)
+                       save=save, best=best,
+                       hparams=actions_lib.HParamsMetrics(run.hparams, log, evaluation))
     iterator = iter(strategy.distribute_datasets_from_function(train_fn))
     return Controller(trainer, iterator, mems, step, o.steps_per_loop,
                       list(run.actions.values()))
@@ -327,7 +333,8 @@ def train(options: TrainOptions,
           config_fn: Callable[[int, tuple], txl_tf.TransformerXLConfig],
           data: DataSource,
           strategy: Optional[tf.distribute.Strategy] = None,
-          stop_after_steps: Optional[int] = None) -> dict:
+          stop_after_steps: Optional[int] = None,
+          name: Optional[str] = None) -> dict:
     """Train (or resume training) and return the summary (also model_dir/train_summary.json).
 
     Args:
@@ -337,6 +344,8 @@ def train(options: TrainOptions,
       strategy: an existing strategy (tests); default: created from `options.strategy`.
       stop_after_steps: stop once this global step is reached, without a final save, as if the
         process were killed there (tests of resumption); None: train to `train_steps`.
+      name: the run's name in its first console line and in TensorBoard's HPARAMS dashboard
+        (the ablation: the variant); default: none in the line, the directory's in TensorBoard.
 
     Returns:
       The summary dict: step, losses (train, valid, unigram baseline) with bpc or ppl,
@@ -365,9 +374,10 @@ def train(options: TrainOptions,
         return _already_trained(o, step)
     step, mems = _resume(run, step, memory)
     summaries = RunSummaries(o.model_dir, data.level, enabled=place.is_chief)
+    run.hparams = HParamsSession(o.model_dir, data.level, enabled=place.is_chief)
     baseline = data.unigram_entropy()
     controller = _build_controller(run, summaries, step, mems)
-    _announce(run, summaries, step, resumed, baseline)
+    _announce(run, summaries, step, resumed, baseline, name)
     end_step = o.train_steps if stop_after_steps is None else min(o.train_steps,
                                                                   stop_after_steps)
     controller.run(end_step)
