@@ -49,7 +49,7 @@ from absl import app, flags  # noqa: E402
 
 import txl_tf  # noqa: E402
 from runners.cli import model_flags, train_flags  # noqa: E402
-from runners.tools import benchmark_flops  # noqa: E402
+from txl_tf import model_flops  # noqa: E402
 from txl_tf.inference.evaluation import segment_nll  # noqa: E402
 from txl_tf.model_dir import write_text_atomic  # noqa: E402
 from txl_tf.training import xla_clustering  # noqa: E402
@@ -491,8 +491,8 @@ def _speed(tokens_per_step, train_times, eval_times, eval_tokens_per_step):
 def _utilisation(config, record, peak):
     """Model FLOPs per token and the MFU of the median and best steps."""
     b, (eval_q, eval_m) = FLAGS.batch_size, _eval_lengths()
-    train_fpt = benchmark_flops.train_flops_per_token(config, b, config.tgt_len, config.mem_len)
-    eval_fpt = benchmark_flops.forward_flops_per_token(config, b, eval_q, eval_m)
+    train_fpt = model_flops.train_flops_per_token(config, b, config.tgt_len, config.mem_len)
+    eval_fpt = model_flops.forward_flops_per_token(config, b, eval_q, eval_m)
     return dict(train_flops_per_token=train_fpt, eval_flops_per_token=eval_fpt,
                 mfu_train=train_fpt * record["train_tokens_per_s"] / peak,
                 mfu_eval=eval_fpt * record["eval_tokens_per_s"] / peak,

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import txl_tf
-from runners.tools import benchmark_flops
+from txl_tf import model_flops
 from tiny import tiny_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -59,11 +59,11 @@ def test_forward_flops_match_the_model_graph(attn_type, d_embed, mem_len):
     tokens = tf.zeros([b, q], tf.int32)
     graph = forward.get_concrete_function(tokens, mems).graph
     counted = _graph_matmul_flops(graph)
-    total, _ = benchmark_flops.forward_flops(config, b, q, m)
+    total, _ = model_flops.forward_flops(config, b, q, m)
     assert counted == pytest.approx(total, rel=1e-9)
-    assert benchmark_flops.forward_flops_per_token(config, b, q, m) == pytest.approx(
+    assert model_flops.forward_flops_per_token(config, b, q, m) == pytest.approx(
         total / (b * q))
-    train = benchmark_flops.train_flops_per_token(config, b, q, m)
+    train = model_flops.train_flops_per_token(config, b, q, m)
     assert 2.0 * total / (b * q) < train <= 3.0 * total / (b * q)
 
 

@@ -4,7 +4,8 @@ Each action is called after every loop with its `LoopOutput` and acts when its i
 (`every` steps) or at the last step of the run:
   `Throughput`     tokens per second without the first loop (tracing), for the summary;
   `LogProgress`    console line and TensorBoard training scalars (loss, bpc/ppl, learning_rate,
-                   grad_norm, tokens_per_sec) over the steps since the last line;
+                   grad_norm, tokens_per_sec) over the steps since the last line; also where a
+                   loop ends after the heartbeat's silence (`txl_tf/training/heartbeat.py`);
   `Evaluate`       validation loss: TensorBoard scalars and a console line;
   `SaveCheckpoint` training checkpoint with every worker's memory;
   `KeepBest`       after a save at an evaluated step: model_dir/best/ when the validation loss
@@ -19,6 +20,7 @@ from absl import logging
 from txl_tf.training.checkpoints import TrainCheckpoints
 from txl_tf.training.controller import LoopOutput, due
 from txl_tf.training.hparams_session import HParamsSession
+from txl_tf.training.heartbeat import Heartbeat
 from txl_tf.training.summaries import RunSummaries, metric_value
 from txl_tf.training.trainer import LoopStats
 
@@ -50,7 +52,9 @@ class Throughput:
 
 
 class LogProgress:
-    """Console line (chief) and training scalars every `every` steps and at `train_steps`.
+    """Console line (chief) and training scalars every `every` steps, at `train_steps`, and
+    where a loop ends when waiting for the next one would leave the console silent longer than
+    the heartbeat's `seconds`.
 
     Args:
       summaries: the run's TensorBoard writers.
@@ -58,17 +62,28 @@ class LogProgress:
       train_steps: the last step of the run (its line shows `step/train_steps` and the ETA).
       learning_rate: step index -> learning rate of that update.
       echo: print the line (the chief); every worker logs it.
+      heartbeat: the run's `Heartbeat` (time-based lines; it keeps the time of the last line).
     """
 
     def __init__(self, summaries: RunSummaries, every: int, train_steps: int,
-                 learning_rate: Callable[[int], float], echo: bool = True):
+                 learning_rate: Callable[[int], float], echo: bool = True,
+                 heartbeat: Optional[Heartbeat] = None):
         self.summaries = summaries
         self.every = every
         self.train_steps = train_steps
         self.learning_rate = learning_rate
         self.echo = echo
+        self.heartbeat = heartbeat
+        self.last_step: Optional[int] = None
         self.last_loss: Optional[float] = None
         self._reset()
+
+    def _due(self, output: LoopOutput) -> bool:
+        """The step-based interval ends, or another loop as long as this one would leave the
+        console silent for longer than the heartbeat's seconds."""
+        hb = self.heartbeat
+        return due(output.step, self.every, self.train_steps) or bool(
+            hb and hb.seconds and hb.clock() - hb.last_line + output.seconds >= hb.seconds)
 
     def _reset(self) -> None:
         self.nll = self.tokens = self.grad_norm = self.seconds = 0.0
@@ -80,7 +95,7 @@ class LogProgress:
         self.grad_norm += output.stats.grad_norm_sum
         self.steps += output.num_steps
         self.seconds += output.seconds
-        if not due(output.step, self.every, self.train_steps):
+        if not self._due(output):
             return
         step, loss = output.step, self.nll / max(self.tokens, 1.0)
         tokens_per_sec = self.tokens / max(self.seconds, 1e-9)
@@ -90,7 +105,9 @@ class LogProgress:
         line = self.summaries.console(step, self.train_steps, loss, lr, tokens_per_sec, eta)
         if self.echo:
             print(line, flush=True)
-        self.last_loss = loss
+        if self.heartbeat is not None:
+            self.heartbeat.line_printed()
+        self.last_step, self.last_loss = step, loss
         self._reset()
 
 
@@ -187,7 +204,7 @@ class HParamsMetrics:
         self.evaluation = evaluation
 
     def __call__(self, output: LoopOutput) -> None:
-        if due(output.step, self.log.every, self.log.train_steps):
+        if self.log.last_step == output.step:
             self.session.train(output.step, self.log.last_loss)
         if self.evaluation.last_step == output.step:
             self.session.valid(output.step, self.evaluation.last_loss)

@@ -4,13 +4,17 @@ The `Trainer` runs up to `steps_per_loop` steps in one compiled call; the contro
 into such calls so that every action's interval ends at a call boundary, carries the memory from
 call to call, and after each call hands a `LoopOutput` to the actions in order (log, evaluate,
 save, keep best: `txl_tf/training/actions.py`). An action is any callable with an `every`
-attribute (its interval in steps, 0: none); it decides itself what to do at a step.
+attribute (its interval in steps, 0: none); it decides itself what to do at a step. With a
+`Heartbeat` (`txl_tf/training/heartbeat.py`) a line comes at least every `heartbeat.seconds`:
+once a loop's pace is measured, loops are cut so that each lasts about that long (their lines
+carry the loss), and while a longer one runs the heartbeat says where it is.
 
 Example:
   >>> controller = Controller(trainer, iterator, mems, step=0, steps_per_loop=50,
   ...                         actions=[log, evaluate, save])
   >>> controller.run(end_step=600)
 """
+import contextlib
 import dataclasses
 import math
 import time
@@ -18,6 +22,7 @@ from typing import Callable, List, Optional, Protocol, Sequence
 
 from absl import logging
 
+from txl_tf.training.heartbeat import Heartbeat
 from txl_tf.training.trainer import LoopStats, Trainer
 
 
@@ -69,36 +74,52 @@ class Controller:
       step: the global step to start from.
       steps_per_loop: most steps per compiled call.
       actions: called in order after every call.
+      heartbeat: time-based progress (None: step-based only).
+      clock: monotonic seconds, for the loops' wall time (tests pass a fake clock).
     """
 
     def __init__(self, trainer: Trainer, iterator, mems, step: int, steps_per_loop: int,
-                 actions: Sequence[Action] = ()):
+                 actions: Sequence[Action] = (), heartbeat: Optional[Heartbeat] = None,
+                 clock: Callable[[], float] = time.monotonic):
         self.trainer = trainer
         self.iterator = iterator
         self.mems = mems
         self.step = step
         self.steps_per_loop = steps_per_loop
         self.actions: List[Action] = list(actions)
+        self.heartbeat = heartbeat
+        self.clock = clock
 
     def _loop_length(self, end_step: int) -> int:
-        """Steps of the next call: at most `steps_per_loop`, ending at the next boundary."""
+        """Steps of the next call: at most `steps_per_loop`, ending at the next boundary, and
+        lasting about the heartbeat's seconds once a loop's pace was measured."""
         n = min(self.steps_per_loop, end_step - self.step)
         for every in (action.every for action in self.actions):
             if every:
                 n = min(n, every - self.step % every)
+        hb = self.heartbeat
+        pace = hb.measured_seconds_per_step() if hb and hb.seconds else None
+        if pace:
+            n = min(n, max(1, int(hb.seconds / pace)))
         return n
 
     def run(self, end_step: int) -> int:
         """Train until `end_step`; returns the step reached."""
-        while self.step < end_step:
-            n = self._loop_length(end_step)
-            start = time.time()
-            self.mems, stats = self.trainer.train(self.iterator, self.mems, n)
-            output = LoopOutput(self.step + n, n, time.time() - start, stats, self.mems)
-            self.step = output.step
-            check_finite(stats, self.step, lambda: float(self.trainer.loss_scale.numpy()))
-            for action in self.actions:
-                action(output)
+        hb = self.heartbeat
+        with hb.running() if hb else contextlib.nullcontext():
+            while self.step < end_step:
+                n = self._loop_length(end_step)
+                if hb:
+                    hb.loop_started(self.step, n)
+                start = self.clock()
+                self.mems, stats = self.trainer.train(self.iterator, self.mems, n)
+                output = LoopOutput(self.step + n, n, self.clock() - start, stats, self.mems)
+                if hb:
+                    hb.loop_finished(output.step, n, output.seconds)
+                self.step = output.step
+                check_finite(stats, self.step, lambda: float(self.trainer.loss_scale.numpy()))
+                for action in self.actions:
+                    action(output)
         return self.step
 
 

@@ -40,6 +40,8 @@ class TrainOptions:
       precision: Keras dtype policy; mixed_float16 adds dynamic loss scaling.
       steps_per_loop: Training steps per compiled loop.
       log_steps: Console line and training scalars every this many steps.
+      log_seconds: A console line at least every this many seconds, whatever --log_steps (the
+        loss where a compiled loop ends, else where the running loop is; 0: none).
       save_steps: Checkpoint every this many steps (and at the end).
       eval_steps: Validate every this many steps (0: only at the end).
       max_eval_batches: Validation steps per evaluation (-1: whole split).
@@ -57,6 +59,8 @@ class TrainOptions:
         continues exactly; off: a resumed run restarts the memory from zeros (saves disk for
         big models).
       flags_text: The run's flags as text, stored as model_dir/flags.txt (empty: no file).
+      target_hardware: What a recipe was sized for (e.g. 'a TPU with 32 cores'); the duration
+        estimate names it when the run would take more than a day on this machine.
       half_loss: The paper's half loss (section 4.2, Table 6): only the last Q - Q//2 positions
         of every training segment count in the loss (the memory still carries the whole
         segment); validation still scores every token.
@@ -76,6 +80,7 @@ class TrainOptions:
     precision: str = "float32"
     steps_per_loop: int = 50
     log_steps: int = 50
+    log_seconds: int = 60
     save_steps: int = 200
     eval_steps: int = 200
     max_eval_batches: int = 100
@@ -87,6 +92,7 @@ class TrainOptions:
     seed: int = 0
     checkpoint_memory: bool = True
     flags_text: str = ""
+    target_hardware: str = ""
     half_loss: bool = False
 
 
@@ -102,7 +108,7 @@ def checked(options: TrainOptions) -> TrainOptions:
                  "grad_accum_steps", "keep_checkpoints"):
         if getattr(o, name) < 1:
             raise TrainError(f"--{name} must be >= 1, got {getattr(o, name)}.")
-    for name in ("save_steps", "eval_steps"):
+    for name in ("save_steps", "eval_steps", "log_seconds"):
         if getattr(o, name) < 0:
             raise TrainError(f"--{name} must be >= 0, got {getattr(o, name)}.")
     if o.precision not in PRECISIONS:

@@ -35,6 +35,8 @@ from txl_tf.training.checkpoint_memory import gather_worker_memory
 from txl_tf.training import distribute
 from txl_tf.training.controller import Controller
 from txl_tf.training.data_source import DataSource
+from txl_tf.training import duration
+from txl_tf.training.heartbeat import Heartbeat
 from txl_tf.training.hparams_session import HParamsSession, run_hparams
 from txl_tf.training.lr_schedule import (WarmupCosineSchedule, schedule_change_notice,
                                          warmup_cosine_lr)
@@ -276,8 +278,10 @@ def _build_controller(run: _Run, summaries: RunSummaries, step: int, mems) -> Co
         return gather_worker_memory(strategy, mems, place.num_workers,
                                                     trainer.memory_to_host(mems))
 
+    heartbeat = Heartbeat(o.log_seconds, o.train_steps,
+                          echo=(lambda line: print(line, flush=True)) if place.is_chief else None)
     log = actions_lib.LogProgress(
-        summaries, o.log_steps, o.train_steps, echo=place.is_chief,
+        summaries, o.log_steps, o.train_steps, echo=place.is_chief, heartbeat=heartbeat,
         learning_rate=lambda i: warmup_cosine_lr(i, **_schedule_flags(o)))
     evaluation = actions_lib.Evaluate(evaluate, summaries, o.eval_steps, o.train_steps,
                                       echo=place.is_chief)
@@ -288,7 +292,27 @@ def _build_controller(run: _Run, summaries: RunSummaries, step: int, mems) -> Co
                        hparams=actions_lib.HParamsMetrics(run.hparams, log, evaluation))
     iterator = iter(strategy.distribute_datasets_from_function(train_fn))
     return Controller(trainer, iterator, mems, step, o.steps_per_loop,
-                      list(run.actions.values()))
+                      list(run.actions.values()), heartbeat=heartbeat)
+
+
+_COMPUTE_DTYPES = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16,
+                   "mixed_float16": tf.float16}
+
+
+def _estimate_duration(run: _Run, step: int) -> Optional[float]:
+    """The chief's line estimating the seconds per step and the run's duration from the model's
+    FLOPs and this machine's matmul rate (not on a TPU, whose rate the host cannot measure);
+    returns the seconds per step, or None."""
+    o, place = run.options, run.place
+    if not place.is_chief or isinstance(run.strategy, tf.distribute.TPUStrategy):
+        return None
+    with run.strategy.scope():
+        rate = duration.matmul_rate(_COMPUTE_DTYPES[o.precision])
+    estimate = duration.estimate_step(run.config, place.per_replica // o.grad_accum_steps,
+                                      place.global_batch, place.replicas, rate)
+    print(duration.estimate_line(estimate, o.train_steps - step, o.target_hardware),
+          flush=True)
+    return estimate.seconds
 
 
 def _summary(run: _Run, controller: Controller, resumed: bool, baseline: Optional[float],
@@ -378,6 +402,7 @@ def train(options: TrainOptions,
     baseline = data.unigram_entropy()
     controller = _build_controller(run, summaries, step, mems)
     _announce(run, summaries, step, resumed, baseline, name)
+    controller.heartbeat.estimate = _estimate_duration(run, step)
     end_step = o.train_steps if stop_after_steps is None else min(o.train_steps,
                                                                   stop_after_steps)
     controller.run(end_step)

@@ -1,4 +1,5 @@
-"""Model FLOPs of a Transformer-XL step, counted from the configuration (for MFU).
+"""Model FLOPs of a Transformer-XL step, counted from the configuration (for MFU, and for the
+duration estimate of a training run: `txl_tf/training/duration_estimate.py`).
 
 Counts the multiply-adds (2 FLOPs each) of every matrix product the model's maths needs, the
 usual MFU convention: element-wise work (softmax, LayerNorm, dropout, Adam) is not counted, the

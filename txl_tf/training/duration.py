@@ -1,0 +1,104 @@
+"""How long a training run will take on this machine, before its first step.
+
+A training step costs the model FLOPs `txl_tf/model_flops.py` counts from the configuration
+(forward and backward matrix products of every token of the global batch); this machine does
+at most the matmul rate `matmul_rate` measures (a large matrix product in the run's precision,
+on its first device). Their ratio is a lower bound on the seconds per step (a real step also
+does element-wise work and reaches a fraction of the peak: docs/performance.md), so the line
+says "at least". A recipe sized for other hardware (`TrainOptions.target_hardware`) is named
+when the run would take more than a day here.
+
+Example:
+  >>> estimate = estimate_step(config, chunk_batch=1, global_batch=64, replicas=1,
+  ...                          rate=matmul_rate())
+  >>> print(estimate_line(estimate, steps=400000, target_hardware="a TPU with 32 cores"))
+  duration estimate: at least 5.1e+03 s per step here, at least 65 years for 400,000 steps ...
+"""
+import dataclasses
+import time
+
+import tensorflow as tf
+
+from txl_tf import model_flops
+
+_DAY = 86400.0
+
+
+def human_duration(seconds: float) -> str:
+    """'42 s', '12 min', '3.5 hours', '12 days', '3.2 years'."""
+    seconds = max(float(seconds), 0.0)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * _DAY:
+        return f"{seconds / 3600:.1f} hours"
+    if seconds < 730 * _DAY:
+        return f"{seconds / _DAY:.0f} days"
+    return f"{seconds / (365.25 * _DAY):.1f} years"
+
+
+def matmul_rate(dtype=tf.float32, size: int = 1024, repeats: int = 5) -> float:
+    """Best FLOP/s of a [size, size] x [size, size] matrix product on the default device.
+
+    Args:
+      dtype: the run's compute dtype (bfloat16 for mixed_bfloat16).
+      size: the side of the matrices (large enough to reach the peak of a CPU's kernels).
+      repeats: timed products (after one untimed); the best counts.
+    """
+    a = tf.cast(tf.random.normal([size, size]), dtype)
+    b = tf.cast(tf.random.normal([size, size]), dtype)
+    product = tf.function(tf.linalg.matmul)
+    product(a, b).numpy()
+    best = 0.0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        product(a, b).numpy()
+        best = max(best, 2.0 * size ** 3 / max(time.perf_counter() - start, 1e-9))
+    return best
+
+
+@dataclasses.dataclass
+class StepEstimate:
+    """The cost of one training step against this machine's rate.
+
+    Attributes:
+      flops: model FLOPs of one step (all replicas).
+      rate: measured matmul FLOP/s of one device.
+      replicas: devices sharing the step.
+      seconds: lower bound on the seconds per step, flops / (rate x replicas).
+    """
+    flops: float
+    rate: float
+    replicas: int
+    seconds: float
+
+
+def estimate_step(config, chunk_batch: int, global_batch: int, replicas: int,
+                  rate: float) -> StepEstimate:
+    """The `StepEstimate` of a run.
+
+    Args:
+      config: the model's `TransformerXLConfig` (tgt_len Q and mem_len M of training).
+      chunk_batch: streams a replica computes at once (per-replica batch / grad_accum_steps).
+      global_batch: streams of one step, all replicas.
+      replicas: replicas in sync.
+      rate: `matmul_rate()` of one device.
+    """
+    per_token = model_flops.train_flops_per_token(config, chunk_batch, config.tgt_len,
+                                                  config.mem_len)
+    flops = per_token * global_batch * config.tgt_len
+    return StepEstimate(flops, rate, replicas, flops / (rate * replicas))
+
+
+def estimate_line(estimate: StepEstimate, steps: int, target_hardware: str = "") -> str:
+    """One line: seconds per step and the run's duration here, and the recipe's hardware when
+    the run would take more than a day here."""
+    total = estimate.seconds * steps
+    line = (f"duration estimate: at least {estimate.seconds:,.3g} s per step here, at least "
+            f"{human_duration(total)} for {steps:,} steps ({estimate.flops:.3g} FLOPs per step; "
+            f"matmul peak {estimate.rate / 1e9:,.0f} GFLOP/s x {estimate.replicas} "
+            "device(s); a real step is slower)")
+    if target_hardware and total > _DAY:
+        line += (f"; the recipe targets {target_hardware}, see docs/training.md")
+    return line
