@@ -222,7 +222,7 @@ CASES = [
      ["--source=huggingface", "--input_dir={root}/hf_no_weights", "--model_dir={root}/a_file"],
      2, r"--model_dir=.*a_file is a file"),
     ("import_without_source", "import_weights", ["--model_dir={new}"],
-     2, r"--source must have a value"),
+     2, r"missing required flag --source;"),
 ]
 
 

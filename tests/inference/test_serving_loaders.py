@@ -438,7 +438,7 @@ def test_export_usage_errors(served, tmp_path):
          ["--max_seq_len must be >= 1"]),
         ([f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'e'}", "--max_text_bytes=-5"],
          ["--max_text_bytes must be >= 1"]),
-        ([f"--export_dir={tmp_path / 'e'}"], ["--model_dir and --export_dir are required"]),
+        ([f"--export_dir={tmp_path / 'e'}"], ["missing required flag --model_dir;"]),
     ]
     for args, words in cases:
         assert_one_line_error(export_cli(*args), 2, *words)

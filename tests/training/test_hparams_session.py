@@ -4,8 +4,11 @@ dashboard asks (`/experiment`, `/session_groups`).
 
 Two tiny runs with different learning rates under one root (as the ablation's variants): two
 session groups named as the runs, with the model configuration and run options as
-hyperparameters and the final train/valid loss and ppl as metrics, equal to the run summaries.
+hyperparameters and the final train/valid loss and ppl as metrics, equal to the run summaries;
+each run's header names it.
 """
+import contextlib
+import io
 import json
 import os
 
@@ -49,18 +52,24 @@ def two_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("hparams")
     data = PreparedData(DataOptions(data_dir=str(root / "data"), dataset="synthetic",
                                     corpus_options=SYNTHETIC))
-    summaries = {}
+    summaries, headers = {}, []
     for name, rate in RATES.items():
         options = TrainOptions(model_dir=str(root / "runs" / name), per_host_train_bsz=4,
                                learning_rate=rate, warmup_steps=2, train_steps=4,
                                steps_per_loop=2, log_steps=2, save_steps=4, eval_steps=4,
                                max_eval_batches=2)
-        summaries[name] = train(options, train_config_fn(), data, name=f"variant {name}")
-    return str(root / "runs"), summaries
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            summaries[name] = train(options, train_config_fn(), data, name=f"variant {name}")
+        headers += [line for line in out.getvalue().splitlines()
+                    if line.startswith("txl-tf training")]
+    return str(root / "runs"), summaries, headers
 
 
 def test_each_run_is_a_session_with_its_hparams_and_final_metrics(two_runs):
-    logdir, summaries = two_runs
+    logdir, summaries, headers = two_runs
+    assert [h.split(":")[0] for h in headers] == [f"txl-tf training variant {name}"
+                                                  for name in RATES]
     experiment = ask(logdir, "/experiment", {"experimentName": ""})
     metrics = [m["name"]["tag"] for m in experiment["metricInfos"]]
     assert metrics == ["hparams/train_loss", "hparams/valid_loss", "hparams/train_ppl",
@@ -69,9 +78,9 @@ def test_each_run_is_a_session_with_its_hparams_and_final_metrics(two_runs):
     assert {"n_layer", "d_model", "learning_rate", "train_steps", "attn_type", "dataset",
             "level", "vocab_size"} <= names and "flags_text" not in names
     groups = {g["name"]: g for g in session_groups(logdir)}
-    assert set(groups) == {f"variant {name}" for name in RATES}
+    assert set(groups) == set(RATES)  # named after the run directories
     for name, rate in RATES.items():
-        group, summary = groups[f"variant {name}"], summaries[name]
+        group, summary = groups[name], summaries[name]
         hparams = group["hparams"]
         assert hparams["learning_rate"] == pytest.approx(rate)
         assert hparams["n_layer"] == TRAIN_SIZES["n_layer"]
@@ -86,7 +95,7 @@ def test_each_run_is_a_session_with_its_hparams_and_final_metrics(two_runs):
 
 def test_one_run_alone_is_a_session_too(two_runs):
     """`tensorboard --logdir MODEL_DIR`: the run directory itself is the session."""
-    logdir, summaries = two_runs
+    logdir, summaries, _ = two_runs
     [group] = session_groups(os.path.join(logdir, "a"))
     values = {m["name"]["tag"]: m["value"] for m in group["metricValues"]}
     assert values["hparams/valid_loss"] == pytest.approx(summaries["a"]["valid_loss"],

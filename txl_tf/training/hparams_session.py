@@ -10,7 +10,7 @@ every run below `runs` side by side (the ablation: one session per variant), and
 
 Example:
   >>> session = HParamsSession("runs/default", "char")
-  >>> session.start(run_hparams(config, options, {"dataset": "enwik8"}), name="default")
+  >>> session.start(run_hparams(config, options, {"dataset": "enwik8"}))
   >>> session.train(step=200, loss=1.3)
   >>> session.valid(step=200, loss=1.25)
 """
@@ -73,16 +73,16 @@ class HParamsSession:
         return [f"{TAG_PREFIX}{split}_{what}" for what in ("loss", self.metric)
                 for split in ("train", "valid")]
 
-    def start(self, hparams: Mapping, name: Optional[str] = None) -> None:
-        """Writes the experiment's description and the session's hyperparameters.
+    def start(self, hparams: Mapping) -> None:
+        """Writes the experiment's description and the session's hyperparameters; the session
+        is named after the model directory (the ablation's: after the variant).
 
         Args:
           hparams: `run_hparams` of the run.
-          name: the session's group name (e.g. the ablation's variant); default: the directory.
         """
         if not self.enabled:
             return
-        name = name or os.path.basename(os.path.normpath(self.model_dir))
+        name = os.path.basename(os.path.abspath(self.model_dir))
         metrics = [hp.Metric(tag, display_name=tag[len(TAG_PREFIX):].replace("_", " "))
                    for tag in self.metric_tags()]
         with self._writer.as_default():

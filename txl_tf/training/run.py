@@ -240,7 +240,7 @@ def _announce(run: _Run, summaries: RunSummaries, step: int, resumed: bool,
     lines (the first one names the run when it has a `name`)."""
     o, place, config, data = run.options, run.place, run.config, run.data
     run.hparams.start(run_hparams(config, o, {"dataset": data.dataset, "level": data.level,
-                                              "vocab_size": data.vocab_size}), name)
+                                              "vocab_size": data.vocab_size}))
     if not resumed:
         summaries.text("config", "```\n" + json.dumps(
             {"model": config.to_dict(), "run": dataclasses.asdict(o),
@@ -368,8 +368,7 @@ def train(options: TrainOptions,
       strategy: an existing strategy (tests); default: created from `options.strategy`.
       stop_after_steps: stop once this global step is reached, without a final save, as if the
         process were killed there (tests of resumption); None: train to `train_steps`.
-      name: the run's name in its first console line and in TensorBoard's HPARAMS dashboard
-        (the ablation: the variant); default: none in the line, the directory's in TensorBoard.
+      name: the run's name in its first console line (the ablation: the variant).
 
     Returns:
       The summary dict: step, losses (train, valid, unigram baseline) with bpc or ppl,
