@@ -120,3 +120,19 @@ def test_usage_errors_come_at_once(args):
     code, _, err, seconds = run_runner("train", *args)
     assert code == 2 and err.startswith("error: ") and len(err.strip().splitlines()) == 1, err
     assert seconds < HELP_SECONDS, f"the usage error took {seconds:.2f} CPU seconds"
+
+
+def test_no_runner_module_imports_tensorflow():
+    """What --help and usage errors need (every runner module, its option dataclasses, the
+    flag definitions) loads without TensorFlow, which each runner imports in `main`."""
+    code = ("import sys\n"
+            + "".join(f"import runners.{name}\n" for name in RUNNERS)
+            + "from runners.cli import train_flags\n"
+            + "from absl import flags\n"
+            + "train_flags.define_flags(flags.FlagValues())\n"
+            + "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+              "('tensorflow', 'keras', 'tensorboard')))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO), timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "[]", result.stdout[-3000:]
