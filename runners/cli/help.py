@@ -16,12 +16,13 @@ Example output:
 import re
 import sys
 import textwrap
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import List, Mapping, Optional, Sequence
 
 from absl import flags
 
 HELP_FLAGS = ("--help", "-help", "--helpshort", "-helpshort", "-h", "-?", "--h", "--?")
-_FIRST_SENTENCE = re.compile(r"^(.+?(?<!e\.g)(?<!i\.e)(?<!etc)[.!?])(?=\s|$)", re.S)
+# A sentence ends at . ! or ? before a capital letter or the end (not "e.g. /CPU:0", not "...").
+_FIRST_SENTENCE = re.compile(r"^(.+?(?<!e\.g)(?<!i\.e)[.!?])(?=\s+[A-Z]|$)", re.S)
 _NAME_WIDTH = 30
 _MULTI_SUFFIX = "; repeat this option to specify a list of values"  # absl's, of multi flags
 
@@ -41,8 +42,8 @@ def own_flags(flag_values: flags.FlagValues) -> List[str]:
     debugging), in definition order."""
     absl = {flag.name for module, module_flags in flag_values.flags_by_module_dict().items()
             if module.startswith("absl.") for flag in module_flags}
-    return [name for name, flag in flag_values._flags().items()  # noqa: SLF001 (absl's registry)
-            if name == flag.name and name not in absl]
+    return [name for name in flag_values  # names and short names, in definition order
+            if name == flag_values[name].name and name not in absl]
 
 
 def one_line(text: str) -> str:
@@ -124,5 +125,3 @@ def missing(flag_values: flags.FlagValues, required: Sequence[str]) -> Optional[
     return f"missing required {what} {listed}; give {'it' if len(names) == 1 else 'them'} " \
            "(see --help)."
 
-
-Groups = Dict[str, List[str]]
