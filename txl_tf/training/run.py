@@ -251,7 +251,8 @@ def _announce(run: _Run, summaries: RunSummaries, step: int, resumed: bool,
             indent=2, default=str) + "\n```")
     if not place.is_chief:
         return
-    print(f"txl-tf training{f' {name}' if name else ''}: {config.n_layer} layers, d_model {config.d_model}, "
+    title = f"txl-tf training {name}" if name else "txl-tf training"
+    print(f"{title}: {config.n_layer} layers, d_model {config.d_model}, "
           f"{run.model.count_params():,} parameters, {data.dataset} ({data.level}, vocab "
           f"{data.vocab_size}), {place.replicas} replica(s) x batch {place.per_replica} x "
           f"tgt_len {config.tgt_len}, {o.train_steps} steps"
