@@ -3,9 +3,10 @@
 `generate_text(options, text_fn, out)` tokenizes the prompt with the model's text rules (the
 caller's `text_fn(config)` gives them: see `TextRules` below), runs a
 `txl_tf.inference.generation.Generator`, writes the continuation to `out` as it is generated
-and returns what runners/generate.py prints as JSON: {"prompt_tokens", "tokens", "ids", "text",
+and returns what runners/generate.py prints as JSON, compact: {"prompt_tokens", "tokens",
 "seconds", "tokens_per_second", "seg_len", "mem_len", "clamp_len", "same_length", sampling
-settings}.
+settings, "checkpoint", "checkpoint_name", "checkpoint_step"}, and "ids" (the generated ids)
+with `output_ids`. The text itself is what was written to `out`.
 """
 import dataclasses
 import sys
@@ -24,6 +25,8 @@ class GenerateOptions:
 
     Attributes:
       model_dir: Model directory (config.json, checkpoints, vocab.txt, corpus-info.json).
+      checkpoint: Which checkpoint of --model_dir: latest (the newest), best (MODEL_DIR/best/,
+        the best on validation), ckpt-N, or a checkpoint path prefix.
       prompt: Prompt text.
       prompt_file: Read the prompt from this file instead.
       vocab_file: Vocabulary (default MODEL_DIR/vocab.txt).
@@ -38,8 +41,10 @@ class GenerateOptions:
       clamp_len: Clamp relative distances (default: the model's).
       same_length: Same attention length for every query.
       stream: Print tokens as they are generated.
+      output_ids: Add the generated token ids to the JSON result.
     """
     model_dir: Optional[str] = None
+    checkpoint: str = model_files.LATEST
     prompt: Optional[str] = None
     prompt_file: Optional[str] = None
     vocab_file: Optional[str] = None
@@ -53,6 +58,7 @@ class GenerateOptions:
     clamp_len: Optional[int] = None
     same_length: bool = False
     stream: bool = True
+    output_ids: bool = False
 
 
 class GenerateInputError(ValueError):
@@ -145,7 +151,9 @@ def generate_text(options: GenerateOptions, text_fn: Callable[[object], TextRule
     config = model_files.load_config(options.model_dir)
     rules = text_fn(config)
     ids = prompt_ids(text, rules)
-    model = model_files.load_model(options.model_dir, dropout=0.0, dropatt=0.0)
+    choice = model_files.choose_checkpoint(options.model_dir, options.checkpoint)
+    print(model_files.describe_choice(options.model_dir, choice), file=sys.stderr, flush=True)
+    model = model_files.load_model(options.model_dir, choice.path, dropout=0.0, dropatt=0.0)
     gen = Generator(model, seg_len=options.seg_len, mem_len=options.mem_len,
                     clamp_len=options.clamp_len, same_length=options.same_length)
     settings = dict(temperature=options.temperature, top_k=options.top_k,
@@ -154,8 +162,8 @@ def generate_text(options: GenerateOptions, text_fn: Callable[[object], TextRule
     start = time.time()
     generated = _sample(gen, np.asarray(ids, np.int32)[None], options, streamer, settings, out)
     seconds = time.time() - start
-    return {"prompt_tokens": len(ids), "tokens": len(generated), "ids": generated,
-            "text": streamer.printed, "seconds": seconds,
-            "tokens_per_second": len(generated) / seconds if seconds > 0 else None,
+    return {"prompt_tokens": len(ids), "tokens": len(generated),
+            **({"ids": generated} if options.output_ids else {}), "seconds": round(seconds, 3),
+            "tokens_per_second": round(len(generated) / seconds, 1) if seconds > 0 else None,
             "seg_len": gen.seg_len, "mem_len": gen.mem_len, "clamp_len": gen.clamp_len,
-            "same_length": gen.same_length, **settings}
+            "same_length": gen.same_length, **settings, **choice.to_json()}
