@@ -6,14 +6,17 @@ Examples:
   # WikiText-103 test with the paper's evaluation settings (records made for tgt_len 128, bsz 16)
   python runners/evaluate.py --model_dir=/ckpt/wt103 --data_dir=/data/wt103 --split=test \
       --tgt_len=128 --mem_len=1600 --clamp_len=1000 --same_length --batch_size=16
+  # the best checkpoint on validation (MODEL_DIR/best/) instead of the newest
+  python runners/evaluate.py --model_dir=runs/default --checkpoint=best
   # the context curve: the same split at several memory lengths in one run
   python runners/evaluate.py --model_dir=runs/default --mem_lens=0,64,256,1024
   # any text file, tokenized with the model's vocabulary, every token scored
   python runners/evaluate.py --model_dir=/ckpt/enwik8 --text_file=page.txt --batch_size=1 \
       --last_segment=pad
 
-Prints a progress bar on stderr and one JSON line on stdout:
-  {"split", "tokens", "loss", "bpc", "ppl", "tgt_len", "mem_len", "clamp_len", "same_length", ...}
+Prints the checkpoint used and a progress bar on stderr, and one JSON line on stdout:
+  {"split", "tokens", "loss", "bpc", "ppl", "tgt_len", "mem_len", "clamp_len", "same_length",
+   "checkpoint", "checkpoint_name", "checkpoint_step", ...}
 and writes loss / bpc / ppl to TensorBoard under `--tb_dir` (default MODEL_DIR/eval-SPLIT).
 """
 import json

@@ -4,7 +4,8 @@ Example:
   python runners/export.py --model_dir=/ckpt/wt103 --export_dir=/models/txl \
       --mem_len=1600 --clamp_len=1000 --same_length --gen_mem_len=1600
 
-writes /models/txl/<version>/ (version: --version, default one more than the highest existing),
+writes /models/txl/<version>/ from the newest checkpoint (--checkpoint=best: MODEL_DIR/best/,
+the best on validation; --checkpoint=ckpt-N: another kept one) (version: --version, default one more than the highest existing),
 under a temporary name first, so a serving process watching /models/txl never sees half a model.
 Signatures: serving_default (= score), score, nll, init_mems, generate, and with
 --text_signatures (default) generate_text and score_text; see txl_tf/inference/serving.py.

@@ -7,9 +7,11 @@ Example:
 The prompt is tokenized with the model's vocabulary (MODEL_DIR/vocab.txt + corpus-info.json),
 consumed in segments of --seg_len with memory, then every new token costs one forward pass of
 length 1 against the cached memory. The continuation is printed to stdout as it is generated,
-followed by one JSON line: {"prompt_tokens", "tokens", "ids", "text", "seconds",
-"tokens_per_second", sampling settings, ...}. --nostream generates everything in one graph call
-(a tf.while_loop) instead, with the same tokens.
+followed by one compact JSON line: {"prompt_tokens", "tokens", "seconds", "tokens_per_second",
+sampling settings, "checkpoint", "checkpoint_name", "checkpoint_step", ...}; --output_ids adds
+"ids". --nostream generates everything in one graph call (a tf.while_loop) instead, with the
+same tokens. --checkpoint=best uses MODEL_DIR/best/ (the best on validation), --checkpoint=ckpt-N
+another kept checkpoint; one line on stderr names the checkpoint used.
 """
 import json
 import sys

@@ -1,15 +1,19 @@
 """txl-tf: Transformer-XL (Dai et al., ACL 2019) for TensorFlow 2 / Keras 3.
 
 Public API:
-  TransformerXLConfig, TransformerXL, load_model, save_model and the layers
+  TransformerXLConfig, TransformerXL, load_model (checkpoint="latest" | "best" | "ckpt-N"),
+  choose_checkpoint, save_model and the layers
   RelativePositionalEncoding, RelativeMultiHeadAttention, PositionwiseFeedForward,
   TransformerXLBlock, AdaptiveEmbedding, AdaptiveSoftmax; functions rel_shift,
   attention_mask, update_memory.
 
 The names are loaded on first use (PEP 562): `import txl_tf` and the TensorFlow-free modules
 (`txl_tf.config`, the option dataclasses) do not import TensorFlow, so that a runner's `--help`
-and its usage errors come at once; `txl_tf.TransformerXL` (or any layer) imports it.
+and its usage errors come at once; `txl_tf.TransformerXL` (or any layer) imports it, without
+the lines TensorFlow's C++ libraries print as they load (`txl_tf.tf_start`): take the first
+name from txl_tf before importing TensorFlow or Keras to keep those lines off the console.
 """
+from txl_tf import tf_start
 from txl_tf.lazy_exports import lazy_exports
 
 # public name -> the module that defines it
@@ -21,6 +25,8 @@ _EXPORTS = {
     "TransformerXLConfig": "txl_tf.config",
     "PositionwiseFeedForward": "txl_tf.layers.feed_forward",
     "update_memory": "txl_tf.layers.memory",
+    "CheckpointChoice": "txl_tf.model_dir",
+    "choose_checkpoint": "txl_tf.model_dir",
     "ModelDirError": "txl_tf.model_dir",
     "latest_checkpoint": "txl_tf.model_dir",
     "load_config": "txl_tf.model_dir",
@@ -37,4 +43,10 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+_lazy_getattr, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+
+def __getattr__(name):
+    """A public name, imported on first use after TensorFlow is loaded quietly."""
+    tf_start.quiet_start()  # does nothing once TensorFlow is imported
+    return _lazy_getattr(name)

@@ -8,9 +8,16 @@ Layout of `model_dir`:
                         model part of whichever is newest (the one the `checkpoint` state file
                         names, or the highest ckpt-N.index when that file is unreadable); a
                         damaged one is a `CheckpointReadError` naming it.
+  best/                 a training run's best checkpoint on validation, itself a model directory
+                        (config.json, ckpt-<step>.*, best.json: step and valid_loss);
+                        `load_model(model_dir, checkpoint="best")` reads it.
 Runners may add their own files (vocabulary, TensorBoard logs); this module ignores them.
+
+Which checkpoint a reader takes (`choose_checkpoint`): "latest" (the default), "best", "ckpt-N"
+(in model_dir, else in model_dir/best/), or a checkpoint path prefix.
 """
 import contextlib
+import dataclasses
 import gc
 import json
 import logging
@@ -26,6 +33,9 @@ from txl_tf.config import TransformerXLConfig
 from txl_tf.model import TransformerXL
 
 CONFIG_FILE = "config.json"
+BEST_DIR = "best"         # model_dir/best/: the best checkpoint on validation of a training run
+BEST_FILE = "best.json"   # best/best.json: {"step", "valid_loss", "bpc" or "ppl"}
+LATEST, BEST = "latest", "best"
 
 
 class ModelDirError(FileNotFoundError):
@@ -251,23 +261,161 @@ def restore_weights(model: TransformerXL, checkpoint_path: str) -> None:
         raise problem
 
 
-def load_model(model_dir: str, **overrides) -> TransformerXL:
+@dataclasses.dataclass(frozen=True)
+class CheckpointChoice:
+    """The checkpoint of a model directory that a reader uses.
+
+    Attributes:
+      name: what was asked for: "latest", "best", "ckpt-N" or the path prefix given.
+      path: the checkpoint's path prefix (e.g. runs/book/best/ckpt-200).
+      step: the training step it was saved at (its `step` variable, or best.json's `step`);
+        None for a checkpoint that records none (`save_model`, an import).
+    """
+    name: str
+    path: str
+    step: Optional[int]
+
+    def to_json(self) -> dict:
+        """The fields a command's JSON result names it with."""
+        return {"checkpoint": self.path, "checkpoint_name": self.name,
+                "checkpoint_step": self.step}
+
+
+def read_best(model_dir: str) -> Optional[dict]:
+    """`model_dir/best/best.json` ({"step", "valid_loss", ...}), or `model_dir/best.json` when
+    `model_dir` is a best/ directory; None when there is none or it cannot be read."""
+    for path in (os.path.join(model_dir, BEST_DIR, BEST_FILE),
+                 os.path.join(model_dir, BEST_FILE)):
+        try:
+            with open(path) as f:
+                best = json.load(f)
+        except (OSError, ValueError):
+            continue
+        return best if isinstance(best, dict) else None
+    return None
+
+
+def checkpoint_step(checkpoint_path: str) -> Optional[int]:
+    """The training step a checkpoint was saved at: its `step` variable, else the `step` of the
+    best.json beside it; None when neither exists."""
+    try:
+        reader = tf.train.load_checkpoint(checkpoint_path)
+        if reader.has_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"):
+            return int(reader.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"))
+    except Exception as error:  # noqa: BLE001 - a damaged file is reported when it is restored
+        if not is_damage_error(error):
+            raise
+    best = os.path.join(os.path.dirname(checkpoint_path), BEST_FILE)
+    try:
+        with open(best) as f:
+            return int(json.load(f)["step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _available(model_dir: str) -> str:
+    """The checkpoints a --checkpoint value can name in `model_dir`, for error messages."""
+    names = [f"ckpt-{n}" for n, files in sorted(checkpoint_files(model_dir).items())
+             if f"ckpt-{n}.index" in files]
+    best = latest_checkpoint(os.path.join(model_dir, BEST_DIR))
+    if best:
+        names.append(f"best ({os.path.basename(best)})")
+    return ", ".join(names) if names else "no checkpoint"
+
+
+def _checkpoint_path(model_dir: str, which: str) -> str:
+    """The path prefix `which` (see `choose_checkpoint`) names in `model_dir`."""
+    if which == LATEST:
+        path = latest_checkpoint(model_dir)
+        if path is None:
+            raise ModelDirError(
+                f"no checkpoint in {model_dir!r} (config.json is there but no ckpt-N.index "
+                "file); the training run may not have saved yet.")
+        return path
+    if which == BEST:
+        if os.path.isdir(os.path.join(model_dir, BEST_DIR)):
+            return _checkpoint_path(os.path.join(model_dir, BEST_DIR), LATEST)
+        if os.path.isfile(os.path.join(model_dir, BEST_FILE)):  # model_dir is a best/ itself
+            return _checkpoint_path(model_dir, LATEST)
+        raise ModelDirError(
+            f"--checkpoint=best: {model_dir} has no best/ directory (a training run keeps it "
+            "when it evaluates on the valid split, every --eval_steps); use "
+            f"--checkpoint=latest or one of: {_available(model_dir)}.")
+    if re.fullmatch(r"ckpt-\d+", which):
+        for directory in (model_dir, os.path.join(model_dir, BEST_DIR)):
+            if tf.io.gfile.exists(os.path.join(directory, which) + ".index"):
+                return os.path.join(directory, which)
+        raise ModelDirError(f"--checkpoint={which}: no such checkpoint in {model_dir}; it has "
+                            f"{_available(model_dir)}.")
+    if os.sep in which or tf.io.gfile.exists(which + ".index"):
+        if not tf.io.gfile.exists(which + ".index"):
+            raise ModelDirError(f"--checkpoint={which}: no such checkpoint ({which}.index does "
+                                f"not exist); {model_dir} has {_available(model_dir)}.")
+        return which
+    raise ModelDirError(f"--checkpoint={which}: not a checkpoint name; give latest, best, "
+                        f"ckpt-N or a checkpoint path prefix ({model_dir} has "
+                        f"{_available(model_dir)}).")
+
+
+def choose_checkpoint(model_dir: str, which: Optional[str] = LATEST) -> CheckpointChoice:
+    """The checkpoint of `model_dir` that `which` names.
+
+    Args:
+      model_dir: a model directory (a training run's, or its best/ directory).
+      which: "latest" (or None): the newest checkpoint of `model_dir`; "best": the one of
+        `model_dir/best/` (`model_dir`'s own when it is a best/ directory); "ckpt-N":
+        `model_dir/ckpt-N`, else `model_dir/best/ckpt-N`; anything with a path separator: a
+        checkpoint path prefix.
+
+    Returns:
+      The `CheckpointChoice`.
+
+    Raises:
+      ModelDirError: `model_dir` is not a model directory (no config.json), or no such
+        checkpoint (the message lists the ones there are).
+    """
+    load_config(model_dir)  # a directory that is not a model's is named as such first
+    which = which or LATEST
+    path = _checkpoint_path(model_dir, which)
+    return CheckpointChoice(which, path, checkpoint_step(path))
+
+
+def describe_choice(model_dir: str, choice: CheckpointChoice) -> str:
+    """One line for people naming the checkpoint used, and best/ when it holds another step:
+    "checkpoint: latest = runs/book/ckpt-600 (step 600); best/ holds step 200 (valid loss
+    7.8003): --checkpoint=best uses it"."""
+    line = f"checkpoint: {choice.name} = {choice.path}"
+    facts = [] if choice.step is None else [f"step {choice.step}"]
+    best = read_best(model_dir) or {}
+    loss = best.get("valid_loss")
+    loss = f"valid loss {loss:.4f}" if isinstance(loss, (int, float)) else None
+    if "step" not in best or best["step"] == choice.step:
+        facts += ["the best on validation", loss] if "step" in best else []
+        return line + (f" ({', '.join(f for f in facts if f)})" if facts else "")
+    line += f" ({', '.join(facts)})" if facts else ""
+    return line + (f"; best/ holds step {best['step']}" + (f" ({loss})" if loss else "")
+                   + ": --checkpoint=best uses it")
+
+
+def load_model(model_dir: str, checkpoint: Optional[str] = LATEST,
+               **overrides) -> TransformerXL:
     """The ready `TransformerXL` of a txl-tf model directory, trained or imported.
 
     Args:
       model_dir: directory with config.json and at least one checkpoint.
+      checkpoint: which one: "latest" (default), "best", "ckpt-N" or a path prefix (see
+        `choose_checkpoint`).
       **overrides: configuration fields to change, e.g. run settings for evaluation
         (mem_len=1600, clamp_len=1000, same_length=True, dropout=0.0, dropatt=0.0). Fields that
         change weight shapes make the restore fail with a clear error.
+
+    Example:
+      model = txl_tf.load_model("runs/book", checkpoint="best", mem_len=1600)
     """
     config = load_config(model_dir)
     if overrides:
         config = config.replace(**overrides)
-    checkpoint = latest_checkpoint(model_dir)
-    if checkpoint is None:
-        raise ModelDirError(
-            f"no checkpoint in {model_dir!r} (config.json is there but no ckpt-N.index "
-            "file); the training run may not have saved yet.")
+    path = choose_checkpoint(model_dir, checkpoint).path
     model = TransformerXL(config)
-    restore_weights(model, checkpoint)
+    restore_weights(model, path)
     return model

@@ -153,7 +153,8 @@ def word_model_dir(path, n_token=23):
 def gen_flags(**kw):
     base = dict(model_dir=None, prompt=None, prompt_file=None, vocab_file=None, num_tokens=10,
                 temperature=0.0, top_k=0, top_p=1.0, seed=0, seg_len=None, mem_len=40,
-                clamp_len=None, same_length=False, stream=True)
+                clamp_len=None, same_length=False, stream=True, checkpoint="latest",
+                output_ids=True)
     base.update(kw)
     return generate.GenerateOptions(**base)
 
@@ -171,7 +172,7 @@ def test_run_streams_text_and_reports_json(tmp_path):
     text = ""
     for i, w in enumerate(words):
         text += "\n" if w == "<eos>" else (("" if i and words[i - 1] == "<eos>" else " ") + w)
-    assert result["text"] == text and out.getvalue() == text + "\n"
+    assert out.getvalue() == text + "\n" and "text" not in result
     same = generate.run(gen_flags(model_dir=str(tmp_path / "m"), prompt="w1 w2\nw3 w4",
                                   num_tokens=12, stream=False), out=io.StringIO())
     assert same["ids"] == result["ids"]
@@ -193,9 +194,12 @@ def test_generate_bad_input_and_cli(tmp_path):
          "--temperature=0.8", "--top_k=5", "--seed=3"],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result["tokens"] == 5 and len(result["ids"]) == 5
-    assert proc.stdout.startswith(result["text"])
+    # the continuation for people, then a compact JSON line: no text, ids only with --output_ids
+    continuation, line = proc.stdout.rstrip("\n").rsplit("\n", 1)
+    result = json.loads(line)
+    assert result["tokens"] == 5 and "ids" not in result and "text" not in result
+    assert continuation.split() and set(continuation.split()) <= {f"w{i}" for i in range(22)}
+    assert result["checkpoint_name"] == "latest" and result["checkpoint"].endswith("ckpt-1")
     proc = subprocess.run(
         [sys.executable, os.path.join(REPO, "runners", "generate.py"),
          f"--model_dir={tmp_path / 'm'}", "--prompt=w1 cat"],
@@ -246,9 +250,9 @@ def test_run_prints_only_the_continuation_for_char_and_byte_models(tmp_path, lev
     prompt = vocab.encode(b"caf\xc3\xa9 ab" if level == "byte" else "caf\u00e9 ab")
     assert result["prompt_tokens"] == len(prompt)
     full = decode_ids(np.concatenate([prompt, result["ids"]]), rules, vocab)
+    text = out.getvalue()
+    assert text.endswith("\n")
     if level == "char":
-        assert result["text"] == full[len("caf\u00e9 ab"):] == decode_ids(result["ids"], rules,
-                                                                         vocab)
+        assert text[:-1] == full[len("caf\u00e9 ab"):] == decode_ids(result["ids"], rules, vocab)
     else:  # bytes print as UTF-8 once complete; invalid sequences become U+FFFD
-        assert result["text"] == bytes(result["ids"]).decode("utf-8", errors="replace")
-    assert out.getvalue() == result["text"] + "\n"
+        assert text[:-1] == bytes(result["ids"]).decode("utf-8", errors="replace")

@@ -16,8 +16,8 @@ class EvalOptions:
 
     Attributes:
       model_dir: Model directory (config.json + checkpoints).
-      checkpoint: A checkpoint path prefix to evaluate instead of the newest one in
-        --model_dir (e.g. MODEL_DIR/ckpt-20).
+      checkpoint: Which checkpoint of --model_dir: latest (the newest), best (MODEL_DIR/best/,
+        the best on validation), ckpt-N, or a checkpoint path prefix.
       split: Split of --data_dir.
       data_dir: Prepared data directory (default: the one the model was trained on, recorded
         in MODEL_DIR/corpus-info.json). Records for the evaluation layout (--tgt_len,
@@ -42,7 +42,7 @@ class EvalOptions:
         TensorBoard gets eval/loss_by_mem_len with x = the memory length. Replaces --mem_len.
     """
     model_dir: Optional[str] = None
-    checkpoint: Optional[str] = None
+    checkpoint: str = "latest"  # txl_tf.model_dir.LATEST (this module stays TensorFlow-free)
     split: str = "test"
     data_dir: Optional[str] = None
     text_file: Optional[str] = None

@@ -12,6 +12,8 @@ class GenerateOptions:
 
     Attributes:
       model_dir: Model directory (config.json, checkpoints, vocab.txt, corpus-info.json).
+      checkpoint: Which checkpoint of --model_dir: latest (the newest), best (MODEL_DIR/best/,
+        the best on validation), ckpt-N, or a checkpoint path prefix.
       prompt: Prompt text.
       prompt_file: Read the prompt from this file instead.
       vocab_file: Vocabulary (default MODEL_DIR/vocab.txt).
@@ -26,8 +28,10 @@ class GenerateOptions:
       clamp_len: Clamp relative distances (default: the model's).
       same_length: Same attention length for every query.
       stream: Print tokens as they are generated.
+      output_ids: Add the generated token ids to the JSON result.
     """
     model_dir: Optional[str] = None
+    checkpoint: str = "latest"  # txl_tf.model_dir.LATEST (this module stays TensorFlow-free)
     prompt: Optional[str] = None
     prompt_file: Optional[str] = None
     vocab_file: Optional[str] = None
@@ -41,6 +45,7 @@ class GenerateOptions:
     clamp_len: Optional[int] = None
     same_length: bool = False
     stream: bool = True
+    output_ids: bool = False
 
 
 class GenerateInputError(ValueError):

@@ -5,7 +5,8 @@ off), asks `data_fn` for the evaluation streams (the caller owns the data: a pre
 tokenized text), runs the evaluation loop (`txl_tf.inference.evaluation.Evaluator`), writes
 loss / bpc / ppl to TensorBoard and returns the result dict that runners/evaluate.py prints:
   {"split", "tokens", "loss", "bpc", "ppl", "tgt_len", "mem_len", "clamp_len", "same_length",
-   "batch_size", "last_segment", "checkpoint", "tokens_per_second"}; with `mem_lens` (the
+   "batch_size", "last_segment", "checkpoint" (its path), "checkpoint_name" (latest, best,
+   ckpt-N), "checkpoint_step", "tokens_per_second"}; with `mem_lens` (the
 context curve) also "curve": [{"mem_len", "loss", "bpc", "ppl", "tokens"}], and the top-level
 figures are those of the last memory length.
 """
@@ -58,11 +59,14 @@ def trained_data_dir(model_dir: str) -> str:
     return data_dir
 
 
-def checked_options(options: EvalOptions) -> EvalOptions:
-    """`options` with `data_dir` resolved (the trained-on data when neither --data_dir nor
-    --text_file is given). Raises EvalInputError for contradicting or missing flags."""
+def checked_options(options: EvalOptions) -> tuple:
+    """(`options` with `data_dir` resolved (the trained-on data when neither --data_dir nor
+    --text_file is given), the `CheckpointChoice` of `options.checkpoint`). Raises
+    EvalInputError for contradicting or missing flags, ModelDirError for a checkpoint that is
+    not there."""
     if not options.model_dir:
         raise EvalInputError("--model_dir is required.")
+    choice = model_files.choose_checkpoint(options.model_dir, options.checkpoint)
     if options.data_dir and options.text_file:
         raise EvalInputError("give one of --data_dir (with --split) or --text_file, not both.")
     data_dir = options.data_dir or (None if options.text_file
@@ -72,7 +76,7 @@ def checked_options(options: EvalOptions) -> EvalOptions:
     mem_lens = tuple(_memory_length(m) for m in options.mem_lens)
     if mem_lens and options.mem_len is not None:
         raise EvalInputError("give --mem_len or --mem_lens, not both.")
-    return dataclasses.replace(options, data_dir=data_dir, mem_lens=mem_lens)
+    return dataclasses.replace(options, data_dir=data_dir, mem_lens=mem_lens), choice
 
 
 def _memory_length(text) -> int:
@@ -86,29 +90,23 @@ def _memory_length(text) -> int:
     return value
 
 
-def load_model(options: EvalOptions):
-    """(model with the evaluation run settings and dropout off, checkpoint path)."""
+def load_model(options: EvalOptions, choice: model_files.CheckpointChoice):
+    """The model of checkpoint `choice` with the evaluation run settings and dropout off; the
+    choice is named in one line on stderr."""
     overrides = {"dropout": 0.0, "dropatt": 0.0}
     for name in ("tgt_len", "mem_len", "clamp_len", "same_length"):
         if getattr(options, name) is not None:
             overrides[name] = getattr(options, name)
-    checkpoint = options.checkpoint
-    if not checkpoint:
-        model = model_files.load_model(options.model_dir, **overrides)
-        return model, model_files.latest_checkpoint(options.model_dir)
-    config = model_files.load_config(options.model_dir)
-    if not tf.io.gfile.exists(checkpoint + ".index"):
-        raise model_files.ModelDirError(f"--checkpoint={checkpoint}: no such checkpoint "
-                                        f"({checkpoint}.index does not exist).")
-    model = TransformerXL(config.replace(**overrides))
-    model_files.restore_weights(model, checkpoint)
-    return model, checkpoint
+    print(model_files.describe_choice(options.model_dir, choice), file=sys.stderr, flush=True)
+    return model_files.load_model(options.model_dir, choice.path, **overrides)
 
 
 def write_summaries(out: dict, tb_dir: str) -> None:
     """loss / bpc / ppl scalars and the result as text, at the checkpoint's step."""
     match = re.search(r"ckpt-(\d+)$", out["checkpoint"] or "")
-    step = int(match.group(1)) if match else 0
+    step = out["checkpoint_step"]
+    if step is None:
+        step = int(match.group(1)) if match else 0
     writer = tf.summary.create_file_writer(tb_dir)
     with writer.as_default():
         for key in ("loss", "bpc", "ppl"):
@@ -161,8 +159,8 @@ def evaluate_model(options: EvalOptions, data_fn: DataFn) -> dict:
     Raises:
       EvalInputError: bad options or nothing scored. ModelDirError: no model or checkpoint.
     """
-    options = checked_options(options)
-    model, checkpoint = load_model(options)
+    options, choice = checked_options(options)
+    model = load_model(options, choice)
     c = model.config
     batches, num_steps, split = data_fn(options, c)
     if options.max_steps:
@@ -177,7 +175,7 @@ def evaluate_model(options: EvalOptions, data_fn: DataFn) -> dict:
            "clamp_len": c.clamp_len, "same_length": c.same_length,
            **(_curve_fields(curve) if curve else {}),
            "batch_size": options.batch_size, "last_segment": options.last_segment,
-           "checkpoint": checkpoint, "tokens_per_second": result.tokens_per_second}
+           **choice.to_json(), "tokens_per_second": result.tokens_per_second}
     tb_dir = (options.tb_dir if options.tb_dir is not None
               else os.path.join(options.model_dir, f"eval-{split}"))
     if tb_dir:

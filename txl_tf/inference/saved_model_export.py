@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import time
 from typing import Callable, Optional
 
@@ -75,24 +76,30 @@ def remove_stale_temporaries(export_dir):
             pass  # alive, owned by another user
 
 
-def load_model(model_dir):
-    """(config, model) of a model directory, dropout off; errors are export errors."""
+def load_model(model_dir, checkpoint=model_files.LATEST):
+    """(config, model, `CheckpointChoice`) of a model directory, dropout off; the choice is
+    named in one line on stderr; errors are export errors."""
     try:
         config = model_files.load_config(model_dir)
     except (ValueError, ConfigError) as error:
         raise ExportRuntimeError(f"cannot read {os.path.join(model_dir, 'config.json')}: "
                                  f"{error}") from None
-    if model_files.latest_checkpoint(model_dir) is None:
+    if model_files.latest_checkpoint(model_dir) is None and checkpoint == model_files.LATEST:
         raise ExportInputError(f"--model_dir {model_dir} has no checkpoint yet (no "
                                "'checkpoint' file): train it first or wait for its first save.")
     try:
-        model = model_files.load_model(model_dir, dropout=0.0, dropatt=0.0)
+        choice = model_files.choose_checkpoint(model_dir, checkpoint)
+    except model_files.ModelDirError as error:
+        raise ExportInputError(str(error)) from None
+    print(model_files.describe_choice(model_dir, choice), file=sys.stderr, flush=True)
+    try:
+        model = model_files.load_model(model_dir, choice.path, dropout=0.0, dropatt=0.0)
     except (model_files.ModelDirError, tf.errors.OpError, IndexError, ValueError) as error:
         # IndexError: TensorFlow's checkpoint reader on a truncated file.
         message = getattr(error, "message", None) or str(error)
         raise ExportRuntimeError(f"cannot read the checkpoint of {model_dir}: "
                                  f"{message.splitlines()[0]}") from None
-    return config, model
+    return config, model, choice
 
 
 def write_saved_model(module, path, info):
@@ -178,7 +185,7 @@ def export_model(options: ExportOptions, limits: Optional[ServingLimits] = None,
     """
     limits = limits or ServingLimits()
     version, final = _target(options)
-    config, model = load_model(options.model_dir)
+    config, model, choice = load_model(options.model_dir, options.checkpoint)
     vocab_file, codec = vocabulary(config) if vocabulary else (None, None)
     settings = run_settings(options, config)
     module = ServingModule(model, vocab_file=vocab_file, text_codec=codec, limits=limits,
@@ -186,7 +193,7 @@ def export_model(options: ExportOptions, limits: Optional[ServingLimits] = None,
     info = {"version": version, "signatures": sorted(module.signatures()),
             "n_layer": config.n_layer, "d_model": config.d_model, "n_token": config.n_token,
             "vocab_asset": None if vocab_file is None else os.path.basename(vocab_file),
-            "checkpoint": model_files.latest_checkpoint(options.model_dir), **settings,
+            **choice.to_json(), **settings,
             "limits": dataclasses.asdict(limits)}
     start = time.time()
     _write_atomically(module, options.export_dir, version, final, info)

@@ -3,9 +3,10 @@
 `generate_text(options, text_fn, out)` tokenizes the prompt with the model's text rules (the
 caller's `text_fn(config)` gives them: see `TextRules` below), runs a
 `txl_tf.inference.generation.Generator`, writes the continuation to `out` as it is generated
-and returns what runners/generate.py prints as JSON: {"prompt_tokens", "tokens", "ids", "text",
+and returns what runners/generate.py prints as JSON, compact: {"prompt_tokens", "tokens",
 "seconds", "tokens_per_second", "seg_len", "mem_len", "clamp_len", "same_length", sampling
-settings}.
+settings, "checkpoint", "checkpoint_name", "checkpoint_step"}, and "ids" (the generated ids)
+with `output_ids`. The text itself is what was written to `out`.
 """
 import sys
 import time
@@ -106,7 +107,9 @@ def generate_text(options: GenerateOptions, text_fn: Callable[[object], TextRule
     config = model_files.load_config(options.model_dir)
     rules = text_fn(config)
     ids = prompt_ids(text, rules)
-    model = model_files.load_model(options.model_dir, dropout=0.0, dropatt=0.0)
+    choice = model_files.choose_checkpoint(options.model_dir, options.checkpoint)
+    print(model_files.describe_choice(options.model_dir, choice), file=sys.stderr, flush=True)
+    model = model_files.load_model(options.model_dir, choice.path, dropout=0.0, dropatt=0.0)
     gen = Generator(model, seg_len=options.seg_len, mem_len=options.mem_len,
                     clamp_len=options.clamp_len, same_length=options.same_length)
     settings = dict(temperature=options.temperature, top_k=options.top_k,
@@ -115,8 +118,8 @@ def generate_text(options: GenerateOptions, text_fn: Callable[[object], TextRule
     start = time.time()
     generated = _sample(gen, np.asarray(ids, np.int32)[None], options, streamer, settings, out)
     seconds = time.time() - start
-    return {"prompt_tokens": len(ids), "tokens": len(generated), "ids": generated,
-            "text": streamer.printed, "seconds": seconds,
-            "tokens_per_second": len(generated) / seconds if seconds > 0 else None,
+    return {"prompt_tokens": len(ids), "tokens": len(generated),
+            **({"ids": generated} if options.output_ids else {}), "seconds": round(seconds, 3),
+            "tokens_per_second": round(len(generated) / seconds, 1) if seconds > 0 else None,
             "seg_len": gen.seg_len, "mem_len": gen.mem_len, "clamp_len": gen.clamp_len,
-            "same_length": gen.same_length, **settings}
+            "same_length": gen.same_length, **settings, **choice.to_json()}

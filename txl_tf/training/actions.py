@@ -174,15 +174,19 @@ class SaveCheckpoint:
 
 class KeepBest:
     """After a save at a step that was evaluated: model_dir/best/ when the validation loss is
-    the best so far (`TrainCheckpoints.maybe_save_best`)."""
+    the best so far (`TrainCheckpoints.maybe_save_best`), with the data's vocabulary files
+    (`copy_data_files(directory)`, e.g. `DataSource.copy_to`) so that best/ is a complete model
+    directory."""
     every = 0
 
     def __init__(self, checkpoints: TrainCheckpoints, save: SaveCheckpoint,
-                 evaluation: Evaluate, level: str):
+                 evaluation: Evaluate, level: str,
+                 copy_data_files: Optional[Callable[[str], None]] = None):
         self.checkpoints = checkpoints
         self.save = save
         self.evaluation = evaluation
         self.level = level
+        self.copy_data_files = copy_data_files
 
     def __call__(self, output: LoopOutput) -> None:
         if not output.step == self.save.last_step == self.evaluation.last_step:
@@ -190,7 +194,8 @@ class KeepBest:
         loss = self.evaluation.last_loss
         metric = self.evaluation.summaries.metric
         self.checkpoints.maybe_save_best(output.step, loss,
-                                         {metric: metric_value(loss, self.level)})
+                                         {metric: metric_value(loss, self.level)},
+                                         self.copy_data_files)
 
 
 class HParamsMetrics:

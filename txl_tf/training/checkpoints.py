@@ -9,8 +9,10 @@ Layout of `model_dir` (written by `TrainCheckpoints`):
   memory/worker-<w>/step-<step>/  the memory of worker w's local replicas after step <step>: a TF
                                   checkpoint of L variables [per_host_batch, M, D] (`layer_0`...),
                                   replicas concatenated in replica order.
-  best/                           config.json, checkpoint, ckpt-<step>.* (model and step only) and
-                                  best.json: the best checkpoint on validation so far (written
+  best/                           config.json, checkpoint, ckpt-<step>.* (model and step only),
+                                  best.json and the data's vocab.txt and corpus-info.json: the
+                                  best checkpoint on validation so far, a complete model
+                                  directory (written
                                   whole into .best-tmp-<step>/, then swapped in with
                                   `txl_tf.model_dir.atomic_directory`).
   damaged/ckpt-<step>/            the files (and memory-worker-<w>/) of a checkpoint newer than
@@ -37,22 +39,20 @@ import json
 import os
 import shutil
 import tempfile
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
 import txl_tf
-from txl_tf.model_dir import (TMP_PREFIX, atomic_directory, checkpoint_files,
+from txl_tf.model_dir import (BEST_DIR, BEST_FILE, TMP_PREFIX, atomic_directory, checkpoint_files,
                               checkpoint_problem, first_line, is_damage_error, quiet_tf_warnings,
                               write_json_atomic, write_text_atomic)
 from txl_tf.training.checkpoint_errors import CheckpointError, CheckpointIOError, save_error
 from txl_tf.training.checkpoint_memory import (memory_dir, memory_step_dir, memory_workers,
                                                prune_memory, read_memory, write_memory)
 
-BEST_DIR = "best"
-BEST_FILE = "best.json"
 DAMAGED_DIR = "damaged"
 SCHEDULE_FILE = "schedule.json"
 _BEST_TMP = ".best-tmp-"
@@ -399,9 +399,16 @@ class TrainCheckpoints:
                   "replaces best/.", flush=True)
             return None
 
-    def maybe_save_best(self, step: int, valid_loss: float, extra: dict) -> bool:
+    def maybe_save_best(self, step: int, valid_loss: float, extra: dict,
+                        copy_data_files: Optional[Callable[[str], None]] = None) -> bool:
         """Chief: keep `model_dir/best/` as the best checkpoint on validation so far. The new
         best/ is written whole into a temporary directory, then swapped in.
+
+        Args:
+          step: the training step; valid_loss: its validation loss (nats per token).
+          extra: more best.json fields (e.g. {"bpc": ...}).
+          copy_data_files: `copy_data_files(directory)` writes the vocabulary files into the
+            new best/ (`DataSource.copy_to`), so that it is a complete model directory.
 
         Raises:
           CheckpointIOError: the copy failed (e.g. disk full); best/ is left as it was.
@@ -420,6 +427,8 @@ class TrainCheckpoints:
                                            ).save(checkpoint_number=step)
                 write_json_atomic(os.path.join(tmp, BEST_FILE),
                                   dict(extra, step=step, valid_loss=valid_loss))
+                if copy_data_files is not None:
+                    copy_data_files(tmp)
         except (OSError, tf.errors.OpError) as error:
             previous = txl_tf.latest_checkpoint(final)
             raise save_error(error, f"the best checkpoint (step {step})", self.model_dir,

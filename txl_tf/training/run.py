@@ -287,7 +287,8 @@ def _build_controller(run: _Run, summaries: RunSummaries, step: int, mems) -> Co
     evaluation = actions_lib.Evaluate(evaluate, summaries, o.eval_steps, o.train_steps,
                                       echo=place.is_chief)
     save = actions_lib.SaveCheckpoint(run.checkpoints, o.save_steps, o.train_steps, memories)
-    best = actions_lib.KeepBest(run.checkpoints, save, evaluation, run.data.level)
+    best = actions_lib.KeepBest(run.checkpoints, save, evaluation, run.data.level,
+                                run.data.copy_to)
     run.actions = dict(throughput=actions_lib.Throughput(), log=log, evaluation=evaluation,
                        save=save, best=best,
                        hparams=actions_lib.HParamsMetrics(run.hparams, log, evaluation))
