@@ -9,9 +9,9 @@ Public API:
 
 The names are loaded on first use (PEP 562): `import txl_tf` and the TensorFlow-free modules
 (`txl_tf.config`, the option dataclasses) do not import TensorFlow, so that a runner's `--help`
-and its usage errors come at once; `txl_tf.TransformerXL` (or any layer) imports it, without
-the lines TensorFlow's C++ libraries print as they load (`txl_tf.tf_start`): take the first
-name from txl_tf before importing TensorFlow or Keras to keep those lines off the console.
+and its usage errors come at once; `txl_tf.TransformerXL` (or any layer) imports it. Whoever
+imports TensorFlow first after `import txl_tf` (txl_tf, Keras or the user) loads it without the
+lines its C++ libraries print as they load (`txl_tf.tf_start`): import txl_tf first.
 """
 from txl_tf import tf_start
 from txl_tf.lazy_exports import lazy_exports
@@ -43,10 +43,5 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
 
-_lazy_getattr, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-
-def __getattr__(name):
-    """A public name, imported on first use after TensorFlow is loaded quietly."""
-    tf_start.quiet_start()  # does nothing once TensorFlow is imported
-    return _lazy_getattr(name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+tf_start.quiet_when_imported()  # loads nothing; TensorFlow's first import, by anyone, is quiet

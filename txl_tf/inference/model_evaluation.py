@@ -23,7 +23,6 @@ from txl_tf import model_dir as model_files
 from txl_tf.inference import evaluation
 from txl_tf.inference.eval_options import (LAST_SEGMENTS, SPLITS,  # noqa: F401
                                            EvalInputError, EvalOptions)
-from txl_tf.model import TransformerXL
 
 
 
