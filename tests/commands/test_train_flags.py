@@ -10,6 +10,7 @@ import txl_tf
 from runners.cli import model_flags as flags_model
 from runners.train import define_flags, options_from_flags
 from txl_tf.config import check_against_saved
+from txl_tf.training.options import for_level
 
 from tiny import tiny_config
 
@@ -38,10 +39,18 @@ def parse(args):
 
 
 def test_no_flags_defaults_are_the_small_default_flagfile():
+    """default.flags spells out the no-flags run; the data-dependent defaults (--cutoffs=auto,
+    --learning_rate of the level) as they resolve for its byte-level builtin corpus."""
     defaults = parse([])
     spelled = parse([f"--flagfile={os.path.join(REPO, 'runners', 'default.flags')}"])
     for name in defaults:
+        if name == "learning_rate":
+            _, options = options_from_flags(defaults)
+            assert for_level(options, "byte").learning_rate == spelled[name].value
+            continue
         assert defaults[name].value == spelled[name].value or name == "cutoffs", name
+    assert flags_model.parse_cutoffs(defaults.cutoffs, (), N_TOKEN["builtin"]) == \
+        flags_model.parse_cutoffs(spelled.cutoffs, (), N_TOKEN["builtin"])
 
 
 @pytest.mark.parametrize("path", FLAGFILES, ids=os.path.basename)
@@ -132,6 +141,6 @@ def test_model_flags_are_generated_from_the_config():
     assert set(docs) == fields
     for name in fields - {"n_token", "cutoffs", "layer_norm_epsilon"}:
         assert values[name].help.endswith(docs[name]), name  # enums add <a|b>: in front
-    assert values.d_embed == -1 and values.cutoffs == ""
+    assert values.d_embed == -1 and values.cutoffs == "auto"
     small = flags_model.config_from_flags(parse([]), 50)
     assert {k: getattr(small, k) for k in flags_model.SMALL_MODEL} == flags_model.SMALL_MODEL
