@@ -144,3 +144,28 @@ def test_model_flags_are_generated_from_the_config():
     assert values.d_embed == -1 and values.cutoffs == "auto"
     small = flags_model.config_from_flags(parse([]), 50)
     assert {k: getattr(small, k) for k in flags_model.SMALL_MODEL} == flags_model.SMALL_MODEL
+
+
+def test_cutoffs_auto_takes_the_corpus_ones_else_chooses_them_for_a_large_vocabulary():
+    from txl_tf.layers.adaptive_softmax import AUTO_CUTOFFS_MIN_VOCAB
+    values = parse([])
+    assert values.cutoffs == "auto"
+    big = AUTO_CUTOFFS_MIN_VOCAB + 5_000
+    config = flags_model.config_from_flags(values, big)
+    assert config.cutoffs == (big // 16 // 100 * 100, big // 4 // 100 * 100)
+    assert flags_model.config_from_flags(values, AUTO_CUTOFFS_MIN_VOCAB - 1).cutoffs == ()
+    # The corpus' own cutoffs win; 'none' and explicit ids are kept as given.
+    assert flags_model.config_from_flags(values, 267735, (20000, 40000, 200000)).cutoffs == \
+        (20000, 40000, 200000)
+    assert flags_model.config_from_flags(parse(["--cutoffs=none"]), big).cutoffs == ()
+    assert flags_model.config_from_flags(parse(["--cutoffs=100,900"]), big).cutoffs == (100, 900)
+
+
+def test_the_learning_rate_default_is_the_level_one_and_a_given_one_is_kept():
+    _, options = options_from_flags(parse([]))
+    assert options.learning_rate is None
+    assert for_level(options, "word").learning_rate == 1e-3
+    assert for_level(options, "byte").learning_rate == for_level(options, "char").learning_rate \
+        == 2e-3
+    _, given = options_from_flags(parse(["--learning_rate=5e-4"]))
+    assert for_level(given, "word").learning_rate == 5e-4
