@@ -15,9 +15,12 @@ Examples:
       --last_segment=pad
 
 Prints the checkpoint used and a progress bar on stderr, and one JSON line on stdout:
-  {"split", "tokens", "loss", "bpc", "ppl", "tgt_len", "mem_len", "clamp_len", "same_length",
-   "checkpoint", "checkpoint_name", "checkpoint_step", ...}
-and writes loss / bpc / ppl to TensorBoard under `--tb_dir` (default MODEL_DIR/eval-SPLIT).
+  {"split", "tokens", "loss", "bpc" (byte/char) or "ppl" (word), "unigram_entropy_nats",
+   "verdict", "tgt_len", "mem_len", "clamp_len", "same_length", "checkpoint",
+   "checkpoint_name", "checkpoint_step", ...}
+and writes the loss and bpc or ppl to TensorBoard under `--tb_dir` (default
+MODEL_DIR/eval-SPLIT). When the loss is not below the unigram entropy of the scored tokens, a
+line on stderr says the model did not learn.
 """
 import json
 import os
@@ -46,7 +49,8 @@ def define_flags(fv=flags.FLAGS) -> dict:
 
 
 def text_data(options, config):
-    """The streams of --text_file, tokenized with the model's vocabulary."""
+    """The streams of --text_file, tokenized with the model's vocabulary, and their unigram
+    entropy."""
     mv = model_vocab.load_model_vocab(options.model_dir, config.n_token, options.vocab_file)
     if not os.path.isfile(options.text_file):
         raise EvalInputError(f"--text_file={options.text_file} does not exist.")
@@ -61,12 +65,13 @@ def text_data(options, config):
             f"(needs {b * (q + 1)}); lower --batch_size or --tgt_len, or use --last_segment=pad."
             if options.last_segment == "drop" else f"the text has {n} tokens, too few for {b} "
             "streams of at least 2 tokens; lower --batch_size.") from None
-    return data, data.num_steps, "text"
+    return data, data.num_steps, "text", tf_records.unigram_entropy(tokens)
 
 
 def split_data(options, config):
     """The records of --split in --data_dir for the evaluation layout (made from the token
-    cache when missing), checked against the model's vocabulary."""
+    cache when missing), checked against the model's vocabulary, and the split's unigram
+    entropy."""
     data = tf_records.PreparedData(options.data_dir)
     layout = data.layout(config.tgt_len, options.batch_size, last_segment=options.last_segment)
     input_fn = data.input_fn(options.split, layout, verify="size", vocab_size=config.n_token,
@@ -80,7 +85,8 @@ def split_data(options, config):
                 f"vocabulary mismatch: the {options.split} records in {options.data_dir} were "
                 f"made with vocabulary {made_with}, the model's {vocab_path} is {ours}. "
                 "Evaluate on data prepared with the model's corpus.")
-    return input_fn(), input_fn.metadata["num_steps"], options.split
+    return (input_fn(), input_fn.metadata["num_steps"], options.split,
+            data.unigram_entropy(options.split))
 
 
 def run(options: EvalOptions) -> dict:

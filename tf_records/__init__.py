@@ -3,7 +3,8 @@
 Public API (see each module's docstring):
 
 - `DataOptions`, `PreparedData(options or data_dir)`: a prepared data directory (its corpus,
-  records found or made for a layout, input functions, unigram baseline, vocabulary).
+  records found or made for a layout, input functions, unigram baseline, vocabulary);
+  `unigram_entropy(tokens)`: the unigram baseline of any token ids.
 - `RecordLayout(tgt_len, per_replica_batch, replicas_per_host=1, num_hosts=1, num_passes=1,
   last_segment="drop")`: how streams are laid out (`num_streams`, `per_host_batch`).
 - `CORPORA` / `get_corpus(name, **options)`: enwik8, text8, wt103, wt2, ptb, lm1b, text,
@@ -37,7 +38,7 @@ from tf_records.layout import RecordLayout
 from tf_records.metadata import find_records, prepare_command, read_corpus_info
 from tf_records.model_vocab import load_vocab
 from tf_records.prepare import prepare, recorded_corpus
-from tf_records.prepared_data import DataOptions, PreparedData
+from tf_records.prepared_data import DataOptions, PreparedData, unigram_entropy
 from tf_records.reader import dataset_from_tokens, make_input_fn
 from tf_records.stream_cache import load as load_token_stream
 from tf_records.text_codec import detokenize, tokenize_text
@@ -51,5 +52,5 @@ __all__ = [
     "Vocabulary", "VocabularyError", "VocabularyImportError", "VocabularyMismatchError",
     "dataset_from_tokens", "detokenize", "find_records", "get_corpus", "load_token_stream",
     "load_vocab", "make_input_fn", "prepare", "prepare_command", "read_corpus_info",
-    "recorded_corpus", "tokenize_text",
+    "recorded_corpus", "tokenize_text", "unigram_entropy",
 ]

@@ -24,6 +24,7 @@ from tf_records.corpora import get_corpus
 from tf_records.errors import DataError
 from tf_records.layout import RecordLayout
 from tf_records.progress import Progress
+from tf_records.vocab_choice import too_small_warning
 
 
 def _log(progress, text):
@@ -151,6 +152,10 @@ def _build(dataset, corpus, data_dir, raw_path, download, progress, descs):
         **built.info,
     }
     atomic.write_json(os.path.join(data_dir, metadata.CORPUS_INFO), info)
+    warning = too_small_warning("train", info["num_tokens"].get("train", 0), len(vocab),
+                                vocab.level) if "train" in descs else None
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     return info, built.streams
 
 
@@ -192,7 +197,8 @@ def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progr
     Returns:
       `{"dataset", "data_dir", "level", "vocab_size", "vocab_checksum", "num_tokens":
       {split: n}, "records": {split: {"info_file", "files", "num_steps", "written"}},
-      "seconds"}`.
+      "seconds"}`, and the corpus' `min_freq_chosen` and `unk_tokens` ({split: n}) when it
+      records them.
 
     Raises:
       DataError: another dataset or other options than `data_dir` holds, an unknown split,
@@ -229,4 +235,5 @@ def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progr
     return {"dataset": dataset, "data_dir": data_dir, "level": info["level"],
             "vocab_size": info["vocab_size"], "vocab_checksum": info["vocab_checksum"],
             "num_tokens": info["num_tokens"], "records": records,
+            **{k: info[k] for k in ("min_freq_chosen", "unk_tokens") if k in info},
             "seconds": round(time.time() - start, 3)}

@@ -75,6 +75,16 @@ def _resolve(options: DataOptions) -> DataOptions:
     return dataclasses.replace(options, dataset=dataset, corpus_options=corpus_options)
 
 
+def unigram_entropy(tokens) -> Optional[float]:
+    """Entropy (nats/token) of the frequencies of the ids in `tokens` (int [N]); None when
+    empty. The loss of the best model of these very tokens that ignores context."""
+    counts = np.bincount(np.asarray(tokens, np.int64).reshape(-1))
+    if not counts.sum():
+        return None
+    p = counts[counts > 0] / counts.sum()
+    return float(-(p * np.log(p)).sum())
+
+
 class PreparedData:
     """A prepared (or to be prepared) data directory.
 
@@ -316,9 +326,7 @@ class PreparedData:
             tokens = load_token_stream(self.data_dir, split, verify=False)
         except Exception:  # noqa: BLE001 - a baseline is optional
             return None
-        counts = np.bincount(np.asarray(tokens, np.int64))
-        p = counts[counts > 0] / counts.sum()
-        return float(-(p * np.log(p)).sum())
+        return unigram_entropy(tokens)
 
     def token_stream(self, split: str) -> np.ndarray:
         """int32 `[N]` token ids of `split` (checked against its recorded sha256)."""

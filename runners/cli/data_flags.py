@@ -27,7 +27,8 @@ CORPUS_FLAGS = {
     "lower_case": ("bool", "text: lower-case the text."),
     "add_eos": ("bool", "text (word): <eos> at every line end."),
     "vocab_from": (["train", "all"], "text: splits counted for the vocabulary."),
-    "min_freq": ("int", "text: minimum count of a symbol."),
+    "min_freq": ("int", "text: minimum count of a symbol (word level, when neither this nor "
+                        "--max_size is given: chosen from the corpus; 1 keeps every word)."),
     "max_size": ("int", "text: maximum vocabulary size (with specials)."),
     "unk_policy": (["error", "unk"], "text: symbols of valid/test (or pruned ones) missing from "
                                      "the vocabulary map to <unk> (default) or are an error."),

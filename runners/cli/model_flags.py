@@ -3,7 +3,8 @@
 The flag names are the config's field names (the reference's flag names), the help texts are the
 entries of its `Attributes:` docstring section and the defaults are its defaults, with two flag
 spellings: `--d_embed=-1` for d_embed None (= d_model) and `--cutoffs`, a text ('auto', 'none'
-or comma-separated ids) because its default comes from the data's corpus-info.json. A runner
+or comma-separated ids) because its default comes from the data: the corpus-info.json's cutoffs,
+else those of `txl_tf.layers.adaptive_softmax.auto_cutoffs` for the vocabulary size. A runner
 that wants other defaults passes a named preset (`SMALL_MODEL`). `n_token` has no flag: the
 vocabulary size is the data's.
 """
@@ -13,14 +14,15 @@ from absl import flags
 
 import txl_tf
 from runners.cli import dataclass_flags
+from txl_tf.layers.adaptive_softmax import AUTO_CUTOFFS_MIN_VOCAB, auto_cutoffs
 
 # Fields without a generated flag: n_token comes from the data, cutoffs is the text flag below,
 # layer_norm_epsilon is the reference's (only imported weights change it).
 _NOT_FLAGS = ("n_token", "cutoffs", "layer_norm_epsilon")
 _FLAG_DEFAULTS = dict(d_embed=-1)
-_CUTOFFS_HELP = ("Comma-separated adaptive softmax cutoffs; 'auto' (default when empty and the "
-                 "corpus defines them): the corpus' cutoffs from corpus-info.json; 'none': plain "
-                 "softmax.")
+_CUTOFFS_HELP = ("Comma-separated adaptive softmax cutoffs; 'auto' (or empty): the corpus' "
+                 "cutoffs from corpus-info.json, else for a vocabulary of at least "
+                 f"{AUTO_CUTOFFS_MIN_VOCAB:,} about V/16 and V/4; 'none': plain softmax.")
 
 # The no-flags model of runners/train.py (spelled out in runners/default.flags): small enough to
 # learn the built-in corpus in a few CPU minutes. The config's own defaults stay the reference's.
@@ -41,16 +43,17 @@ def define_model_flags(flag_values: flags.FlagValues = flags.FLAGS,
     names = dataclass_flags.define_flags(
         txl_tf.TransformerXLConfig, flag_values, defaults=defaults,
         enums={"init": ("normal", "uniform")}, skip=_NOT_FLAGS)
-    flags.DEFINE_string("cutoffs", defaults.get("cutoffs", ""), _CUTOFFS_HELP,
+    flags.DEFINE_string("cutoffs", defaults.get("cutoffs", "auto"), _CUTOFFS_HELP,
                         flag_values=flag_values)
     return names + ["cutoffs"]
 
 
-def parse_cutoffs(text: str, corpus_cutoffs: Sequence[int] = ()) -> tuple:
-    """The cutoffs of the `--cutoffs` text: '' or 'auto' the corpus', 'none' no cutoffs."""
+def parse_cutoffs(text: str, corpus_cutoffs: Sequence[int] = (), n_token: int = 0) -> tuple:
+    """The cutoffs of the `--cutoffs` text: '' or 'auto' the corpus', or when it has none
+    `auto_cutoffs(n_token)`; 'none' no cutoffs."""
     text = (text or "").strip().lower()
     if text in ("", "auto"):
-        return tuple(int(c) for c in corpus_cutoffs)
+        return tuple(int(c) for c in corpus_cutoffs) or auto_cutoffs(n_token)
     if text == "none":
         return ()
     try:
@@ -68,9 +71,9 @@ def config_from_flags(flag_values, n_token: int,
       flag_values: the parsed flags of `define_model_flags`.
       n_token: the vocabulary size V.
       corpus_cutoffs: the data's cutoffs; those at or above n_token are dropped (explicit
-        `--cutoffs` must be right).
+        `--cutoffs` must be right). With none, `--cutoffs=auto` chooses them for n_token.
     """
-    cutoffs = parse_cutoffs(flag_values.cutoffs, corpus_cutoffs)
+    cutoffs = parse_cutoffs(flag_values.cutoffs, corpus_cutoffs, n_token)
     if (flag_values.cutoffs or "").strip().lower() in ("", "auto"):
         cutoffs = tuple(c for c in cutoffs if c < n_token)
     d_embed = flag_values.d_embed

@@ -10,6 +10,7 @@ import txl_tf
 from runners.cli import model_flags as flags_model
 from runners.train import define_flags, options_from_flags
 from txl_tf.config import check_against_saved
+from txl_tf.training.options import for_level
 
 from tiny import tiny_config
 
@@ -38,10 +39,18 @@ def parse(args):
 
 
 def test_no_flags_defaults_are_the_small_default_flagfile():
+    """default.flags spells out the no-flags run; the data-dependent defaults (--cutoffs=auto,
+    --learning_rate of the level) as they resolve for its byte-level builtin corpus."""
     defaults = parse([])
     spelled = parse([f"--flagfile={os.path.join(REPO, 'runners', 'default.flags')}"])
     for name in defaults:
+        if name == "learning_rate":
+            _, options = options_from_flags(defaults)
+            assert for_level(options, "byte").learning_rate == spelled[name].value
+            continue
         assert defaults[name].value == spelled[name].value or name == "cutoffs", name
+    assert flags_model.parse_cutoffs(defaults.cutoffs, (), N_TOKEN["builtin"]) == \
+        flags_model.parse_cutoffs(spelled.cutoffs, (), N_TOKEN["builtin"])
 
 
 @pytest.mark.parametrize("path", FLAGFILES, ids=os.path.basename)
@@ -132,6 +141,31 @@ def test_model_flags_are_generated_from_the_config():
     assert set(docs) == fields
     for name in fields - {"n_token", "cutoffs", "layer_norm_epsilon"}:
         assert values[name].help.endswith(docs[name]), name  # enums add <a|b>: in front
-    assert values.d_embed == -1 and values.cutoffs == ""
+    assert values.d_embed == -1 and values.cutoffs == "auto"
     small = flags_model.config_from_flags(parse([]), 50)
     assert {k: getattr(small, k) for k in flags_model.SMALL_MODEL} == flags_model.SMALL_MODEL
+
+
+def test_cutoffs_auto_takes_the_corpus_ones_else_chooses_them_for_a_large_vocabulary():
+    from txl_tf.layers.adaptive_softmax import AUTO_CUTOFFS_MIN_VOCAB
+    values = parse([])
+    assert values.cutoffs == "auto"
+    big = AUTO_CUTOFFS_MIN_VOCAB + 5_000
+    config = flags_model.config_from_flags(values, big)
+    assert config.cutoffs == (big // 16 // 100 * 100, big // 4 // 100 * 100)
+    assert flags_model.config_from_flags(values, AUTO_CUTOFFS_MIN_VOCAB - 1).cutoffs == ()
+    # The corpus' own cutoffs win; 'none' and explicit ids are kept as given.
+    assert flags_model.config_from_flags(values, 267735, (20000, 40000, 200000)).cutoffs == \
+        (20000, 40000, 200000)
+    assert flags_model.config_from_flags(parse(["--cutoffs=none"]), big).cutoffs == ()
+    assert flags_model.config_from_flags(parse(["--cutoffs=100,900"]), big).cutoffs == (100, 900)
+
+
+def test_the_learning_rate_default_is_the_level_one_and_a_given_one_is_kept():
+    _, options = options_from_flags(parse([]))
+    assert options.learning_rate is None
+    assert for_level(options, "word").learning_rate == 1e-3
+    assert for_level(options, "byte").learning_rate == for_level(options, "char").learning_rate \
+        == 2e-3
+    _, given = options_from_flags(parse(["--learning_rate=5e-4"]))
+    assert for_level(given, "word").learning_rate == 5e-4

@@ -199,6 +199,8 @@ def test_longer_eval_memory_lowers_loss_on_long_range_corpus(synthetic_run):
     assert short["tokens"] == long["tokens"] > 5000
     assert short["mem_len"] == 8 and long["mem_len"] == 32
     assert best < long["loss"] < short["loss"] - 0.3 < unigram, (short, long)
+    # A model that learned: below the split's unigram entropy, no verdict.
+    assert long["loss"] < long["unigram_entropy_nats"] and long["verdict"] is None
     # The records path equals the in-memory stream path on the same tokens.
     batches, steps = stream_batches(run.valid, 8, 8)
     again = evaluation.Evaluator(run.model, mem_len=32).evaluate(batches, 8, steps,
@@ -275,9 +277,10 @@ def test_cli_prints_json_line_and_writes_tensorboard(tmp_path):
                    "--tgt_len=4", f"--tb_dir={tmp_path / 'tb'}")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    for key in ("split", "tokens", "loss", "bpc", "ppl", "tgt_len", "mem_len", "clamp_len",
-                "same_length"):
+    for key in ("split", "tokens", "loss", "ppl", "unigram_entropy_nats", "unigram_ppl",
+                "verdict", "tgt_len", "mem_len", "clamp_len", "same_length"):
         assert key in out
+    assert "bpc" not in out  # a word model's loss is a perplexity, not bits per character
     assert (out["tgt_len"], out["mem_len"], out["clamp_len"], out["same_length"]) == \
         (4, 12, 7, True)
     assert "eval [" in proc.stderr  # progress bar
@@ -288,7 +291,14 @@ def test_cli_prints_json_line_and_writes_tensorboard(tmp_path):
         batches, 2, steps, progress=False)
     assert out["tokens"] == expected.tokens
     np.testing.assert_allclose(out["loss"], expected.loss, rtol=1e-5)
-    np.testing.assert_allclose(out["bpc"], expected.loss / math.log(2), rtol=1e-5)
+    np.testing.assert_allclose(out["ppl"], math.exp(expected.loss), rtol=1e-5)
+    # The verdict: this untrained model scores worse than the text's own word counts.
+    counts = np.bincount(ids)
+    p = counts[counts > 0] / len(ids)
+    np.testing.assert_allclose(out["unigram_entropy_nats"], -(p * np.log(p)).sum(), rtol=1e-6)
+    assert out["loss"] > out["unigram_entropy_nats"]
+    assert out["verdict"].startswith("verdict: the model did not learn: its text loss")
+    assert out["verdict"] in proc.stderr.splitlines()
     assert any(name.startswith("events") for name in os.listdir(tmp_path / "tb"))
     bad = run_cli("evaluate.py", f"--model_dir={tmp_path / 'missing'}", f"--text_file={text}")
     assert bad.returncode == 2 and "not a txl-tf model directory" in bad.stderr

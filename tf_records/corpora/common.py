@@ -6,6 +6,7 @@ import numpy as np
 from tf_records.corpora.base import BuiltCorpus, counts_of_ids, log
 from tf_records.errors import CorpusError, VocabularyError
 from tf_records.tokenize import TextRules, encode_word_lines, word_symbols
+from tf_records.vocab_choice import TOKENS_PER_ENTRY, auto_min_freq
 from tf_records.vocabulary import Vocabulary
 
 
@@ -45,7 +46,7 @@ def char_corpus(texts: dict, lower_case=False, count_splits=None, vocab=None, mi
             counter.update(texts[s])
         if unk_symbol is not None and len(unk_symbol) != 1:
             raise CorpusError(f"a char-level unk symbol must be one character, got {unk_symbol!r}.")
-        vocab = Vocabulary.build(counter, "char", min_freq=min_freq, max_size=max_size,
+        vocab = Vocabulary.build(counter, "char", min_freq=min_freq or 0, max_size=max_size,
                                  unk_symbol=unk_symbol, unk_policy=unk_policy)
     streams = {s: vocab.encode_chars(t) for s, t in texts.items()}
     return BuiltCorpus(vocab, TextRules("char", lower_case=lower_case), streams,
@@ -59,16 +60,23 @@ def word_corpus(line_sources: dict, rules: TextRules, count_splits, specials=(),
 
     The vocabulary counts the splits in `count_splits` with the reference rule (specials first,
     then by count); `backend` picks the encoder (ids are identical either way). `progress`
-    prints stage messages on stderr.
+    prints stage messages on stderr. `min_freq=None` and no `max_size` (with an unk symbol):
+    the minimum count is chosen from the corpus (`tf_records.vocab_choice.auto_min_freq`),
+    recorded in the corpus info as `min_freq_chosen` and reported.
     """
+    info = dict(info or {})
     if vocab is None:
         counter = collections.Counter()
         for s in count_splits:
             log(progress, f"counting words of {s} ...")
             for line in line_sources[s]():
                 counter.update(word_symbols(line, rules))
+        num_tokens = sum(counter.values())
         for sym in specials:
             counter.pop(sym, None)
+        if min_freq is None:
+            min_freq = _chosen_min_freq(counter, num_tokens, specials, max_size, unk_symbol,
+                                        info, progress)
         vocab = Vocabulary.build(counter, "word", specials=specials, min_freq=min_freq,
                                  max_size=max_size, unk_symbol=unk_symbol, unk_policy=unk_policy)
     streams = {}
@@ -84,6 +92,24 @@ def word_corpus(line_sources: dict, rules: TextRules, count_splits, specials=(),
             raise CorpusError(f"the {s} split is empty.")
         streams[s] = ids
     return BuiltCorpus(vocab, rules, streams, with_unk_counts(info, streams, vocab, progress))
+
+
+def _chosen_min_freq(counter, num_tokens, specials, max_size, unk_symbol, info, progress) -> int:
+    """The automatic minimum count of `word_corpus` (0 when `max_size` is given or there is
+    no unk symbol to map the dropped words to), recorded in `info` and reported."""
+    if max_size is not None or unk_symbol is None:
+        return 0
+    n_specials = len(set(specials) | {unk_symbol})
+    min_freq = auto_min_freq(counter, num_tokens, n_specials)
+    kept = sum(1 for c in counter.values() if c >= min_freq)
+    dropped = sum(c for c in counter.values() if c < min_freq)
+    info["min_freq_chosen"] = min_freq
+    log(progress, f"vocabulary: {kept + n_specials:,} entries, the words seen at least "
+                  f"{min_freq} times (of {len(counter):,} distinct; at least "
+                  f"{TOKENS_PER_ENTRY} training tokens per entry), so "
+                  f"{100 * dropped / max(num_tokens, 1):.2f}% of the training tokens become "
+                  f"{unk_symbol}; --min_freq or --max_size to choose")
+    return min_freq
 
 
 def with_unk_counts(info, streams: dict, vocab: Vocabulary, progress=None) -> dict:

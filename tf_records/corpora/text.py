@@ -9,7 +9,9 @@ Options:
   lower_case: lower-case the text (char and word level).
   add_eos: append `<eos>` to every line (word level; default True).
   vocab_from: `train` (default) or `all` splits are counted.
-  min_freq, max_size: vocabulary limits (char and word level).
+  min_freq, max_size: vocabulary limits (char and word level). Neither given, at word level
+    with `unk_policy=unk`: the minimum count is chosen from the corpus
+    (`tf_records/vocab_choice.py`) and recorded as `min_freq_chosen` in corpus-info.json.
   unk_policy: `unk` (default: adds `<unk>` for word level, `\\ufffd` for char level;
     symbols of valid/test missing from the vocabulary and pruned symbols map to it, counted per
     split in corpus-info.json `unk_tokens`) or `error`.
@@ -34,7 +36,7 @@ class TextFiles(Corpus):
     cutoffs = ()
     OPTIONS = {"level": "byte", "train_path": None, "valid_path": None, "test_path": None,
                "eval_fraction": 0.05, "lower_case": False, "add_eos": True, "vocab_from": "train",
-               "min_freq": 0, "max_size": None, "unk_policy": "unk", "full_bytes": True,
+               "min_freq": None, "max_size": None, "unk_policy": "unk", "full_bytes": True,
                "vocab_path": None, "backend": "tf_text"}
 
     def __init__(self, **options):

@@ -3,19 +3,25 @@
 `evaluate_model(options, data_fn)` loads the model (checkpoint, run-setting overrides, dropout
 off), asks `data_fn` for the evaluation streams (the caller owns the data: a prepared split or a
 tokenized text), runs the evaluation loop (`txl_tf.inference.evaluation.Evaluator`), writes
-loss / bpc / ppl to TensorBoard and returns the result dict that runners/evaluate.py prints:
-  {"split", "tokens", "loss", "bpc", "ppl", "tgt_len", "mem_len", "clamp_len", "same_length",
-   "batch_size", "last_segment", "checkpoint" (its path), "checkpoint_name" (latest, best,
-   ckpt-N), "checkpoint_step", "tokens_per_second"}; with `mem_lens` (the
-context curve) also "curve": [{"mem_len", "loss", "bpc", "ppl", "tokens"}], and the top-level
-figures are those of the last memory length.
+the loss and its unit to TensorBoard and returns the result dict that runners/evaluate.py
+prints:
+  {"split", "tokens", "loss", UNIT, "unigram_entropy_nats", "unigram_" + UNIT, "verdict",
+   "tgt_len", "mem_len", "clamp_len", "same_length", "batch_size", "last_segment",
+   "checkpoint" (its path), "checkpoint_name" (latest, best, ckpt-N), "checkpoint_step",
+   "tokens_per_second"}
+where UNIT is the level's (`txl_tf/loss_report.py`: bpc for byte and char models, ppl for word
+models, bits_per_token for a model directory that records no level), the unigram entropy is
+that of the scored tokens themselves (None when the data function does not give it) and
+"verdict" the line that says the model did not beat it (also printed on stderr), or None. With
+`mem_lens` (the context curve) also "curve": [{"mem_len", "loss", UNIT, "tokens"}], and the
+top-level figures are those of the last memory length.
 """
 import dataclasses
 import json
 import os
 import re
 import sys
-from typing import Callable
+from typing import Callable, Optional
 
 import tensorflow as tf
 
@@ -23,11 +29,13 @@ from txl_tf import model_dir as model_files
 from txl_tf.inference import evaluation
 from txl_tf.inference.eval_options import (LAST_SEGMENTS, SPLITS,  # noqa: F401
                                            EvalInputError, EvalOptions)
+from txl_tf.loss_report import format_loss, loss_fields, unit_name, verdict
 
 
 
-# data_fn(options, config) -> (batches, num_steps, split name): the evaluation streams of
-# `options.batch_size` rows and segments of config.tgt_len (see `Evaluator.evaluate`).
+# data_fn(options, config) -> (batches, num_steps, split name, unigram entropy in nats or None):
+# the evaluation streams of `options.batch_size` rows and segments of config.tgt_len (see
+# `Evaluator.evaluate`) and the unigram entropy of their tokens (the verdict's baseline).
 DataFn = Callable[[EvalOptions, object], tuple]
 
 
@@ -56,6 +64,16 @@ def trained_data_dir(model_dir: str) -> str:
     print(f"evaluating on {data_dir}, the data the model was trained on (from {source})",
           file=sys.stderr, flush=True)
     return data_dir
+
+
+def trained_level(model_dir: str) -> Optional[str]:
+    """The level (byte, char, word) MODEL_DIR/corpus-info.json records, or None."""
+    try:
+        with open(os.path.join(model_dir, "corpus-info.json")) as fh:
+            info = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return info.get("level") if isinstance(info, dict) else None
 
 
 def checked_options(options: EvalOptions) -> tuple:
@@ -100,48 +118,49 @@ def load_model(options: EvalOptions, choice: model_files.CheckpointChoice):
     return model_files.load_model(options.model_dir, choice.path, **overrides)
 
 
-def write_summaries(out: dict, tb_dir: str) -> None:
-    """loss / bpc / ppl scalars and the result as text, at the checkpoint's step."""
+def write_summaries(out: dict, tb_dir: str, unit: str) -> None:
+    """The loss and `unit` scalars and the result as text, at the checkpoint's step."""
     match = re.search(r"ckpt-(\d+)$", out["checkpoint"] or "")
     step = out["checkpoint_step"]
     if step is None:
         step = int(match.group(1)) if match else 0
     writer = tf.summary.create_file_writer(tb_dir)
     with writer.as_default():
-        for key in ("loss", "bpc", "ppl"):
+        for key in ("loss", unit):
             tf.summary.scalar(f"eval/{key}", out[key], step=step)
         tf.summary.text("eval/result", json.dumps(out), step=step)
     writer.flush()
 
 
-def write_curve(curve: list, tb_dir: str) -> None:
-    """The context curve: eval/loss_by_mem_len (and bpc, ppl) with x = memory length."""
+def write_curve(curve: list, tb_dir: str, unit: str) -> None:
+    """The context curve: eval/loss_by_mem_len (and the unit's) with x = memory length."""
     writer = tf.summary.create_file_writer(tb_dir)
     with writer.as_default():
         for point in curve:
-            for key in ("loss", "bpc", "ppl"):
+            for key in ("loss", unit):
                 tf.summary.scalar(f"eval/{key}_by_mem_len", point[key], step=point["mem_len"])
     writer.flush()
 
 
-def context_curve(model, batches, num_steps, options: EvalOptions) -> list:
+def context_curve(model, batches, num_steps, options: EvalOptions, level=None) -> list:
     """[(memory length, `EvalResult`)] of the same streams at every length of
-    `options.mem_lens`; each point also goes to stderr as it is measured."""
+    `options.mem_lens`; each point also goes to stderr as it is measured (in the unit of
+    `level`)."""
     curve = []
     for mem_len in options.mem_lens:
         result = evaluation.Evaluator(model, mem_len=mem_len).evaluate(
             batches, options.batch_size, num_steps, progress=options.progress)
         curve.append((mem_len, result))
-        print(f"mem_len {mem_len:>6}: loss {result.loss:.4f} | bpc {result.bpc:.4f} | "
-              f"ppl {result.ppl:.3f} ({result.tokens:,} tokens)", file=sys.stderr, flush=True)
+        print(f"mem_len {mem_len:>6}: {format_loss(result.loss, level)} "
+              f"({result.tokens:,} tokens)", file=sys.stderr, flush=True)
     return curve
 
 
-def _curve_fields(curve: list) -> dict:
+def _curve_fields(curve: list, level) -> dict:
     """The result's fields of a context curve: the last length's mem_len and every point."""
     return {"mem_len": curve[-1][0],
-            "curve": [{"mem_len": m, "loss": r.loss, "bpc": r.bpc, "ppl": r.ppl,
-                       "tokens": r.tokens} for m, r in curve]}
+            "curve": [{"mem_len": m, **loss_fields(r.loss, level), "tokens": r.tokens}
+                      for m, r in curve]}
 
 
 def evaluate_model(options: EvalOptions, data_fn: DataFn) -> dict:
@@ -149,8 +168,8 @@ def evaluate_model(options: EvalOptions, data_fn: DataFn) -> dict:
 
     Args:
       options: the `EvalOptions`.
-      data_fn: `data_fn(options, config) -> (batches, num_steps, split)`: called with the
-        checked options (data_dir resolved) and the evaluation config.
+      data_fn: `data_fn(options, config) -> (batches, num_steps, split, unigram entropy or
+        None)`: called with the checked options (data_dir resolved) and the evaluation config.
 
     Returns:
       The JSON-able result dict (see the module docstring).
@@ -161,24 +180,31 @@ def evaluate_model(options: EvalOptions, data_fn: DataFn) -> dict:
     options, choice = checked_options(options)
     model = load_model(options, choice)
     c = model.config
-    batches, num_steps, split = data_fn(options, c)
+    batches, num_steps, split, unigram = data_fn(options, c)
+    level = trained_level(options.model_dir)
     if options.max_steps:
         num_steps = min(num_steps, options.max_steps)
-    curve = context_curve(model, batches, num_steps, options) if options.mem_lens else []
+    curve = (context_curve(model, batches, num_steps, options, level) if options.mem_lens
+             else [])
     result = curve[-1][1] if curve else evaluation.Evaluator(model).evaluate(
         batches, options.batch_size, num_steps, progress=options.progress)
     if result.tokens == 0:
         raise EvalInputError("no tokens were scored (empty split or text).")
-    out = {"split": split, "tokens": result.tokens, "loss": result.loss, "bpc": result.bpc,
-           "ppl": result.ppl, "tgt_len": c.tgt_len, "mem_len": c.mem_len,
+    baseline = loss_fields(unigram, level, "unigram_")
+    out = {"split": split, "tokens": result.tokens, **loss_fields(result.loss, level),
+           "unigram_entropy_nats": baseline.pop("unigram_loss"), **baseline,
+           "verdict": verdict(result.loss, unigram, level, split),
+           "tgt_len": c.tgt_len, "mem_len": c.mem_len,
            "clamp_len": c.clamp_len, "same_length": c.same_length,
-           **(_curve_fields(curve) if curve else {}),
+           **(_curve_fields(curve, level) if curve else {}),
            "batch_size": options.batch_size, "last_segment": options.last_segment,
            **choice.to_json(), "tokens_per_second": result.tokens_per_second}
     tb_dir = (options.tb_dir if options.tb_dir is not None
               else os.path.join(options.model_dir, f"eval-{split}"))
     if tb_dir:
-        write_summaries(out, tb_dir)
+        write_summaries(out, tb_dir, unit_name(level))
         if curve:
-            write_curve(out["curve"], tb_dir)
+            write_curve(out["curve"], tb_dir, unit_name(level))
+    if out["verdict"]:
+        print(out["verdict"], file=sys.stderr, flush=True)
     return out

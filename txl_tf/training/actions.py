@@ -21,6 +21,7 @@ from txl_tf.training.checkpoints import TrainCheckpoints
 from txl_tf.training.controller import LoopOutput, due
 from txl_tf.training.hparams_session import HParamsSession
 from txl_tf.training.heartbeat import Heartbeat
+from txl_tf.loss_report import format_loss
 from txl_tf.training.summaries import RunSummaries, metric_value
 from txl_tf.training.trainer import LoopStats
 
@@ -139,9 +140,8 @@ class Evaluate:
         self.last_step, self.last_loss = output.step, stats.loss
         self.summaries.valid(output.step, stats.loss)
         if self.echo:
-            level = self.summaries.level
-            print(f"valid at step {output.step}: loss {stats.loss:.4f} | "
-                  f"{self.summaries.metric} {metric_value(stats.loss, level):.4f} "
+            print(f"valid at step {output.step}: "
+                  f"{format_loss(stats.loss, self.summaries.level)} "
                   f"({int(stats.tokens):,} tokens)", flush=True)
 
 

@@ -11,6 +11,11 @@ PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 # Distribution strategies (`txl_tf/training/distribute.py: create_strategy`).
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
+# The peak learning rate of a level when --learning_rate is not given: a word-level model of a
+# small text stays at its unigram baseline at 2e-3 (docs/training.md).
+LEARNING_RATES = {"word": 1e-3}
+DEFAULT_LEARNING_RATE = 2e-3
+
 
 class TrainError(ValueError):
     """Inconsistent training options; the message names the fix."""
@@ -27,7 +32,8 @@ class TrainOptions:
       per_host_valid_bsz: Validation streams per host (0: as training).
       num_passes: Training records hold this many rotated copies of the stream (the reference
         TPU recipes use 10).
-      learning_rate: Peak learning rate.
+      learning_rate: Peak learning rate (default: chosen for the data's level, 1e-3 for word
+        level and 2e-3 for byte and char level).
       warmup_steps: Linear warmup steps.
       train_steps: Total training steps.
       min_lr_ratio: Final LR / peak LR of the cosine decay.
@@ -70,7 +76,7 @@ class TrainOptions:
     train_batch_size: int = 0
     per_host_valid_bsz: int = 0
     num_passes: int = 1
-    learning_rate: float = 2e-3
+    learning_rate: Optional[float] = None
     warmup_steps: int = 50
     train_steps: int = 600
     min_lr_ratio: float = 0.004
@@ -94,6 +100,15 @@ class TrainOptions:
     flags_text: str = ""
     target_hardware: str = ""
     half_loss: bool = False
+
+
+def for_level(options: TrainOptions, level: Optional[str]) -> TrainOptions:
+    """`options` with the defaults that depend on the data resolved: `learning_rate` None
+    becomes the one of `level` (`LEARNING_RATES`, else `DEFAULT_LEARNING_RATE`)."""
+    if options.learning_rate is not None:
+        return options
+    return dataclasses.replace(options, learning_rate=LEARNING_RATES.get(
+        level, DEFAULT_LEARNING_RATE))
 
 
 def checked(options: TrainOptions) -> TrainOptions:

@@ -27,6 +27,7 @@ from absl import logging
 
 import txl_tf
 from txl_tf.config import check_against_saved
+from txl_tf.loss_report import format_value, loss_fields, verdict
 from txl_tf.model_dir import write_json_atomic, write_text_atomic
 from txl_tf.training import actions as actions_lib
 from txl_tf.training import batch_fit
@@ -41,9 +42,8 @@ from txl_tf.training.hparams_session import HParamsSession, run_hparams
 from txl_tf.training.lr_schedule import (WarmupCosineSchedule, schedule_change_notice,
                                          warmup_cosine_lr)
 from txl_tf.training.optimizer import make_optimizer
-from txl_tf.training.options import TrainError, TrainOptions, checked
-from txl_tf.training.summaries import (RunSummaries, format_duration, metric_name,
-                                       metric_value)
+from txl_tf.training.options import TrainError, TrainOptions, checked, for_level
+from txl_tf.training.summaries import RunSummaries, format_duration
 from txl_tf.training.trainer import Trainer
 from txl_tf.training.warm_start import warm_start
 
@@ -259,7 +259,7 @@ def _announce(run: _Run, summaries: RunSummaries, step: int, resumed: bool,
           + (f", resuming at step {step}" if resumed else ""), flush=True)
     if baseline is not None:
         print(f"unigram baseline of the training split: {baseline:.4f} nats = "
-              f"{summaries.metric} {metric_value(baseline, data.level):.4f}", flush=True)
+              f"{format_value(baseline, data.level)}", flush=True)
     print(f"TensorBoard: tensorboard --logdir {o.model_dir}", flush=True)
 
 
@@ -317,28 +317,32 @@ def _estimate_duration(run: _Run, step: int) -> Optional[float]:
     return estimate.seconds
 
 
-def _summary(run: _Run, controller: Controller, resumed: bool, baseline: Optional[float],
+def _summary(run: _Run, controller: Controller, resumed: bool, baselines: dict,
              wall_seconds: float) -> dict:
-    """The summary of a run (train_summary.json)."""
+    """The summary of a run (train_summary.json); `baselines`: {split: unigram entropy}."""
     o, place, config, level = run.options, run.place, run.config, run.data.level
     throughput, log, evaluation = (run.actions[k] for k in ("throughput", "log", "evaluation"))
-    metric = metric_name(level)
-
-    def value(loss):
-        return None if loss is None else metric_value(loss, level)
-
+    unigram = loss_fields(baselines["train"], level, "unigram_")
     return {
         "model_dir": os.path.abspath(o.model_dir), "dataset": run.data.dataset, "level": level,
         "step": controller.step, "train_steps": o.train_steps, "replicas": place.replicas,
         "global_batch": place.global_batch, "tgt_len": config.tgt_len,
         "mem_len": config.mem_len, "parameters": int(run.model.count_params()),
-        "train_loss": log.last_loss, f"train_{metric}": value(log.last_loss),
-        "valid_loss": evaluation.last_loss, f"valid_{metric}": value(evaluation.last_loss),
-        "unigram_entropy_nats": baseline, f"unigram_{metric}": value(baseline),
+        **loss_fields(log.last_loss, level, "train_"),
+        **loss_fields(evaluation.last_loss, level, "valid_"),
+        "unigram_entropy_nats": unigram.pop("unigram_loss"), **unigram,
+        "valid_unigram_entropy_nats": baselines["valid"],
+        "verdict": _verdict(log.last_loss, evaluation.last_loss, baselines, level),
         **throughput.summary(),
         "wall_seconds": wall_seconds,
         "resumed": resumed,
     }
+
+
+def _verdict(train_loss, valid_loss, baselines: dict, level: str) -> Optional[str]:
+    """The line saying the model did not learn (valid loss checked first), or None."""
+    return (verdict(valid_loss, baselines["valid"], level, "valid")
+            or verdict(train_loss, baselines["train"], level, "training"))
 
 
 def _finish(run: _Run, summary: dict) -> None:
@@ -353,6 +357,8 @@ def _finish(run: _Run, summary: dict) -> None:
         print("train_summary " + json.dumps(summary, sort_keys=True), flush=True)
         print(f"wall time {format_duration(summary['wall_seconds'])}; model in {o.model_dir}; "
               f"TensorBoard: tensorboard --logdir {o.model_dir}", flush=True)
+        if summary["verdict"]:
+            print(summary["verdict"], flush=True)
 
 
 def train(options: TrainOptions,
@@ -373,8 +379,10 @@ def train(options: TrainOptions,
       name: the run's name in its first console line (the ablation: the variant).
 
     Returns:
-      The summary dict: step, losses (train, valid, unigram baseline) with bpc or ppl,
-      tokens_per_sec, wall_seconds, resumed, the run's shape.
+      The summary dict: step, losses (train, valid, unigram baselines) in nats and in the
+      level's unit (`txl_tf/loss_report.py`), `verdict` (the line saying the model did not
+      beat its unigram baseline, or None), tokens_per_sec, wall_seconds, resumed, the run's
+      shape.
 
     Raises:
       TrainError, ConfigError: inconsistent options (one line naming the fix).
@@ -383,13 +391,14 @@ def train(options: TrainOptions,
     """
     start_time = time.time()
     o = checked(options)
-    schedule = _build_schedule(o)
+    _build_schedule(for_level(o, None))  # the schedule flags are checked before any data
     keras.config.set_dtype_policy(o.precision)
     keras.utils.set_random_seed(o.seed)
     strategy = strategy or _build_strategy(o)
     place = _build_placement(o, strategy)
     layouts, config = _build_data(o, config_fn, data, place)
-    o = _fit_batch(o, config, place, strategy)
+    o = _fit_batch(for_level(o, data.level), config, place, strategy)
+    schedule = _build_schedule(o)
     run = _Run(o, strategy, place, data, layouts, config)
     _write_model_dir(run)
     _build_trainer(run, schedule)
@@ -400,13 +409,14 @@ def train(options: TrainOptions,
     step, mems = _resume(run, step, memory)
     summaries = RunSummaries(o.model_dir, data.level, enabled=place.is_chief)
     run.hparams = HParamsSession(o.model_dir, data.level, enabled=place.is_chief)
-    baseline = data.unigram_entropy()
+    baselines = {split: data.unigram_entropy(split) for split in ("train", "valid")}
+    baseline = baselines["train"]
     controller = _build_controller(run, summaries, step, mems)
     _announce(run, summaries, step, resumed, baseline, name)
     controller.heartbeat.estimate = _estimate_duration(run, step)
     end_step = o.train_steps if stop_after_steps is None else min(o.train_steps,
                                                                   stop_after_steps)
     controller.run(end_step)
-    summary = _summary(run, controller, resumed, baseline, time.time() - start_time)
+    summary = _summary(run, controller, resumed, baselines, time.time() - start_time)
     _finish(run, summary)
     return summary

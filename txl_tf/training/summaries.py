@@ -2,29 +2,19 @@
 
 Event files go to `model_dir/train/` (training scalars, the configuration text) and
 `model_dir/valid/` (validation scalars); `tensorboard --logdir <model_dir>` shows both runs.
-Scalar tags: loss, bpc or ppl, learning_rate, grad_norm, tokens_per_sec (train) and loss, bpc or
-ppl (valid).
+Scalar tags: loss, the level's unit (bpc, ppl or bits_per_token; `txl_tf/loss_report.py`),
+learning_rate, grad_norm, tokens_per_sec (train) and loss and the unit (valid).
 """
-import math
 import os
 from typing import Optional
 
 import tensorflow as tf
 from absl import logging
 
-LN2 = math.log(2.0)
-
-
-def metric_name(level: str) -> str:
-    """'bpc' for character corpora, 'ppl' for word corpora."""
-    return "bpc" if level in ("char", "byte", "character") else "ppl"
-
-
-def metric_value(loss: float, level: str) -> float:
-    """bpc = loss / ln 2; ppl = exp(loss) (loss: mean NLL in nats per target token)."""
-    if metric_name(level) == "bpc":
-        return loss / LN2
-    return math.exp(min(loss, 700.0))
+from txl_tf.loss_report import format_loss
+# The unit of a level (bpc, ppl or bits_per_token) and a loss in it: txl_tf/loss_report.py.
+from txl_tf.loss_report import unit_name as metric_name  # noqa: F401
+from txl_tf.loss_report import unit_value as metric_value
 
 
 def format_duration(seconds: float) -> str:
@@ -75,8 +65,8 @@ class RunSummaries:
 
     def console(self, step: int, train_steps: int, loss: float, learning_rate: float,
                 tokens_per_sec: float, eta_seconds: Optional[float]) -> str:
-        line = (f"step {step:>{len(str(train_steps))}}/{train_steps} | loss {loss:.4f} | "
-                f"{self.metric} {metric_value(loss, self.level):.4f} | lr {learning_rate:.3e} | "
+        line = (f"step {step:>{len(str(train_steps))}}/{train_steps} | "
+                f"{format_loss(loss, self.level)} | lr {learning_rate:.3e} | "
                 f"{tokens_per_sec:,.0f} tok/s | ETA {format_duration(eta_seconds or 0)}")
         logging.info(line)
         return line
