@@ -255,3 +255,30 @@ def check_against_saved(config: TransformerXLConfig, saved: TransformerXLConfig,
             f"the model flags do not match {where}:\n  " + "\n  ".join(diffs)
             + "\nPass the flags the checkpoint was trained with (its config.json), or use a new "
             "--model_dir.")
+
+
+# Vocabularies of at least this size get automatic cutoffs (`--cutoffs=auto`); smaller ones a
+# plain softmax.
+AUTO_CUTOFFS_MIN_VOCAB = 16_384
+
+
+def auto_cutoffs(n_token: int) -> tuple:
+    """Adaptive-softmax cutoffs for a vocabulary of `n_token` ids sorted by frequency.
+
+    The head keeps the most frequent sixteenth of the vocabulary (in text that follows Zipf's
+    law, most of the tokens), the first tail bin the next 3/16, the second tail bin the rest:
+    each token costs the head's logits and, for the few in a tail, that bin's.
+
+    Args:
+      n_token: the vocabulary size V.
+
+    Returns:
+      () below `AUTO_CUTOFFS_MIN_VOCAB`, else (V // 16, V // 4) rounded down to hundreds.
+
+    Example:
+      >>> auto_cutoffs(21_876)
+      (1300, 5400)
+    """
+    if n_token < AUTO_CUTOFFS_MIN_VOCAB:
+        return ()
+    return tuple(n_token // parts // 100 * 100 for parts in (16, 4))

@@ -147,7 +147,7 @@ def test_model_flags_are_generated_from_the_config():
 
 
 def test_cutoffs_auto_takes_the_corpus_ones_else_chooses_them_for_a_large_vocabulary():
-    from txl_tf.layers.adaptive_softmax import AUTO_CUTOFFS_MIN_VOCAB
+    from txl_tf.config import AUTO_CUTOFFS_MIN_VOCAB
     values = parse([])
     assert values.cutoffs == "auto"
     big = AUTO_CUTOFFS_MIN_VOCAB + 5_000

@@ -1,38 +1,13 @@
 """Adaptive softmax (Grave et al. 2017) with weights tied to `AdaptiveEmbedding`.
 
 Exact for every token: nothing is sampled, no token is dropped, probabilities sum to one.
-`auto_cutoffs` chooses the bins for a vocabulary size (the model flags' `--cutoffs=auto` when
-the corpus records none).
+`txl_tf.config.auto_cutoffs` chooses the bins for a vocabulary size (the model flags'
+`--cutoffs=auto` when the corpus records none).
 """
 import keras
 import tensorflow as tf
 
 from txl_tf.layers.adaptive_embedding import AdaptiveEmbedding
-
-# Vocabularies of at least this size get automatic cutoffs; smaller ones a plain softmax.
-AUTO_CUTOFFS_MIN_VOCAB = 16_384
-
-
-def auto_cutoffs(n_token: int) -> tuple:
-    """Adaptive-softmax cutoffs for a vocabulary of `n_token` ids sorted by frequency.
-
-    The head keeps the most frequent sixteenth of the vocabulary (in text that follows Zipf's
-    law, most of the tokens), the first tail bin the next 3/16, the second tail bin the rest:
-    each token costs the head's logits and, for the few in a tail, that bin's.
-
-    Args:
-      n_token: the vocabulary size V.
-
-    Returns:
-      () below `AUTO_CUTOFFS_MIN_VOCAB`, else (V // 16, V // 4) rounded down to hundreds.
-
-    Example:
-      >>> auto_cutoffs(21_876)
-      (1300, 5400)
-    """
-    if n_token < AUTO_CUTOFFS_MIN_VOCAB:
-        return ()
-    return tuple(n_token // parts // 100 * 100 for parts in (16, 4))
 
 
 def _project_logits(hidden, weight, bias, proj):
