@@ -54,6 +54,10 @@ def run_dir(tmp_path_factory):
         best = json.load(f)["step"]
     newest = int(txl_tf.latest_checkpoint(model).rsplit("-", 1)[1])
     assert newest == 8 and best < newest, "the run must keep an earlier step in best/"
+    for name in ("vocab.txt", "corpus-info.json"):  # best/ is a complete model directory
+        with open(os.path.join(model, name), "rb") as a, \
+                open(os.path.join(model, "best", name), "rb") as b:
+            assert a.read() == b.read(), name
     return model, best, newest
 
 
@@ -109,7 +113,7 @@ def test_export_records_the_best_step(run_dir, tmp_path):
     assert result["checkpoint_step"] == best
 
 
-def test_python_api_loads_the_best_weights(run_dir):
+def test_python_api_loads_the_best_weights(run_dir, tmp_path):
     model, best, newest = run_dir
     loaded = txl_tf.load_model(model, checkpoint="best")
     same_step = txl_tf.load_model(model, checkpoint=f"ckpt-{best}")  # the training checkpoint
@@ -121,6 +125,15 @@ def test_python_api_loads_the_best_weights(run_dir):
     choice = txl_tf.choose_checkpoint(model, "best")
     assert (choice.step, choice.path) == (best, os.path.join(model, "best", f"ckpt-{best}"))
     assert txl_tf.choose_checkpoint(model).step == newest
+    # once the training checkpoint of the best step is rotated away, ckpt-N is best/'s
+    def rotate(directory, names):  # model_dir's own ckpt-N files, not best/'s
+        return [n for n in names if directory == model
+                and (n.startswith(f"ckpt-{best}.") or n == "memory")]
+    rotated = shutil.copytree(model, str(tmp_path / "rotated"), ignore=rotate)
+    assert not os.path.exists(os.path.join(rotated, f"ckpt-{best}.index"))
+    choice = txl_tf.choose_checkpoint(rotated, f"ckpt-{best}")
+    assert (choice.name, choice.step) == (f"ckpt-{best}", best)
+    assert choice.path == os.path.join(rotated, "best", f"ckpt-{best}")
 
 
 @pytest.mark.parametrize("runner, value, problem", [

@@ -91,7 +91,8 @@ def test_short_run_model_dir_is_complete(short_run):
     options, summary, _ = short_run
     with open(os.path.join(options.model_dir, "train_summary.json")) as f:
         assert json.load(f)["step"] == 80
-    for name in ("config.json", "vocab.txt", "corpus-info.json", "best/best.json"):
+    for name in ("config.json", "vocab.txt", "corpus-info.json", "best/best.json",
+                 "best/vocab.txt", "best/corpus-info.json"):  # best/ is a model directory
         assert os.path.exists(os.path.join(options.model_dir, name)), name
     model = txl_tf.load_model(options.model_dir)  # the contract with evaluate/generate/export
     assert model.config.d_model == TRAIN_SIZES["d_model"]

@@ -16,9 +16,9 @@ class ExportOptions:
 
     Attributes:
       model_dir: Model directory (config.json, checkpoints, vocab.txt, corpus-info.json).
+      export_dir: Base directory; the SavedModel goes to EXPORT_DIR/VERSION.
       checkpoint: Which checkpoint of --model_dir: latest (the newest), best (MODEL_DIR/best/,
         the best on validation), ckpt-N, or a checkpoint path prefix.
-      export_dir: Base directory; the SavedModel goes to EXPORT_DIR/VERSION.
       version: Version number (default: highest existing + 1, or 1).
       overwrite: Replace an existing EXPORT_DIR/VERSION.
       tgt_len: Segment length of score_text (default: the model's).
@@ -31,8 +31,8 @@ class ExportOptions:
         SavedModel is loaded).
     """
     model_dir: Optional[str] = None
-    checkpoint: str = "latest"  # txl_tf.model_dir.LATEST (this module stays TensorFlow-free)
     export_dir: Optional[str] = None
+    checkpoint: str = "latest"  # txl_tf.model_dir.LATEST (this module stays TensorFlow-free)
     version: Optional[int] = None
     overwrite: bool = False
     tgt_len: Optional[int] = None
