@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 
 import pytest
 from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
@@ -100,3 +101,24 @@ def test_one_run_alone_is_a_session_too(two_runs):
     values = {m["name"]["tag"]: m["value"] for m in group["metricValues"]}
     assert values["hparams/valid_loss"] == pytest.approx(summaries["a"]["valid_loss"],
                                                          rel=1e-5)
+
+
+def test_a_resumed_run_stays_one_session_with_the_latest_metrics(two_runs, tmp_path):
+    """Training run "a" further (a copy, so the other tests keep theirs): still one session,
+    the hyperparameters of its start, the metrics of its last step."""
+    logdir, summaries, _ = two_runs
+    copy = tmp_path / "runs" / "a"
+    shutil.copytree(os.path.join(logdir, "a"), copy)
+    data = PreparedData(os.path.join(os.path.dirname(logdir), "data"))
+    options = TrainOptions(model_dir=str(copy), per_host_train_bsz=4, learning_rate=RATES["a"],
+                           warmup_steps=2, train_steps=6, steps_per_loop=2, log_steps=2,
+                           save_steps=2, eval_steps=2, max_eval_batches=2)
+    with contextlib.redirect_stdout(io.StringIO()):
+        resumed = train(options, train_config_fn(), data)
+    assert resumed["resumed"] and resumed["step"] == 6
+    [group] = session_groups(str(tmp_path / "runs"))
+    assert group["name"] == "a" and group["hparams"]["train_steps"] == 4
+    values = {m["name"]["tag"]: m for m in group["metricValues"]}
+    assert values["hparams/valid_loss"]["trainingStep"] == 6
+    assert values["hparams/valid_loss"]["value"] == pytest.approx(resumed["valid_loss"],
+                                                                  rel=1e-5)

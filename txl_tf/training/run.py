@@ -239,9 +239,9 @@ def _announce(run: _Run, summaries: RunSummaries, step: int, resumed: bool,
     """The configuration text (new runs), the run's hparams session and the chief's opening
     lines (the first one names the run when it has a `name`)."""
     o, place, config, data = run.options, run.place, run.config, run.data
-    run.hparams.start(run_hparams(config, o, {"dataset": data.dataset, "level": data.level,
-                                              "vocab_size": data.vocab_size}))
-    if not resumed:
+    if not resumed:  # a resumed run stays the session its start wrote (TensorBoard reads one)
+        run.hparams.start(run_hparams(config, o, {"dataset": data.dataset, "level": data.level,
+                                                  "vocab_size": data.vocab_size}))
         summaries.text("config", "```\n" + json.dumps(
             {"model": config.to_dict(), "run": dataclasses.asdict(o),
              "data": {"data_dir": data.data_dir, "dataset": data.dataset,
