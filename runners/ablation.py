@@ -81,7 +81,8 @@ def main(argv):
     flags_text = "".join(line + "\n" for line in train_options.flags_text.splitlines()
                          if not line.startswith(own))  # train.py's flags only
     train_options = dataclasses.replace(train_options, flags_text=flags_text)
-    run_ablation(options, train_options, config_fn(), PreparedData(data_options))
+    with cli.locked(FLAGS.root), cli.locked(FLAGS.data_dir, exclusive=False):
+        run_ablation(options, train_options, config_fn(), PreparedData(data_options))
 
 
 if __name__ == "__main__":

@@ -36,7 +36,10 @@ def main(argv):
     cli.check_directories(model_dir=FLAGS.model_dir, data_dir=FLAGS.data_dir)
     cli.check_files(raw_path=FLAGS.raw_path)
     data_options, options = options_from_flags(FLAGS)
-    train(options, config_fn(), PreparedData(data_options))
+    chief = cli.is_chief_process()  # non-chief workers share the chief's directories
+    with cli.locked(FLAGS.model_dir if chief else None), \
+            cli.locked(FLAGS.data_dir if chief else None, exclusive=False):
+        train(options, config_fn(), PreparedData(data_options))
 
 
 if __name__ == "__main__":

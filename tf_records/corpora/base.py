@@ -101,7 +101,9 @@ def log(progress, message):
 
 
 def check_nonempty(path):
-    if os.path.getsize(path) == 0:
+    """A `CorpusError` for an empty regular file (a pipe, e.g. `--raw_path=<(zcat f.gz)`,
+    has no size to check)."""
+    if os.path.isfile(path) and os.path.getsize(path) == 0:
         raise CorpusError(f"{path} is empty (0 bytes); delete it and download it again, or pass "
                           "the right --raw_path.")
 
