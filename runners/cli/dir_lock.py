@@ -15,11 +15,10 @@ the file and deletes the file when it ends normally; a file still holding a pid 
 is taken is the trace of a killed run, reported in one `note:` line and taken over.
 
 Paths with a scheme (gs://...) are not locked: flock works on local (and most network)
-filesystems only. A shared lock on a directory this process cannot write (a read-only data
-directory) is skipped: such a run writes nothing there.
+filesystems only. A directory where the lock file cannot be made (read-only, a parent is a
+file) is not locked: the run reports the directory in its own words when it writes there.
 """
 import contextlib
-import errno
 import fcntl
 import json
 import os
@@ -91,15 +90,14 @@ def _in_use(directory: str, fd: int, path: str) -> DirectoryInUseError:
 
 
 def _open_locked(directory: str, exclusive: bool) -> Optional[int]:
-    """An fd of `directory`/.lock holding the lock (None: a read-only directory, shared)."""
+    """An fd of `directory`/.lock holding the lock (None: the file cannot be made, e.g. a
+    read-only directory)."""
     path = os.path.join(directory, LOCK_FILE)
     while True:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-        except OSError as error:
-            if not exclusive and error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-                return None
-            raise
+        except OSError:  # e.g. read-only: nothing can be written there, by this run or another;
+            return None  # the run reports the directory in its own words if it must write
         try:
             fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -176,8 +174,11 @@ def locked(directory: Optional[str], exclusive: bool = True):
         return
     directory = os.path.normpath(directory)
     created = not os.path.exists(directory)
-    if created:
-        os.makedirs(directory)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError:  # a parent is a file, read-only, ...: the run's own checks say which
+        yield
+        return
     try:
         fd = _open_locked(directory, exclusive)
     except BaseException:
