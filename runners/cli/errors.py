@@ -129,7 +129,8 @@ def classify(error: BaseException):
     if isinstance(error, MemoryError):
         detail = f": {error}" if str(error) else ""
         return RUNTIME_ERROR, f"out of memory{detail}; {MEMORY_FIX}."
-    if isinstance(error, (ValueError, OSError, RuntimeError)) and _is_project_class(error):
+    if (isinstance(error, (ValueError, OSError, RuntimeError, ArithmeticError))
+            and _is_project_class(error)):
         return getattr(error, "exit_code", USAGE_ERROR), str(error)  # txl-tf's own message
     full = _disk_full(error)
     if full is not None:

@@ -5,6 +5,7 @@ their help from the `Attributes:` section below); the data options live with the
 (`tf_records.DataOptions`).
 """
 import dataclasses
+import math
 from typing import Optional
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -103,6 +104,10 @@ def checked(options: TrainOptions) -> TrainOptions:
     for name in ("save_steps", "eval_steps"):
         if getattr(o, name) < 0:
             raise TrainError(f"--{name} must be >= 0, got {getattr(o, name)}.")
+    for field in dataclasses.fields(o):
+        value = getattr(o, field.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise TrainError(f"--{field.name} must be a finite number, got {value}.")
     if o.precision not in PRECISIONS:
         raise TrainError(f"--precision must be one of {PRECISIONS}, got {o.precision!r}.")
     if o.warmup_steps > o.train_steps >= 1:  # a short run of a recipe: warm up all the way

@@ -33,6 +33,7 @@ from txl_tf.training import batch_fit
 from txl_tf.training import checkpoints as checkpoints_lib
 from txl_tf.training.checkpoint_memory import gather_worker_memory
 from txl_tf.training import distribute
+from txl_tf.training import resume_check
 from txl_tf.training.controller import Controller
 from txl_tf.training.data_source import DataSource
 from txl_tf.training.lr_schedule import (WarmupCosineSchedule, schedule_change_notice,
@@ -156,19 +157,38 @@ def _fit_batch(o: TrainOptions, config, place: Placement, strategy) -> TrainOpti
     return dataclasses.replace(o, grad_accum_steps=fit.grad_accum_steps)
 
 
-def _write_model_dir(run: _Run) -> None:
-    """Check the configuration against model_dir's; the chief writes config.json, the data's
-    files and flags.txt."""
+def _check_against_record(run: _Run) -> Optional[int]:
+    """The step a resumed run starts from (None: a new run), after checking this run's settings
+    against model_dir's record (`resume_check`): a changed shape or --tgt_len is refused, a
+    changed training setting noted in one line each, before anything is written."""
     o = run.options
-    os.makedirs(o.model_dir, exist_ok=True)
     config_path = os.path.join(o.model_dir, txl_tf.model_dir.CONFIG_FILE)
-    if os.path.exists(config_path):
-        check_against_saved(run.config, txl_tf.load_config(o.model_dir), config_path)
+    if not os.path.exists(config_path):
+        return None
+    saved = txl_tf.load_config(o.model_dir)
+    latest = txl_tf.model_dir.latest_checkpoint(o.model_dir)
+    if latest is None:
+        check_against_saved(run.config, saved, config_path)
+        return None
+    step = int(latest.rsplit("-", 1)[1])
+    for line in resume_check.resume_notes(o, run.config, saved, config_path, step):
+        if run.place.is_chief:
+            print(line, flush=True)
+    return step
+
+
+def _write_model_dir(run: _Run) -> None:
+    """Check the run against model_dir's record; the chief writes config.json, the data's
+    files and flags.txt (this start appended to the run's history)."""
+    o = run.options
+    resumed_at = _check_against_record(run)
+    os.makedirs(o.model_dir, exist_ok=True)
     if run.place.is_chief:
         txl_tf.save_config(run.config, o.model_dir)
         run.data.copy_to(o.model_dir)
         if o.flags_text:
-            write_text_atomic(os.path.join(o.model_dir, "flags.txt"), o.flags_text)
+            write_text_atomic(os.path.join(o.model_dir, resume_check.FLAGS_FILE),
+                              resume_check.flags_history(o.model_dir, o.flags_text, resumed_at))
 
 
 def _build_trainer(run: _Run, schedule) -> None:
@@ -214,6 +234,12 @@ def _resume(run: _Run, step: Optional[int], memory) -> tuple:
         if o.init_checkpoint:
             logging.info("warm start from %s",
                          warm_start(run.model, o.init_checkpoint, run.config))
+    mismatch = resume_check.memory_fits(memory, run.place.per_replica * run.place.local,
+                                        run.config.mem_len)
+    if mismatch:
+        if run.place.is_chief:
+            print(mismatch, flush=True)
+        memory = None
     mems = (run.trainer.memory_from_host(memory) if memory is not None
             else run.trainer.init_memory(run.place.per_replica))
     if run.place.is_chief:
@@ -345,7 +371,7 @@ def train(options: TrainOptions,
     Raises:
       TrainError, ConfigError: inconsistent options (one line naming the fix).
       CheckpointIOError: model_dir's checkpoints cannot be read or written.
-      FloatingPointError: the training loss became non-finite.
+      DivergedError: the training loss became non-finite (a `FloatingPointError`).
     """
     start_time = time.time()
     o = checked(options)
