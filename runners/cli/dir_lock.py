@@ -124,16 +124,41 @@ def _take_over(directory: str, fd: int) -> None:
     os.write(fd, f"{os.getpid()} {_start_time(os.getpid()) or time.time()}\n".encode())
 
 
-def _release(directory: str, fd: int, created: bool) -> None:
-    """Delete the lock file when no one else holds it (and `directory` when this run made it
-    and left nothing else in it), then unlock."""
+def _missing_top(directory: str) -> Optional[str]:
+    """The outermost of `directory` and its parents that does not exist yet, or None."""
+    top, path = None, os.path.abspath(directory)
+    while not os.path.exists(path):
+        top, parent = path, os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return top
+
+
+def _remove_made(directory: str, top: Optional[str]) -> None:
+    """Remove `directory` and its parents up to `top` (the ones this run made) while empty."""
+    if top is None:
+        return
+    path = os.path.abspath(directory)
+    while True:
+        try:
+            os.rmdir(path)  # only an empty directory
+        except OSError:
+            return
+        if path == top:
+            return
+        path = os.path.dirname(path)
+
+
+def _release(directory: str, fd: int, made: Optional[str]) -> None:
+    """Delete the lock file when no one else holds it (and the directories this run made when
+    it left nothing in them), then unlock."""
     path = os.path.join(directory, LOCK_FILE)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with contextlib.suppress(OSError):
             os.remove(path)
-            if created and not os.listdir(directory):
-                os.rmdir(directory)
+            _remove_made(directory, made)
     except BlockingIOError:  # another shared holder still reads the directory
         pass
     finally:
@@ -173,7 +198,7 @@ def locked(directory: Optional[str], exclusive: bool = True):
         yield
         return
     directory = os.path.normpath(directory)
-    created = not os.path.exists(directory)
+    made = _missing_top(directory)
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError:  # a parent is a file, read-only, ...: the run's own checks say which
@@ -182,9 +207,7 @@ def locked(directory: Optional[str], exclusive: bool = True):
     try:
         fd = _open_locked(directory, exclusive)
     except BaseException:
-        if created:
-            with contextlib.suppress(OSError):
-                os.rmdir(directory)
+        _remove_made(directory, made)
         raise
     if fd is None:
         yield
@@ -194,4 +217,4 @@ def locked(directory: Optional[str], exclusive: bool = True):
             _take_over(directory, fd)
         yield
     finally:
-        _release(directory, fd, created)
+        _release(directory, fd, made)

@@ -163,7 +163,7 @@ def test_lock_of_a_killed_run_is_taken_over_with_one_line(tmp_path):
 def test_refused_run_on_a_new_directory_leaves_no_directory(tmp_path):
     (tmp_path / "empty.txt").write_text("")
     refused = run("prepare_data", "--dataset=text", "--raw_path=empty.txt", "--level=word",
-                  "--data_dir=D", cwd=tmp_path)
+                  "--data_dir=new/D", cwd=tmp_path)
     assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
     assert refused.stderr.count("error:") == 1
-    assert not os.path.exists(tmp_path / "D")
+    assert sorted(os.listdir(tmp_path)) == ["empty.txt"]  # neither new/D nor new

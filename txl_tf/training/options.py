@@ -50,6 +50,8 @@ class TrainOptions:
         attached, else all local GPUs, else the CPU.
       tpu: --strategy=tpu: 'local' (this TPU VM's own chips), a TPU or pod slice name, or
         grpc://address.
+      tpu_timeout: Seconds to wait for the TPU of --tpu (a name or grpc:// address) to answer
+        before giving up with an error.
       devices: Devices for one_device/mirrored, e.g. /CPU:0,/CPU:1.
       seed: Seed of the initialisation and dropout.
       checkpoint_memory: Save each worker's memory with the checkpoints so that a resumed run
@@ -82,6 +84,7 @@ class TrainOptions:
     init_checkpoint: Optional[str] = None
     strategy: str = "default"
     tpu: Optional[str] = None
+    tpu_timeout: int = 300
     devices: tuple = ()
     seed: int = 0
     checkpoint_memory: bool = True
@@ -101,7 +104,7 @@ def checked(options: TrainOptions) -> TrainOptions:
                  "grad_accum_steps", "keep_checkpoints"):
         if getattr(o, name) < 1:
             raise TrainError(f"--{name} must be >= 1, got {getattr(o, name)}.")
-    for name in ("save_steps", "eval_steps"):
+    for name in ("save_steps", "eval_steps", "tpu_timeout"):
         if getattr(o, name) < 0:
             raise TrainError(f"--{name} must be >= 0, got {getattr(o, name)}.")
     for field in dataclasses.fields(o):

@@ -103,11 +103,13 @@ def _build_strategy(o: TrainOptions) -> tf.distribute.Strategy:
     """The strategy of `o.strategy`; for `auto` (the recipes' setting) one line says what was
     chosen and why."""
     if o.strategy != "auto":
-        return distribute.create_strategy(o.strategy, tpu=o.tpu, devices=o.devices)
+        return distribute.create_strategy(o.strategy, tpu=o.tpu, devices=o.devices,
+                                          tpu_timeout=o.tpu_timeout)
     choice = distribute.resolve_auto(o.tpu, o.devices)
     print(f"strategy: {choice.name} ({choice.reason}; --strategy=auto, give --strategy to "
           "force one)", flush=True)
-    return distribute.create_strategy(choice.name, tpu=choice.tpu, devices=o.devices)
+    return distribute.create_strategy(choice.name, tpu=choice.tpu, devices=o.devices,
+                                      tpu_timeout=o.tpu_timeout)
 
 
 def _build_placement(o: TrainOptions, strategy: tf.distribute.Strategy) -> Placement:
