@@ -50,6 +50,9 @@ PRESETS = {
 }
 
 
+VARIANT_FLAGS = ("attn_type", "half_loss")  # what each variant sets for itself
+
+
 def define_ablation_flags(fv=flags.FLAGS):
     """train.py's flags, the experiment's (`AblationOptions`) and --preset."""
     define_flags(fv)
@@ -72,6 +75,11 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]} (flags are --name=value).")
     apply_preset()
+    for name in VARIANT_FLAGS:
+        if dataclass_flags.given(FLAGS, name):
+            raise app.UsageError(f"--{name} is set by each variant (--variants picks them: "
+                                 "ours = attn_type 0, shaw = 1, vaswani = 2, alrfou = 3; -half = "
+                                 f"the half loss); drop --{name}.")
     set_up_devices()
     cli.check_directories(root=FLAGS.root, data_dir=FLAGS.data_dir)
     cli.check_files(raw_path=FLAGS.raw_path)

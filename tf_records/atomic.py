@@ -61,8 +61,10 @@ def ensure_dir(path, what="data_dir"):
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as error:
+        cause = ("a symbolic link loop" if error.errno == errno.ELOOP else
+                 "a symbolic link to nothing" if os.path.islink(path) else "a parent is a file?")
         raise (storage_error(error, path, what) or DataDirError(
-            f"cannot create {what} {path}: {error.strerror or error} (a parent is a file?); pass "
+            f"cannot create {what} {path}: {error.strerror or error} ({cause}); pass "
             "another directory.")) from None
 
 

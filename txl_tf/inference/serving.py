@@ -36,6 +36,9 @@ from txl_tf.inference import generation
 from txl_tf.inference import sampling
 
 
+INT32_MAX = 2**31 - 1
+
+
 @dataclasses.dataclass(frozen=True)
 class ServingLimits:
     """Bounds on the work of one request, fixed at export time.
@@ -56,8 +59,12 @@ class ServingLimits:
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
-            if int(getattr(self, field.name)) < 1:
-                raise ValueError(f"--{field.name} must be >= 1, got {getattr(self, field.name)}.")
+            value = int(getattr(self, field.name))
+            if value < 1:
+                raise ValueError(f"--{field.name} must be >= 1, got {value}.")
+            if value > INT32_MAX:  # the signatures compare it with int32 lengths
+                raise ValueError(f"--{field.name} must be at most {INT32_MAX} (an int32 limit "
+                                 f"of the signatures), got {value}.")
 
     def message(self, name, what) -> str:
         """The error text of a request over the limit `name`."""

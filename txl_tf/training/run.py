@@ -26,7 +26,7 @@ import tensorflow as tf
 from absl import logging
 
 import txl_tf
-from txl_tf.config import check_against_saved
+from txl_tf.config import ConfigError, check_against_saved
 from txl_tf.model_dir import write_json_atomic, write_text_atomic
 from txl_tf.training import actions as actions_lib
 from txl_tf.training import batch_fit
@@ -43,7 +43,7 @@ from txl_tf.training.options import TrainError, TrainOptions, checked
 from txl_tf.training.summaries import (RunSummaries, format_duration, metric_name,
                                        metric_value)
 from txl_tf.training.trainer import Trainer
-from txl_tf.training.warm_start import warm_start
+from txl_tf.training.warm_start import checkpoint_prefix, warm_start
 
 SUMMARY_FILE = "train_summary.json"
 
@@ -159,16 +159,37 @@ def _fit_batch(o: TrainOptions, config, place: Placement, strategy) -> TrainOpti
     return dataclasses.replace(o, grad_accum_steps=fit.grad_accum_steps)
 
 
+def _check_init_checkpoint(path: str, config) -> None:
+    """A `TrainError` for an --init_checkpoint that is missing, of another configuration or
+    damaged, before anything is written."""
+    checkpoint = checkpoint_prefix(path, config)
+    directory = os.path.dirname(checkpoint)
+    if os.path.isfile(os.path.join(directory, txl_tf.model_dir.CONFIG_FILE)):
+        try:
+            check_against_saved(config, txl_tf.load_config(directory), "its config.json")
+        except ConfigError as error:
+            raise TrainError(f"--init_checkpoint={path}: the checkpoint {checkpoint} does not "
+                             f"fit a model of this configuration ({' '.join(str(error).split())})"
+                             ) from None
+    problem = txl_tf.model_dir.checkpoint_problem(checkpoint)
+    if problem:
+        raise TrainError(f"--init_checkpoint={path}: the checkpoint {checkpoint} cannot be "
+                         f"read: {problem}; give an intact checkpoint.")
+
+
 def _check_against_record(run: _Run) -> Optional[int]:
     """The step a resumed run starts from (None: a new run), after checking this run's settings
     against model_dir's record (`resume_check`): a changed shape or --tgt_len is refused, a
     changed training setting noted in one line each, before anything is written."""
     o = run.options
     config_path = os.path.join(o.model_dir, txl_tf.model_dir.CONFIG_FILE)
+    latest = (txl_tf.model_dir.latest_checkpoint(o.model_dir)
+              if os.path.exists(config_path) else None)
+    if latest is None and o.init_checkpoint:  # a new run: its warm start is checked first
+        _check_init_checkpoint(o.init_checkpoint, run.config)
     if not os.path.exists(config_path):
         return None
     saved = txl_tf.load_config(o.model_dir)
-    latest = txl_tf.model_dir.latest_checkpoint(o.model_dir)
     if latest is None:
         check_against_saved(run.config, saved, config_path)
         return None
