@@ -136,13 +136,19 @@ def _missing_top(directory: str) -> Optional[str]:
 
 
 def _remove_made(directory: str, top: Optional[str]) -> None:
-    """Remove `directory` and its parents up to `top` (the ones this run made) while empty."""
+    """Remove `directory` (with its empty subdirectories, e.g. raw/ of a failed download) and
+    its parents up to `top` (the ones this run made) while empty."""
     if top is None:
         return
     path = os.path.abspath(directory)
+    for root, _, _ in sorted(os.walk(path), reverse=True):  # empty subdirectories first
+        with contextlib.suppress(OSError):
+            os.rmdir(root)
     while True:
         try:
             os.rmdir(path)  # only an empty directory
+        except FileNotFoundError:  # removed just above
+            pass
         except OSError:
             return
         if path == top:
