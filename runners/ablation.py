@@ -46,6 +46,9 @@ PRESETS = {
 }
 
 
+VARIANT_FLAGS = ("attn_type", "half_loss")  # what each variant sets for itself
+
+
 def define_ablation_flags(fv=flags.FLAGS) -> dict:
     """train.py's flags, the experiment's (`AblationOptions`) and --preset; returns the groups
     of `--help`."""
@@ -70,6 +73,11 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]} (flags are --name=value).")
     apply_preset()
+    for name in VARIANT_FLAGS:
+        if dataclass_flags.given(FLAGS, name):
+            raise app.UsageError(f"--{name} is set by each variant (--variants picks them: "
+                                 "ours = attn_type 0, shaw = 1, vaswani = 2, alrfou = 3; -half = "
+                                 f"the half loss); drop --{name}.")
     cli.check_directories(root=FLAGS.root, data_dir=FLAGS.data_dir)
     cli.check_files(raw_path=FLAGS.raw_path)
     data_options, train_options = options_from_flags(FLAGS)
@@ -81,7 +89,8 @@ def main(argv):
     cli.quiet_start()
     set_up_devices()
     from txl_tf.ablation import run_ablation  # TensorFlow loads after the flags were checked
-    run_ablation(options, train_options, config_fn(), PreparedData(data_options))
+    with cli.locked(FLAGS.root), cli.locked(FLAGS.data_dir, exclusive=False):
+        run_ablation(options, train_options, config_fn(), PreparedData(data_options))
 
 
 if __name__ == "__main__":

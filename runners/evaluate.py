@@ -74,7 +74,7 @@ def split_data(options, config):
     entropy."""
     data = tf_records.PreparedData(options.data_dir)
     layout = data.layout(config.tgt_len, options.batch_size, last_segment=options.last_segment)
-    input_fn = data.input_fn(options.split, layout, verify="size", vocab_size=config.n_token,
+    input_fn = data.input_fn(options.split, layout, verify="checksum", vocab_size=config.n_token,
                              make_from_cache=True, progress=options.progress)
     made_with = input_fn.metadata.get("vocab_checksum")
     vocab_path = os.path.join(options.model_dir, model_vocab.VOCAB_FILE)

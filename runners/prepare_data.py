@@ -67,8 +67,9 @@ def main(argv):
     cli.check_files(raw_path=FLAGS.raw_path, train_path=FLAGS.train_path,
                     valid_path=FLAGS.valid_path, test_path=FLAGS.test_path,
                     vocab_path=FLAGS.vocab_path)
-    summary = data.prepare({s: layout for s in FLAGS.splits if s}, progress=FLAGS.progress,
-                           seed=FLAGS.seed)
+    with cli.locked(FLAGS.data_dir):
+        summary = data.prepare({s: layout for s in FLAGS.splits if s}, progress=FLAGS.progress,
+                               seed=FLAGS.seed)
     print(json.dumps(summary, sort_keys=True))
     return 0
 

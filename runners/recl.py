@@ -32,13 +32,33 @@ def recorded_data_dir(model_dir: str) -> str:
     return info["data_dir"]
 
 
+def check_one_vocabulary(model_dirs, data_dir) -> None:
+    """A usage error unless the group and the data share one vocabulary: the vocab_checksum of
+    every corpus-info.json that records one, and the vocabulary size always."""
+    vocabularies = {}
+    for where in [*model_dirs, data_dir]:
+        if not os.path.isdir(where):
+            raise app.UsageError(f"{where} is not a directory; give trained model directories "
+                                 "(--model_dirs) and a prepared --data_dir.")
+    for where in [*model_dirs, data_dir]:
+        info = tf_records.read_corpus_info(where) or {}
+        size = (txl_tf.load_config(where).n_token if where != data_dir
+                else info.get("vocab_size"))
+        vocabularies[where] = (info.get("vocab_checksum"), size)
+    checksums = {c for c, _ in vocabularies.values() if c}
+    sizes = {s for _, s in vocabularies.values() if s}
+    if len(checksums) > 1 or len(sizes) > 1:
+        listed = ", ".join(f"{w} ({s} tokens{', checksum ' + c if c else ''})"
+                           for w, (c, s) in vocabularies.items())
+        raise app.UsageError(
+            f"the group does not share one vocabulary: {listed}; RECL compares models on the "
+            "same tokens: give models trained on one vocabulary and data prepared with it.")
+
+
 def load_group(model_dirs) -> dict:
     """name -> model, in inference mode (no dropout), with the names made unique."""
     models = {}
     for model_dir in model_dirs:
-        if not os.path.isdir(model_dir):
-            raise app.UsageError(f"--model_dirs: {model_dir} is not a directory; give trained "
-                                 "model directories.")
         name = os.path.basename(os.path.normpath(model_dir)) or model_dir
         if name in models:
             name = model_dir
@@ -54,16 +74,21 @@ def main(argv):
         raise app.UsageError("give the group with --model_dirs=DIR1,DIR2,...")
     cli.quiet_start()
     # TensorFlow loads here, after the flags were checked: --help and usage errors come at once.
-    from txl_tf.inference.recl import format_recl_table, measure_recl, recl_rows
-    models = load_group(options.model_dirs)
-    data_dir = options.data_dir or recorded_data_dir(options.model_dirs[0])
-    cli.check_directories(data_dir=data_dir)
+    from txl_tf.inference.recl import check_options, format_recl_table, measure_recl, recl_rows
+    check_options(options)
+    data_dir = options.data_dir
+    if not data_dir and os.path.isdir(options.model_dirs[0]):
+        data_dir = recorded_data_dir(options.model_dirs[0])
+    check_one_vocabulary(options.model_dirs, data_dir)
     tokens = tf_records.load_token_stream(data_dir, options.split)
-    table, _ = measure_recl(models, tokens, options)
+    models = load_group(options.model_dirs)
+    table, losses = measure_recl(models, tokens, options)
     print(format_recl_table(list(models), table))
     print("recl " + json.dumps({"split": options.split, "data_dir": data_dir,
                                 "context_lengths": [int(c) for c in options.context_lengths],
-                                "num_tokens": options.num_tokens, "threshold": options.threshold,
+                                "num_tokens": int(losses.shape[-1]),
+                                "num_tokens_requested": options.num_tokens,
+                                "threshold": options.threshold,
                                 "models": recl_rows(list(models), table)}))
 
 

@@ -33,7 +33,10 @@ def main(argv):
     cli.quiet_start()
     set_up_devices()
     from txl_tf.training import train  # TensorFlow loads after the flags were checked
-    train(options, config_fn(), PreparedData(data_options))
+    chief = cli.is_chief_process()  # non-chief workers share the chief's directories
+    with cli.locked(FLAGS.model_dir if chief else None), \
+            cli.locked(FLAGS.data_dir if chief else None, exclusive=False):
+        train(options, config_fn(), PreparedData(data_options))
 
 
 if __name__ == "__main__":

@@ -61,18 +61,22 @@ def ensure_dir(path, what="data_dir"):
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as error:
+        cause = ("a symbolic link loop" if error.errno == errno.ELOOP else
+                 "a symbolic link to nothing" if os.path.islink(path) else "a parent is a file?")
         raise (storage_error(error, path, what) or DataDirError(
-            f"cannot create {what} {path}: {error.strerror or error} (a parent is a file?); pass "
+            f"cannot create {what} {path}: {error.strerror or error} ({cause}); pass "
             "another directory.")) from None
 
 
 def new_temp(directory, name):
-    """Creates an empty temporary file `.<name>.<random>.tmp` in `directory`; returns its path.
+    """Creates an empty temporary file `.<name>.<pid>-<random>.tmp` in `directory`; returns its
+    path.
 
-    Unlike `tempfile.mkstemp` (always mode 0600), the file gets `0o666` minus the umask.
+    Unlike `tempfile.mkstemp` (always mode 0600), the file gets `0o666` minus the umask. The pid
+    in the name tells `remove_stale_temps` whose it is.
     """
     for _ in range(100):
-        tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
+        tmp = os.path.join(directory, f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except FileExistsError:
@@ -87,12 +91,27 @@ def new_temp(directory, name):
 def remove_stale_temps(directory, name):
     """Removes the temporary files of `name` a killed writer left in `directory`.
 
-    They may be as large as the file itself and would otherwise fill the disk.
+    They may be as large as the file itself and would otherwise fill the disk. The temporary
+    files of a process still running (another run writing the same file) are left alone.
     """
     pattern = os.path.join(glob.escape(directory), f".{glob.escape(name)}.*.tmp")
     for stale in glob.glob(pattern):
+        owner = os.path.basename(stale)[len(name) + 2:-4].split("-")[0]
+        if owner.isdigit() and _running(int(owner)):
+            continue
         with contextlib.suppress(OSError):
             os.remove(stale)
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` exists (this one included)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by another user
+        return True
+    return True
 
 
 @contextlib.contextmanager

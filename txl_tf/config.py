@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from typing import Any, Mapping, Optional, Tuple
 
 # attn_type values of the reference PyTorch code (all four of the paper's ablation, Table 6).
@@ -146,6 +147,10 @@ class TransformerXLConfig:
                 fail(f"div_val={self.div_val} with {len(self.cutoffs)} cutoffs makes the last "
                      f"bin's embedding width d_embed // div_val**{len(self.cutoffs)} = 0; lower "
                      "div_val or raise d_embed.")
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                fail(f"{field.name} must be a finite number, got {value!r}.")
         for name in ("dropout", "dropatt"):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:

@@ -16,6 +16,7 @@ Example:
   >>> options_from_flags(Options)      # Options(steps=FLAGS.steps)
 """
 import dataclasses
+import math
 import re
 import typing
 from typing import Any, Collection, Mapping, Optional
@@ -110,6 +111,7 @@ def define_flags(cls, flag_values: flags.FlagValues = flags.FLAGS,
             flags.DEFINE_integer(**args)
         elif kind is float:
             flags.DEFINE_float(**args)
+            _refuse_non_finite(field.name, flag_values)
         elif kind is str:
             flags.DEFINE_string(**args)
         elif typing.get_origin(kind) in (tuple, list) or kind in (tuple, list):
@@ -117,6 +119,13 @@ def define_flags(cls, flag_values: flags.FlagValues = flags.FLAGS,
         else:
             raise ValueError(f"{cls.__name__}.{field.name}: no flag type for {kind!r}")
     return names
+
+
+def _refuse_non_finite(name: str, flag_values: flags.FlagValues) -> None:
+    """A float flag refuses nan and inf (NaN compares false, so range checks let it through)."""
+    flags.register_validator(
+        name, lambda value: value is None or math.isfinite(value),
+        message=f"--{name} must be a finite number (not nan or inf)", flag_values=flag_values)
 
 
 def options_from_flags(cls, flag_values: flags.FlagValues = flags.FLAGS,

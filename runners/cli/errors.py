@@ -82,6 +82,9 @@ def _os_error(error: OSError):
         what = "read-only" if error.errno == errno.EROFS else "not writable (permission denied)"
         return RUNTIME_ERROR, (f"{path} is {what}; choose a writable directory or fix its "
                                "permissions.")
+    if error.errno == errno.ELOOP:
+        return USAGE_ERROR, (f"{path} is a symbolic link loop (too many levels of symbolic "
+                             "links); fix the link or give another path.")
     if isinstance(error, FileNotFoundError) and error.filename:
         return USAGE_ERROR, f"{error.filename} does not exist; check the path."
     if isinstance(error, (NotADirectoryError, FileExistsError)) and error.filename:
@@ -129,7 +132,8 @@ def classify(error: BaseException):
     if isinstance(error, MemoryError):
         detail = f": {error}" if str(error) else ""
         return RUNTIME_ERROR, f"out of memory{detail}; {MEMORY_FIX}."
-    if isinstance(error, (ValueError, OSError, RuntimeError)) and _is_project_class(error):
+    if (isinstance(error, (ValueError, OSError, RuntimeError, ArithmeticError))
+            and _is_project_class(error)):
         return getattr(error, "exit_code", USAGE_ERROR), str(error)  # txl-tf's own message
     full = _disk_full(error)
     if full is not None:

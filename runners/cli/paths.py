@@ -1,16 +1,36 @@
 """Checks of the path flags a runner is given, before any work: one usage error naming the flag."""
+import errno
 import os
 
 from absl import app
 
 
+def _check_links(name: str, path) -> None:
+    """A usage error for a path that is (or passes through) a symbolic link loop, or a link to
+    nothing."""
+    if not path or "://" in str(path):
+        return
+    try:
+        os.stat(path)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise app.UsageError(f"--{name}={path} is a symbolic link loop (a link that leads "
+                                 "back to itself); fix the link or give another path.") from None
+        if os.path.islink(path):
+            raise app.UsageError(f"--{name}={path} is a symbolic link to {os.readlink(path)}, "
+                                 "which does not exist; fix the link or give another path.") \
+                from None
+
+
 def check_directories(**paths) -> None:
-    """Raises `app.UsageError` for a path flag that names an existing file, not a directory.
+    """Raises `app.UsageError` for a path flag that names an existing file, not a directory,
+    or a symbolic link loop or a link to nothing.
 
     Args:
       **paths: flag name -> path (None or '' are skipped), e.g. model_dir=FLAGS.model_dir.
     """
     for name, path in paths.items():
+        _check_links(name, path)
         if path and os.path.exists(path) and not os.path.isdir(path):
             raise app.UsageError(f"--{name}={path} is a file, not a directory; give a directory "
                                  "path.")

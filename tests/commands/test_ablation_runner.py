@@ -89,6 +89,8 @@ def test_a_trained_variant_is_not_trained_again(first_run):
     ("--variants=ours-rec-full,nope", "--variants must be distinct names"),
     ("--eval_multiples=1,x", "--eval_multiples must be integers >= 1"),
     ("--eval_multiples=0", "--eval_multiples must be integers >= 1"),
+    ("--attn_type=0", "--attn_type is set by each variant"),
+    ("--nohalf_loss", "--half_loss is set by each variant"),
 ])
 def test_bad_inputs_are_one_line_before_any_work(tmp_path, flag, message):
     result = _run(*TINY, f"--root={tmp_path / 'runs'}", f"--data_dir={tmp_path / 'data'}", flag)

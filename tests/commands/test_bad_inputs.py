@@ -162,6 +162,10 @@ CASES = [
     ("export_export_dir_is_file", "export", ["--model_dir={model}",
                                              "--export_dir={root}/a_file"],
      2, r"--export_dir=.*a_file is a file"),
+    ("export_max_seq_len_beyond_int32", "export", ["--model_dir={model}", "--export_dir={new}",
+                                                   "--max_seq_len=3000000000"],
+     2, r"--max_seq_len must be at most 2147483647 \(an int32 limit of the signatures\), got "
+        r"3000000000"),
     # prepare_data.py
     ("prepare_missing_raw_path", "prepare_data", ["--dataset=text", "--level=char",
                                                   "--raw_path={root}/no_such.txt",
@@ -249,6 +253,67 @@ def test_bad_input_is_one_line_and_nothing_changes(shared, tmp_path, runner, arg
     assert snapshot(shared["model"], shared["data"], shared["root"]) == before
     if any("{new}" in a for a in args):
         assert not os.path.exists(new), os.listdir(new)
+
+
+@pytest.mark.parametrize("runner,flag", [("train", "model_dir"), ("train", "data_dir"),
+                                         ("prepare_data", "data_dir"), ("export", "export_dir"),
+                                         ("evaluate", "model_dir")])
+@pytest.mark.parametrize("link", ["loop", "dangling"])
+def test_symbolic_link_loop_or_dangling_link_names_the_cause(shared, tmp_path, runner, flag,
+                                                              link):
+    path = tmp_path / "link"
+    os.symlink(path if link == "loop" else tmp_path / "gone", path)
+    args = {"train": ["--model_dir={model}", "--data_dir={data}"] + TINY,
+            "prepare_data": ["--dataset=builtin"], "export": ["--model_dir={model}"],
+            "evaluate": ["--data_dir={data}"]}[runner]
+    args = [a.format(**shared) for a in args if not a.startswith(f"--{flag}=")]
+    before = snapshot(shared["model"], shared["data"])
+    proc = run_runner(runner, args + [f"--{flag}={path}"], cwd=str(tmp_path))
+    cause = ("is a symbolic link loop" if link == "loop"
+             else f"is a symbolic link to {tmp_path / 'gone'}, which does not exist")
+    _check_one_error_line(proc, 2, re.escape(f"--{flag}={path} {cause}"))
+    assert snapshot(shared["model"], shared["data"]) == before
+    assert sorted(os.listdir(tmp_path)) == ["link"]
+
+
+def test_evaluate_on_damaged_records_names_the_file_and_split(shared, tmp_path):
+    data = str(tmp_path / "data")
+    shutil.copytree(shared["data"], data)
+    records = sorted(n for n in os.listdir(data)
+                     if n.startswith("valid.bsz-4.") and n.endswith(".tfrecords"))
+    assert records, os.listdir(data)  # training's validation layout: evaluate --batch_size=4
+    path = os.path.join(data, records[0])
+    with open(path, "r+b") as f:  # same size, one byte changed
+        f.seek(os.path.getsize(path) // 2)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    before = snapshot(shared["model"])
+    proc = run_runner("evaluate", [f"--model_dir={shared['model']}", f"--data_dir={data}",
+                                   "--split=valid", "--batch_size=4", "--tb_dir="],
+                      cwd=str(tmp_path))
+    _check_one_error_line(proc, 2, re.escape(records[0]) + r".*(sha256|checksum)")
+    assert snapshot(shared["model"]) == before
+
+
+def test_evaluate_on_a_read_only_model_dir_suggests_tb_dir(shared, tmp_path):
+    model = str(tmp_path / "model")
+    shutil.copytree(shared["model"], model)
+    script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && exec "$@"'
+    wrap = ["unshare", "-m", "sh", "-c", script, model]
+    probe = subprocess.run(wrap + ["sh", "-c", f"touch '{model}/probe' 2>/dev/null || echo ro"],
+                           capture_output=True, text=True) if shutil.which("unshare") else None
+    if probe is None or probe.stdout.strip() != "ro":
+        pytest.skip("a read-only bind mount needs root and unshare")
+    args = [f"--model_dir={model}", f"--data_dir={shared['data']}", "--split=valid",
+            "--batch_size=4", "--max_steps=1"]
+    proc = run_runner("evaluate", args, cwd=str(tmp_path), wrap=wrap)
+    _check_one_error_line(proc, 1, r"cannot write the TensorBoard summaries to .*eval-valid: "
+                                   r".* is read-only or not writable; give --tb_dir=")
+    proc = run_runner("evaluate", args + [f"--tb_dir={tmp_path / 'tb'}"], cwd=str(tmp_path),
+                      wrap=wrap)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert os.listdir(tmp_path / "tb")
 
 
 def test_verbosity_1_adds_the_traceback(shared, tmp_path):

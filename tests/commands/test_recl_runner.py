@@ -64,6 +64,9 @@ def test_table_and_json_line_for_every_model(group):
     (["--context_lengths=4,8", "--num_tokens=0"], "must be >= 1"),
     (["--context_lengths=400,800"], "at least 801 are needed"),
     (["--split=nosuch"], "nosuch"),
+    (["--threshold=-1"], "--threshold must be a relative gain in (0, 1)"),
+    (["--threshold=nan"], "--threshold must be a finite number"),
+    (["--batch_tokens=0"], "--batch_tokens must be >= 1"),
 ])
 def test_bad_inputs_are_one_line(group, args, message):
     data_dir, dirs = group
@@ -78,3 +81,45 @@ def test_missing_model_dir_and_missing_group(group, tmp_path):
     assert result.returncode == 2 and "is not a directory" in result.stderr
     result = _run()
     assert result.returncode == 2 and "--model_dirs" in result.stderr
+
+
+def test_json_reports_the_tokens_really_scored(group):
+    """The valid split has 600 tokens: 588 have 12 tokens before them, fewer than requested."""
+    data_dir, dirs = group
+    result = _run(f"--model_dirs={dirs[1]}", f"--data_dir={data_dir}", "--context_lengths=4,8,12",
+                  "--num_tokens=100000")
+    assert result.returncode == 0, result.stderr
+    record = json.loads(next(line for line in result.stdout.splitlines()
+                             if line.startswith("recl "))[5:])
+    tokens = tf_records.load_token_stream(data_dir, "valid")
+    assert record["num_tokens"] == len(tokens) - 12 and record["num_tokens_requested"] == 100000
+
+
+@pytest.fixture(scope="module")
+def other_vocabulary(tmp_path_factory):
+    """A model directory trained (by record) on another vocabulary of the same size, and one of
+    another size."""
+    root = tmp_path_factory.mktemp("recl_other")
+    other_data = str(root / "data")
+    tf_records.prepare("synthetic", other_data, progress=False, num_symbols=9, period=12,
+                       train_tokens=2000, eval_tokens=600)
+    dirs = {}
+    for name, n_token in (("bytes", 8), ("words", 12)):
+        model_dir = str(root / name)
+        txl_tf.save_model(txl_tf.TransformerXL(tiny_config(n_token=n_token, tgt_len=8,
+                                                           mem_len=8)), model_dir)
+        dirs[name] = model_dir
+    tf_records.PreparedData(tf_records.DataOptions(data_dir=other_data, dataset=None)).copy_to(
+        dirs["bytes"])
+    return dirs
+
+
+@pytest.mark.parametrize("which", ["bytes", "words"])
+def test_group_of_two_vocabularies_is_refused_before_any_work(group, other_vocabulary, which):
+    data_dir, dirs = group
+    result = _run(f"--model_dirs={dirs[0]},{other_vocabulary[which]}", f"--data_dir={data_dir}",
+                  "--context_lengths=4,8,12", "--num_tokens=50")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.startswith("error: the group does not share one vocabulary: ")
+    assert other_vocabulary[which] in result.stderr and result.stderr.count("\n") == 1
+    assert "recl " not in result.stdout

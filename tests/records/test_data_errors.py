@@ -185,3 +185,31 @@ def test_text_corpus_from_another_file_is_not_mixed_with_the_cache(tmp_path):
     tf_records.prepare("text", tmp_path / "d", raw_path=a, level="word", progress=False)
     with pytest.raises(tf_records.DataError, match="already holds text"):
         tf_records.prepare("text", tmp_path / "d", raw_path=b, level="word", progress=False)
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("wt2", "md5 .* != expected 542ccefacc6c27f945fb54453812b3cd"),
+    ("wt103", "md5 .* != expected 9ddaacaf6af0710eda8c456decff7832"),
+    ("lm1b", "got 300 bytes, expected 1792209805"),
+])
+def test_published_checksum_of_the_default_archive_is_checked(tmp_path, monkeypatch, name,
+                                                              expected):
+    """The archive at a corpus's default url is checked against its published checksum (served
+    here from a local file: the default url is pointed at it); nothing is left behind."""
+    cls = tf_records.CORPORA[name]
+    fake = tmp_path / "fake"
+    fake.write_bytes(os.urandom(300))
+    monkeypatch.setitem(cls.OPTIONS, "url", fake.as_uri())
+    data_dir = tmp_path / "d"
+    with pytest.raises(tf_records.DownloadError, match=expected):
+        cls().obtain_archive(str(data_dir), None, True, False)
+    assert not (data_dir / "raw" / cls.archive_name).exists() and no_temp_files(data_dir)
+    # The same bytes pass when they are what is published, and a mirror (--url) is not checked.
+    monkeypatch.setattr(cls, "ARCHIVE_CHECKS", {"md5": hashlib.md5(fake.read_bytes()).hexdigest(),
+                                                "size": 300})
+    assert open(cls().obtain_archive(str(data_dir), None, True, False), "rb").read() == \
+        fake.read_bytes()
+    mirror = tmp_path / "mirror"
+    monkeypatch.undo()
+    got = cls(url=fake.as_uri()).obtain_archive(str(mirror), None, True, False)
+    assert os.path.getsize(got) == 300

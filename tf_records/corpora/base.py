@@ -70,6 +70,10 @@ class Corpus:
                 flags.append(f"--{k}={v}")
         return flags
 
+    # fetch() checks of the archive at the default url, where its checksum is published
+    # (docs/data.md, "Downloads", says where each comes from): {"md5" | "sha256": ..., "size": ...}
+    ARCHIVE_CHECKS = {}
+
     def build(self, data_dir, raw_path=None, download=True, progress=True) -> BuiltCorpus:
         raise NotImplementedError
 
@@ -83,6 +87,8 @@ class Corpus:
                 raise CorpusError(f"--raw_path={raw_path} does not exist.")
             return raw_path
         url = url or self.options.get("url")
+        if url == self.OPTIONS.get("url") and self.options.get("verify_checksum", True):
+            checks = {**self.ARCHIVE_CHECKS, **checks}  # the published archive's checksum
         name = name or self.archive_name
         dest = os.path.join(data_dir, "raw", name)
         if os.path.exists(dest):
@@ -101,7 +107,9 @@ def log(progress, message):
 
 
 def check_nonempty(path):
-    if os.path.getsize(path) == 0:
+    """A `CorpusError` for an empty regular file (a pipe, e.g. `--raw_path=<(zcat f.gz)`,
+    has no size to check)."""
+    if os.path.isfile(path) and os.path.getsize(path) == 0:
         raise CorpusError(f"{path} is empty (0 bytes); delete it and download it again, or pass "
                           "the right --raw_path.")
 

@@ -22,7 +22,7 @@ from tf_records.corpora.base import Corpus, contiguous_split, read_zip_member
 from tf_records.corpora.common import byte_corpus
 from tf_records.errors import CorpusError
 
-URL = "http://mattmahoney.net/dc/enwik8.zip"
+URL = "https://mattmahoney.net/dc/enwik8.zip"
 MEMBER_MD5 = "a1fa5ffddb56f4953e226637dabbb36a"
 MEMBER_SIZE = 100_000_000
 

@@ -52,6 +52,9 @@ class OneBillionWord(Corpus):
     level = "word"
     cutoffs = (60000, 100000, 640000)
     archive_name = "1-billion-word-language-modeling-benchmark-r13output.tar.gz"
+    # tensorflow_datasets' lm1b checksums.tsv: size and sha256 of the archive at URL.
+    ARCHIVE_CHECKS = {"size": 1_792_209_805, "sha256": "01ba60381110baf7f189dfd2b8374de371e8c9a34"
+                                                       "0835793f190bdae9e90a34e"}
     OPTIONS = {"backend": "tf_text", "url": URL, "vocab_url": VOCAB_URL, "vocab_path": None,
                "seed": 123456, "num_shuffles": 1, "max_train_shards": 0}
 

@@ -9,7 +9,7 @@ from tf_records.corpora.base import Corpus, contiguous_split, read_zip_member
 from tf_records.corpora.common import char_corpus
 from tf_records.errors import CorpusError
 
-URL = "http://mattmahoney.net/dc/text8.zip"
+URL = "https://mattmahoney.net/dc/text8.zip"
 MEMBER_SIZE = 100_000_000
 
 

@@ -33,6 +33,7 @@ class WikiText103(_WikiText):
     cutoffs = (20000, 40000, 200000)
     archive_name = "wikitext-103-v1.zip"
     OPTIONS = {**_WikiText.OPTIONS, "url": URL_WT103}
+    ARCHIVE_CHECKS = {"md5": "9ddaacaf6af0710eda8c456decff7832"}  # torchtext's WikiText103
 
 
 class WikiText2(_WikiText):
@@ -40,3 +41,4 @@ class WikiText2(_WikiText):
     cutoffs = ()
     archive_name = "wikitext-2-v1.zip"
     OPTIONS = {**_WikiText.OPTIONS, "url": URL_WT2}
+    ARCHIVE_CHECKS = {"md5": "542ccefacc6c27f945fb54453812b3cd"}  # torchtext's WikiText2

@@ -76,6 +76,30 @@ def trained_level(model_dir: str) -> Optional[str]:
     return info.get("level") if isinstance(info, dict) else None
 
 
+class EvalOutputError(OSError):
+    """The TensorBoard directory cannot be written (exit code 1)."""
+    exit_code = 1
+
+
+def _tb_dir(options: EvalOptions, split: str) -> str:
+    return (options.tb_dir if options.tb_dir is not None
+            else os.path.join(options.model_dir, f"eval-{split}"))
+
+
+def check_tb_dir(tb_dir: str) -> None:
+    """An `EvalOutputError` before any work when `tb_dir` (or its nearest existing parent) is
+    not writable, e.g. a read-only model directory."""
+    if not tb_dir or "://" in tb_dir:
+        return
+    existing = os.path.abspath(tb_dir)
+    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    if not os.access(existing, os.W_OK):
+        raise EvalOutputError(
+            f"cannot write the TensorBoard summaries to {tb_dir}: {existing} is read-only or not "
+            "writable; give --tb_dir=<a writable directory>, or --tb_dir= to write none.")
+
+
 def checked_options(options: EvalOptions) -> tuple:
     """(`options` with `data_dir` resolved (the trained-on data when neither --data_dir nor
     --text_file is given), the `CheckpointChoice` of `options.checkpoint`). Raises
@@ -182,6 +206,7 @@ def evaluate_model(options: EvalOptions, data_fn: DataFn) -> dict:
     c = model.config
     batches, num_steps, split, unigram = data_fn(options, c)
     level = trained_level(options.model_dir)
+    check_tb_dir(_tb_dir(options, split))
     if options.max_steps:
         num_steps = min(num_steps, options.max_steps)
     curve = (context_curve(model, batches, num_steps, options, level) if options.mem_lens
@@ -199,8 +224,7 @@ def evaluate_model(options: EvalOptions, data_fn: DataFn) -> dict:
            **(_curve_fields(curve, level) if curve else {}),
            "batch_size": options.batch_size, "last_segment": options.last_segment,
            **choice.to_json(), "tokens_per_second": result.tokens_per_second}
-    tb_dir = (options.tb_dir if options.tb_dir is not None
-              else os.path.join(options.model_dir, f"eval-{split}"))
+    tb_dir = _tb_dir(options, split)
     if tb_dir:
         write_summaries(out, tb_dir, unit_name(level))
         if curve:

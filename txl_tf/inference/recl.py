@@ -232,6 +232,22 @@ def format_recl_table(names: Sequence[str], table: Dict[float, Recl]) -> str:
 
 
 
+def check_options(options: ReclOptions) -> None:
+    """Refuses options no measurement can use, before any work.
+
+    Raises:
+      ReclInputError: a threshold outside (0, 1), batch_tokens or num_tokens below 1, or a bad
+        grid (`check_context_lengths`).
+    """
+    if not 0.0 < options.threshold < 1.0:  # also refuses nan
+        raise ReclInputError(f"--threshold must be a relative gain in (0, 1) (the paper: 0.01), "
+                             f"got {options.threshold}.")
+    for name in ("batch_tokens", "num_tokens"):
+        if getattr(options, name) < 1:
+            raise ReclInputError(f"--{name} must be >= 1, got {getattr(options, name)}.")
+    check_context_lengths([int(c) for c in options.context_lengths])
+
+
 def measure_recl(models: Dict[str, "object"], tokens, options: ReclOptions):
     """Per-token losses of every model at every context length, then RECL at r = 0.1, 0.5, 1.0.
 
@@ -242,7 +258,8 @@ def measure_recl(models: Dict[str, "object"], tokens, options: ReclOptions):
       options: the `ReclOptions`.
 
     Returns:
-      (dict ratio -> `Recl`, float32 losses [N, C, T]).
+      (dict ratio -> `Recl`, float32 losses [N, C, T]); T, the tokens really scored, is at most
+      `options.num_tokens` (fewer when the split is shorter).
 
     Raises:
       ReclInputError, ContextLossError: a bad grid, too short a stream (one line).

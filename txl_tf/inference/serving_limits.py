@@ -3,6 +3,8 @@
 """
 import dataclasses
 
+INT32_MAX = 2**31 - 1
+
 
 @dataclasses.dataclass(frozen=True)
 class ServingLimits:
@@ -24,8 +26,12 @@ class ServingLimits:
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
-            if int(getattr(self, field.name)) < 1:
-                raise ValueError(f"--{field.name} must be >= 1, got {getattr(self, field.name)}.")
+            value = int(getattr(self, field.name))
+            if value < 1:
+                raise ValueError(f"--{field.name} must be >= 1, got {value}.")
+            if value > INT32_MAX:  # the signatures compare it with int32 lengths
+                raise ValueError(f"--{field.name} must be at most {INT32_MAX} (an int32 limit "
+                                 f"of the signatures), got {value}.")
 
     def message(self, name, what) -> str:
         """The error text of a request over the limit `name`."""

@@ -53,15 +53,22 @@ class Action(Protocol):
         ...
 
 
+class DivergedError(FloatingPointError):
+    """The training loss became non-finite; the checkpoints saved before are kept (exit code
+    1: a failure during the work)."""
+    exit_code = 1
+
+
 def check_finite(stats: LoopStats, step: int, loss_scale: Callable[[], float]) -> None:
-    """Warn of skipped steps; raise `FloatingPointError` on a non-finite training loss."""
+    """Warn of skipped steps; raise `DivergedError` on a non-finite training loss."""
     if stats.skipped_steps:
         logging.warning("%d step(s) skipped for non-finite gradients (loss scale %.0f)",
                         stats.skipped_steps, loss_scale())
     if not math.isfinite(stats.nll_sum):
-        raise FloatingPointError(
+        raise DivergedError(
             f"the training loss became {stats.nll_sum} at step {step}; lower "
-            "--learning_rate, raise --warmup_steps, or use --precision=float32.")
+            "--learning_rate, raise --warmup_steps, or use --precision=float32 (the run "
+            "diverged: the checkpoints saved before are kept, nothing of it is saved).")
 
 
 class Controller:

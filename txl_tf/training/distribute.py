@@ -10,6 +10,10 @@ address, '' or 'local' for a TPU VM), and `auto` (what the paper's recipes use: 
 import glob
 import json
 import os
+import socket
+import threading
+import time
+import urllib.parse
 from typing import NamedTuple, Optional, Sequence
 
 import tensorflow as tf
@@ -19,6 +23,15 @@ from txl_tf.training.options import STRATEGIES
 
 class StrategyError(ValueError):
     """A strategy that cannot be created as asked."""
+
+
+class TPUConnectError(StrategyError):
+    """The TPU of `--tpu` did not answer within the timeout (exit code 1: a failure during the
+    work; the address may be right and the TPU not up yet)."""
+    exit_code = 1
+
+
+TPU_CONNECT_SECONDS = 300  # default of --tpu_timeout: a TPU VM or pod slice may still be booting
 
 
 class Choice(NamedTuple):
@@ -64,8 +77,61 @@ def resolve_auto(tpu: Optional[str] = None, devices: Optional[Sequence[str]] = N
     return Choice("default", None, "no --tpu given, no TPU attached and no GPU: the CPU")
 
 
+def _wait_for_address(tpu: str, timeout: float, deadline: float) -> None:
+    """For a grpc://host:port `tpu`, retry a TCP connection until it is accepted or the deadline
+    passes (`TPUConnectError` naming the last reason)."""
+    address = urllib.parse.urlparse(tpu)
+    if address.scheme != "grpc" or not address.hostname or not address.port:
+        return
+    reason = "no answer"
+    while True:
+        try:
+            with socket.create_connection((address.hostname, address.port),
+                                          timeout=max(0.1, min(5.0, deadline - time.time()))):
+                return
+        except OSError as error:
+            reason = error.strerror or str(error) or type(error).__name__
+        if time.time() >= deadline:
+            raise TPUConnectError(_unreachable(tpu, reason, timeout))
+        time.sleep(min(1.0, max(0.0, deadline - time.time())))
+
+
+def _unreachable(tpu: str, reason: str, timeout: float) -> str:
+    return (f"cannot reach the TPU at --tpu={tpu} ({reason}) within {timeout:g} s; check the "
+            "address and that the TPU is up, or raise --tpu_timeout.")
+
+
+def _connect_tpu(tpu: str, timeout: float) -> tf.distribute.Strategy:
+    """The `TPUStrategy` of `tpu` (a name, grpc:// address or '' for the environment's), with
+    one line announcing the wait and a `TPUConnectError` after `timeout` seconds."""
+    print(f"connecting to TPU {tpu or '(from the environment)'} (up to {timeout:g} s; "
+          "--tpu_timeout) ...", flush=True)
+    deadline = time.time() + timeout
+    _wait_for_address(tpu, timeout, deadline)
+    result = {}
+
+    def connect():  # gRPC retries an address that does not answer without end: bounded below
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+            tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+            result["strategy"] = tf.distribute.TPUStrategy(resolver)
+        except Exception as error:  # noqa: BLE001 - raised again in the caller's thread
+            result["error"] = error
+
+    thread = threading.Thread(target=connect, daemon=True, name="tpu-connect")
+    thread.start()
+    thread.join(max(0.0, deadline - time.time()))
+    if thread.is_alive():
+        raise TPUConnectError(_unreachable(tpu, "no answer", timeout))
+    if "error" in result:
+        raise result["error"]
+    return result["strategy"]
+
+
 def create_strategy(name: str, tpu: Optional[str] = None,
-                    devices: Optional[Sequence[str]] = None) -> tf.distribute.Strategy:
+                    devices: Optional[Sequence[str]] = None,
+                    tpu_timeout: float = TPU_CONNECT_SECONDS) -> tf.distribute.Strategy:
     """The strategy `name` (one of `STRATEGIES`).
 
     Args:
@@ -74,11 +140,16 @@ def create_strategy(name: str, tpu: Optional[str] = None,
         grpc://address, or '' / None (the TPU attached to this machine, see `attached_tpu`).
       devices: explicit device names for `one_device` (one) and `mirrored` (any number), e.g.
         ['/CPU:0', '/CPU:1'] for two logical CPUs.
+      tpu_timeout: seconds to wait for a TPU by name or address (announced in one line).
+
+    Raises:
+      StrategyError: a strategy that cannot be created as asked; `TPUConnectError` when the
+        TPU does not answer within `tpu_timeout`.
     """
     devices = list(devices or [])
     if name == "auto":
         choice = resolve_auto(tpu, devices)
-        return create_strategy(choice.name, choice.tpu, devices)
+        return create_strategy(choice.name, choice.tpu, devices, tpu_timeout)
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "one_device":
@@ -113,8 +184,7 @@ def create_strategy(name: str, tpu: Optional[str] = None,
         if tpu == "local":  # the TPU chips of this TPU VM, no TPU service involved
             resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
         else:  # a TPU (pod slice) by name or grpc:// address; '' = found from the environment
-            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
-            tf.config.experimental_connect_to_cluster(resolver)
+            return _connect_tpu(tpu, tpu_timeout)
         tf.tpu.experimental.initialize_tpu_system(resolver)
         return tf.distribute.TPUStrategy(resolver)
     raise StrategyError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}.")

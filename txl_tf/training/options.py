@@ -5,6 +5,7 @@ their help from the `Attributes:` section below); the data options live with the
 (`tf_records.DataOptions`).
 """
 import dataclasses
+import math
 from typing import Optional
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -59,6 +60,8 @@ class TrainOptions:
         attached, else all local GPUs, else the CPU.
       tpu: --strategy=tpu: 'local' (this TPU VM's own chips), a TPU or pod slice name, or
         grpc://address.
+      tpu_timeout: Seconds to wait for the TPU of --tpu (a name or grpc:// address) to answer
+        before giving up with an error.
       devices: Devices for one_device/mirrored, e.g. /CPU:0,/CPU:1.
       seed: Seed of the initialisation and dropout.
       checkpoint_memory: Save each worker's memory with the checkpoints so that a resumed run
@@ -94,6 +97,7 @@ class TrainOptions:
     init_checkpoint: Optional[str] = None
     strategy: str = "default"
     tpu: Optional[str] = None
+    tpu_timeout: int = 300
     devices: tuple = ()
     seed: int = 0
     checkpoint_memory: bool = True
@@ -123,9 +127,13 @@ def checked(options: TrainOptions) -> TrainOptions:
                  "grad_accum_steps", "keep_checkpoints"):
         if getattr(o, name) < 1:
             raise TrainError(f"--{name} must be >= 1, got {getattr(o, name)}.")
-    for name in ("save_steps", "eval_steps", "log_seconds"):
+    for name in ("save_steps", "eval_steps", "log_seconds", "tpu_timeout"):
         if getattr(o, name) < 0:
             raise TrainError(f"--{name} must be >= 0, got {getattr(o, name)}.")
+    for field in dataclasses.fields(o):
+        value = getattr(o, field.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise TrainError(f"--{field.name} must be a finite number, got {value}.")
     if o.precision not in PRECISIONS:
         raise TrainError(f"--precision must be one of {PRECISIONS}, got {o.precision!r}.")
     if o.warmup_steps > o.train_steps >= 1:  # a short run of a recipe: warm up all the way

@@ -26,7 +26,7 @@ import tensorflow as tf
 from absl import logging
 
 import txl_tf
-from txl_tf.config import check_against_saved
+from txl_tf.config import ConfigError, check_against_saved
 from txl_tf.loss_report import format_value, loss_fields, verdict
 from txl_tf.model_dir import write_json_atomic, write_text_atomic
 from txl_tf.training import actions as actions_lib
@@ -34,6 +34,7 @@ from txl_tf.training import batch_fit
 from txl_tf.training import checkpoints as checkpoints_lib
 from txl_tf.training.checkpoint_memory import gather_worker_memory
 from txl_tf.training import distribute
+from txl_tf.training import resume_check
 from txl_tf.training.controller import Controller
 from txl_tf.training.data_source import DataSource
 from txl_tf.training import duration
@@ -45,7 +46,7 @@ from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.options import TrainError, TrainOptions, checked, for_level
 from txl_tf.training.summaries import RunSummaries, format_duration
 from txl_tf.training.trainer import Trainer
-from txl_tf.training.warm_start import warm_start
+from txl_tf.training.warm_start import checkpoint_prefix, warm_start
 
 SUMMARY_FILE = "train_summary.json"
 
@@ -106,11 +107,13 @@ def _build_strategy(o: TrainOptions) -> tf.distribute.Strategy:
     """The strategy of `o.strategy`; for `auto` (the recipes' setting) one line says what was
     chosen and why."""
     if o.strategy != "auto":
-        return distribute.create_strategy(o.strategy, tpu=o.tpu, devices=o.devices)
+        return distribute.create_strategy(o.strategy, tpu=o.tpu, devices=o.devices,
+                                          tpu_timeout=o.tpu_timeout)
     choice = distribute.resolve_auto(o.tpu, o.devices)
     print(f"strategy: {choice.name} ({choice.reason}; --strategy=auto, give --strategy to "
           "force one)", flush=True)
-    return distribute.create_strategy(choice.name, tpu=choice.tpu, devices=o.devices)
+    return distribute.create_strategy(choice.name, tpu=choice.tpu, devices=o.devices,
+                                      tpu_timeout=o.tpu_timeout)
 
 
 def _build_placement(o: TrainOptions, strategy: tf.distribute.Strategy) -> Placement:
@@ -160,19 +163,59 @@ def _fit_batch(o: TrainOptions, config, place: Placement, strategy) -> TrainOpti
     return dataclasses.replace(o, grad_accum_steps=fit.grad_accum_steps)
 
 
-def _write_model_dir(run: _Run) -> None:
-    """Check the configuration against model_dir's; the chief writes config.json, the data's
-    files and flags.txt."""
+def _check_init_checkpoint(path: str, config) -> None:
+    """A `TrainError` for an --init_checkpoint that is missing, of another configuration or
+    damaged, before anything is written."""
+    checkpoint = checkpoint_prefix(path, config)
+    directory = os.path.dirname(checkpoint)
+    if os.path.isfile(os.path.join(directory, txl_tf.model_dir.CONFIG_FILE)):
+        try:
+            check_against_saved(config, txl_tf.load_config(directory), "its config.json")
+        except ConfigError as error:
+            raise TrainError(f"--init_checkpoint={path}: the checkpoint {checkpoint} does not "
+                             f"fit a model of this configuration ({' '.join(str(error).split())})"
+                             ) from None
+    problem = txl_tf.model_dir.checkpoint_problem(checkpoint)
+    if problem:
+        raise TrainError(f"--init_checkpoint={path}: the checkpoint {checkpoint} cannot be "
+                         f"read: {problem}; give an intact checkpoint.")
+
+
+def _check_against_record(run: _Run) -> Optional[int]:
+    """The step a resumed run starts from (None: a new run), after checking this run's settings
+    against model_dir's record (`resume_check`): a changed shape or --tgt_len is refused, a
+    changed training setting noted in one line each, before anything is written."""
     o = run.options
-    os.makedirs(o.model_dir, exist_ok=True)
     config_path = os.path.join(o.model_dir, txl_tf.model_dir.CONFIG_FILE)
-    if os.path.exists(config_path):
-        check_against_saved(run.config, txl_tf.load_config(o.model_dir), config_path)
+    latest = (txl_tf.model_dir.latest_checkpoint(o.model_dir)
+              if os.path.exists(config_path) else None)
+    if latest is None and o.init_checkpoint:  # a new run: its warm start is checked first
+        _check_init_checkpoint(o.init_checkpoint, run.config)
+    if not os.path.exists(config_path):
+        return None
+    saved = txl_tf.load_config(o.model_dir)
+    if latest is None:
+        check_against_saved(run.config, saved, config_path)
+        return None
+    step = int(latest.rsplit("-", 1)[1])
+    for line in resume_check.resume_notes(o, run.config, saved, config_path, step):
+        if run.place.is_chief:
+            print(line, flush=True)
+    return step
+
+
+def _write_model_dir(run: _Run) -> None:
+    """Check the run against model_dir's record; the chief writes config.json, the data's
+    files and flags.txt (this start appended to the run's history)."""
+    o = run.options
+    resumed_at = _check_against_record(run)
+    os.makedirs(o.model_dir, exist_ok=True)
     if run.place.is_chief:
         txl_tf.save_config(run.config, o.model_dir)
         run.data.copy_to(o.model_dir)
         if o.flags_text:
-            write_text_atomic(os.path.join(o.model_dir, "flags.txt"), o.flags_text)
+            write_text_atomic(os.path.join(o.model_dir, resume_check.FLAGS_FILE),
+                              resume_check.flags_history(o.model_dir, o.flags_text, resumed_at))
 
 
 def _build_trainer(run: _Run, schedule) -> None:
@@ -218,6 +261,12 @@ def _resume(run: _Run, step: Optional[int], memory) -> tuple:
         if o.init_checkpoint:
             logging.info("warm start from %s",
                          warm_start(run.model, o.init_checkpoint, run.config))
+    mismatch = resume_check.memory_fits(memory, run.place.per_replica * run.place.local,
+                                        run.config.mem_len)
+    if mismatch:
+        if run.place.is_chief:
+            print(mismatch, flush=True)
+        memory = None
     mems = (run.trainer.memory_from_host(memory) if memory is not None
             else run.trainer.init_memory(run.place.per_replica))
     if run.place.is_chief:
@@ -387,7 +436,7 @@ def train(options: TrainOptions,
     Raises:
       TrainError, ConfigError: inconsistent options (one line naming the fix).
       CheckpointIOError: model_dir's checkpoints cannot be read or written.
-      FloatingPointError: the training loss became non-finite.
+      DivergedError: the training loss became non-finite (a `FloatingPointError`).
     """
     start_time = time.time()
     o = checked(options)

@@ -1,0 +1,226 @@
+"""One run per directory: a lock file that the kernel releases when its process ends.
+
+A runner that writes into a directory holds `<dir>/.lock` for the whole run: `train.py` its
+model_dir (exclusive) and its data_dir (shared: several trainings may read one prepared data
+directory, and records they add are written atomically under names unique per process),
+`prepare_data.py` its data_dir (exclusive), `import_weights.py` its output directory. A second
+run that would conflict is refused at once:
+
+    error: runs/x is in use by process 4711 (started 2026-11-24 20:55:03 UTC); wait until it
+    ends or choose another directory.
+
+The lock is `fcntl.flock`: the kernel drops it when the process dies, however it dies (kill -9
+included), so a lock is never left held. An exclusive holder writes its pid and start time into
+the file and deletes the file when it ends normally; a file still holding a pid when the lock
+is taken is the trace of a killed run, reported in one `note:` line and taken over.
+
+Paths with a scheme (gs://...) are not locked: flock works on local (and most network)
+filesystems only. A directory where the lock file cannot be made (read-only, a parent is a
+file) is not locked: the run reports the directory in its own words when it writes there.
+"""
+import contextlib
+import fcntl
+import json
+import os
+import time
+from typing import Optional, Tuple
+
+LOCK_FILE = ".lock"
+
+
+class DirectoryInUseError(RuntimeError):
+    """Another process holds the directory's lock; exit code 1 (try again when it ends)."""
+    exit_code = 1
+
+
+def _start_time(pid: int) -> Optional[float]:
+    """The start of process `pid` in seconds since the epoch (Linux /proc), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/stat") as f:
+            boot = next(float(line.split()[1]) for line in f if line.startswith("btime"))
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError, StopIteration):
+        return None
+
+
+def _format_time(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "at an unknown time"
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(seconds))
+
+
+def _holder_in_proc_locks(path: str) -> Optional[int]:
+    """The pid holding a flock on `path` according to /proc/locks (Linux), or None."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 6 and parts[1] == "FLOCK" and parts[4].isdigit():
+            inode = parts[5].rsplit(":", 1)[-1]
+            if inode.isdigit() and int(inode) == st.st_ino:
+                return int(parts[4])
+    return None
+
+
+def _recorded(fd: int) -> Tuple[Optional[int], Optional[float]]:
+    """(pid, start time) written into the lock file by its last exclusive holder."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    words = os.read(fd, 200).decode("ascii", "replace").split()
+    try:
+        return int(words[0]), float(words[1])
+    except (IndexError, ValueError):
+        return None, None
+
+
+def _in_use(directory: str, fd: int, path: str) -> DirectoryInUseError:
+    pid, started = _recorded(fd)
+    holder = _holder_in_proc_locks(path)
+    if holder is not None and holder != pid:
+        pid, started = holder, _start_time(holder)
+    who = f"process {pid}" if pid is not None else "another process"
+    return DirectoryInUseError(
+        f"{directory} is in use by {who} (started {_format_time(started)}); wait until it "
+        "ends or choose another directory.")
+
+
+def _open_locked(directory: str, exclusive: bool) -> Optional[int]:
+    """An fd of `directory`/.lock holding the lock (None: the file cannot be made, e.g. a
+    read-only directory)."""
+    path = os.path.join(directory, LOCK_FILE)
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError:  # e.g. read-only: nothing can be written there, by this run or another;
+            return None  # the run reports the directory in its own words if it must write
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            error = _in_use(directory, fd, path)
+            os.close(fd)
+            raise error from None
+        try:  # the file may have been deleted by its last holder between open and flock
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)
+
+
+def _take_over(directory: str, fd: int) -> None:
+    """Write this process's pid and start time; one line about a killed previous holder."""
+    pid, started = _recorded(fd)
+    if pid is not None and pid != os.getpid():
+        print(f"note: {directory} was held by process {pid} (started {_format_time(started)}), "
+              "which ended without releasing it (killed?); taking it over.", flush=True)
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, f"{os.getpid()} {_start_time(os.getpid()) or time.time()}\n".encode())
+
+
+def _missing_top(directory: str) -> Optional[str]:
+    """The outermost of `directory` and its parents that does not exist yet, or None."""
+    top, path = None, os.path.abspath(directory)
+    while not os.path.exists(path):
+        top, parent = path, os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return top
+
+
+def _remove_made(directory: str, top: Optional[str]) -> None:
+    """Remove `directory` (with its empty subdirectories, e.g. raw/ of a failed download) and
+    its parents up to `top` (the ones this run made) while empty."""
+    if top is None:
+        return
+    path = os.path.abspath(directory)
+    for root, _, _ in sorted(os.walk(path), reverse=True):  # empty subdirectories first
+        with contextlib.suppress(OSError):
+            os.rmdir(root)
+    while True:
+        try:
+            os.rmdir(path)  # only an empty directory
+        except FileNotFoundError:  # removed just above
+            pass
+        except OSError:
+            return
+        if path == top:
+            return
+        path = os.path.dirname(path)
+
+
+def _release(directory: str, fd: int, made: Optional[str]) -> None:
+    """Delete the lock file when no one else holds it (and the directories this run made when
+    it left nothing in them), then unlock."""
+    path = os.path.join(directory, LOCK_FILE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with contextlib.suppress(OSError):
+            os.remove(path)
+            _remove_made(directory, made)
+    except BlockingIOError:  # another shared holder still reads the directory
+        pass
+    finally:
+        os.close(fd)
+
+
+def is_chief_process() -> bool:
+    """Whether this process writes the run's directories: not a non-chief worker of the
+    `TF_CONFIG` cluster (task `chief`, or worker 0 of a cluster without one; no or an invalid
+    TF_CONFIG: the only process). Non-chief workers share the chief's model_dir and take no
+    lock."""
+    try:
+        config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+        task, cluster = config.get("task") or {}, config.get("cluster") or {}
+    except (ValueError, AttributeError):
+        return True
+    kind, index = task.get("type"), task.get("index", 0)
+    if kind is None or kind == "chief":
+        return True
+    return kind == "worker" and index == 0 and "chief" not in cluster
+
+
+@contextlib.contextmanager
+def locked(directory: Optional[str], exclusive: bool = True):
+    """Hold `directory`'s lock inside the block (the directory is created when missing, and
+    removed again when the run leaves nothing in it, e.g. a refused run).
+
+    Args:
+      directory: the directory; None, '' or a path with a scheme (gs://...) is not locked.
+      exclusive: one holder (a run that writes); False: any number of shared holders but no
+        exclusive one (runs that read, or add files atomically under unique names).
+
+    Raises:
+      DirectoryInUseError: another process holds a conflicting lock.
+    """
+    if not directory or "://" in directory:
+        yield
+        return
+    directory = os.path.normpath(directory)
+    made = _missing_top(directory)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError:  # a parent is a file, read-only, ...: the run's own checks say which
+        yield
+        return
+    try:
+        fd = _open_locked(directory, exclusive)
+    except BaseException:
+        _remove_made(directory, made)
+        raise
+    if fd is None:
+        yield
+        return
+    try:
+        if exclusive:
+            _take_over(directory, fd)
+        yield
+    finally:
+        _release(directory, fd, made)

@@ -1,0 +1,172 @@
+"""One run per directory (runners/cli/dir_lock.py), with two real processes on one directory.
+
+The first run reads its text from a FIFO, so it holds its locks for as long as the test keeps
+the FIFO unwritten: the second run starts while the first is certainly inside its work, without
+a timed wait. Each refused run must end with exit code 1 and the one line
+`error: <dir> is in use by process <pid> (started <time>); ...`, no traceback, and write nothing;
+the first run then finishes normally with everything it wrote intact.
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from tiny import TRAIN_FLAGS
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WORDS = "the cat sat on a mat dog ran to house big small red blue tree".split()
+TEXT = "\n".join(" ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(9))
+                 for i in range(5000)) + "\n"
+IN_USE = re.compile(r"^error: (?P<dir>\S+) is in use by process (?P<pid>\d+) \(started "
+                    r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\); wait until it ends or choose "
+                    r"another directory\.$")
+TRAIN = TRAIN_FLAGS + ["--per_host_train_bsz=4", "--train_steps=2", "--warmup_steps=1",
+                       "--steps_per_loop=2", "--log_steps=2", "--save_steps=2", "--eval_steps=2",
+                       "--max_eval_batches=1", "--level=word"]
+
+
+def command(name, *args):
+    return [sys.executable, os.path.join(REPO, "runners", f"{name}.py"), *args]
+
+
+def env():
+    return dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
+
+
+def run(name, *args, cwd):
+    return subprocess.run(command(name, *args), cwd=str(cwd), capture_output=True, text=True,
+                          timeout=600, env=env())
+
+
+def start(name, *args, cwd):
+    return subprocess.Popen(command(name, *args), cwd=str(cwd), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env())
+
+
+def wait_for_lock(path, process):
+    """Blocks until `process` wrote its pid into the lock file `path` (it does so before any
+    work) or ended; returns the pid read."""
+    while process.poll() is None:
+        if os.path.exists(path):
+            with open(path) as f:
+                words = f.read().split()
+            if words and int(words[0]) == process.pid:
+                return process.pid
+        threading.Event().wait(0.05)
+    raise AssertionError(f"the first run ended early: {process.communicate()[1][-3000:]}")
+
+
+def feed(fifo):
+    """Writes TEXT into `fifo` (blocks until the reader opens it) in a thread."""
+    def write():
+        with open(fifo, "w") as f:
+            f.write(TEXT)
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread
+
+
+def check_refused(proc, directory, pid):
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, proc.stderr
+    match = IN_USE.match(lines[0])
+    assert match, lines[0]
+    assert int(match.group("pid")) == pid
+    assert os.path.samefile(os.path.join(os.path.dirname(directory), match.group("dir")), directory)
+
+
+def tree(directory):
+    return sorted(os.path.relpath(os.path.join(root, name), directory)
+                  for root, _, names in os.walk(directory) for name in names)
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    path = tmp_path / "book.txt"
+    os.mkfifo(path)
+    return str(path)
+
+
+def test_second_prepare_data_on_one_data_dir_is_refused(tmp_path, fifo):
+    args = ("--dataset=text", f"--raw_path={fifo}", "--level=word", "--data_dir=D",
+            "--noprogress")
+    first = start("prepare_data", *args, cwd=tmp_path)
+    try:
+        pid = wait_for_lock(tmp_path / "D" / ".lock", first)
+        second = run("prepare_data", *args, cwd=tmp_path)
+        check_refused(second, tmp_path / "D", pid)
+        assert tree(tmp_path / "D") == [".lock"]  # the second wrote nothing, removed nothing
+        feed(fifo)
+        out, err = first.communicate(timeout=600)
+    finally:
+        first.kill()
+    assert first.returncode == 0, err[-3000:]
+    files = tree(tmp_path / "D")
+    assert ".lock" not in files and "vocab.txt" in files and "corpus-info.json" in files
+    assert not [f for f in files if f.endswith(".tmp")], files
+    again = run("prepare_data", *args, cwd=tmp_path)  # complete: reused, the FIFO not read
+    assert again.returncode == 0 and '"written": false' in again.stdout, again.stderr[-3000:]
+
+
+def test_second_train_on_one_model_dir_is_refused(tmp_path, fifo):
+    args = ("--dataset=text", f"--raw_path={fifo}", "--data_dir=D", "--model_dir=M", *TRAIN)
+    first = start("train", *args, cwd=tmp_path)
+    try:
+        pid = wait_for_lock(tmp_path / "M" / ".lock", first)
+        second = run("train", *args, "--seed=7", cwd=tmp_path)
+        check_refused(second, tmp_path / "M", pid)
+        assert tree(tmp_path / "M") == [".lock"]
+        # prepare_data.py needs the data_dir alone: refused while a training reads it.
+        prepared = run("prepare_data", "--dataset=text", f"--raw_path={fifo}", "--level=word",
+                       "--data_dir=D", cwd=tmp_path)
+        check_refused(prepared, tmp_path / "D", pid)
+        feed(fifo)
+        out, err = first.communicate(timeout=600)
+    finally:
+        first.kill()
+    assert first.returncode == 0, err[-3000:]
+    files = tree(tmp_path / "M")
+    assert ".lock" not in files and "ckpt-2.index" in files, files
+    assert "--seed=7" not in (tmp_path / "M" / "flags.txt").read_text()
+    assert not os.path.exists(tmp_path / "D" / ".lock")
+
+
+def test_lock_of_a_killed_run_is_taken_over_with_one_line(tmp_path):
+    (tmp_path / "book.txt").write_text(TEXT)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from runners.cli import dir_lock\n"
+         "with dir_lock.locked('D'):\n    print('held', flush=True); time.sleep(600)"],
+        cwd=str(tmp_path), stdout=subprocess.PIPE, text=True, env=env())
+    try:
+        assert holder.stdout.readline() == "held\n"
+        refused = run("prepare_data", "--dataset=text", "--raw_path=book.txt", "--level=word",
+                      "--data_dir=D", cwd=tmp_path)
+        check_refused(refused, tmp_path / "D", holder.pid)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    prepared = run("prepare_data", "--dataset=text", "--raw_path=book.txt", "--level=word",
+                   "--data_dir=D", cwd=tmp_path)
+    assert prepared.returncode == 0, prepared.stderr[-3000:]
+    notes = [line for line in prepared.stdout.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and f"held by process {holder.pid}" in notes[0], prepared.stdout
+    assert "taking it over" in notes[0]
+    assert "vocab.txt" in tree(tmp_path / "D") and ".lock" not in tree(tmp_path / "D")
+
+
+@pytest.mark.parametrize("args,code", [
+    (["--dataset=text", "--raw_path=empty.txt", "--level=word"], 2),
+    # A failed download (connection refused at once) made raw/: removed with the rest.
+    (["--dataset=enwik8", "--url=http://127.0.0.1:9/enwik8.zip"], 1)])
+def test_refused_run_on_a_new_directory_leaves_no_directory(tmp_path, args, code):
+    (tmp_path / "empty.txt").write_text("")
+    refused = run("prepare_data", *args, "--data_dir=new/D", cwd=tmp_path)
+    assert refused.returncode == code and "Traceback" not in refused.stderr, refused.stderr
+    assert refused.stderr.count("error:") == 1
+    assert sorted(os.listdir(tmp_path)) == ["empty.txt"]  # neither new/D nor new

@@ -1,0 +1,141 @@
+"""A resumed `train.py` with other settings than the run's record, and a run that diverges.
+
+Each case copies one trained model directory (2 steps) and runs `runners/train.py` on it as a
+user does. Refusals: exit code, one `error:` line naming the flag, no traceback, the directory
+byte for byte unchanged. Accepted changes: one `note:` (training setting) or `warning:` (memory
+restarted) line each, the run finishes, and flags.txt keeps the first start's flags.
+"""
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import txl_tf
+from tiny import TRAIN_FLAGS
+from txl_tf.config import ConfigError
+from txl_tf.training import TrainError, TrainOptions
+from txl_tf.training.options import checked
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FLAGS = TRAIN_FLAGS + ["--per_host_train_bsz=4", "--dataset=synthetic", "--data_dir=D",
+                       "--warmup_steps=1", "--steps_per_loop=2", "--log_steps=2",
+                       "--save_steps=2", "--eval_steps=0", "--max_eval_batches=1"]
+
+
+def train(*args, cwd):
+    return subprocess.run([sys.executable, os.path.join(REPO, "runners", "train.py"), *FLAGS,
+                           *args], cwd=str(cwd), capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2"))
+
+
+def snapshot(directory):
+    out = {}
+    for root, _, names in os.walk(directory):
+        for name in names:
+            with open(os.path.join(root, name), "rb") as f:
+                out[os.path.relpath(os.path.join(root, name), directory)] = hashlib.sha256(
+                    f.read()).hexdigest()
+    return out
+
+
+def lines(text, prefix):
+    return [line for line in text.splitlines() if line.startswith(prefix)]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("resume_changes")
+    done = train("--model_dir=M", "--train_steps=2", cwd=root)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return root
+
+
+@pytest.fixture
+def copy(trained):
+    """(root, name) of a fresh copy of the trained model directory beside D."""
+    name = f"M-{len(os.listdir(trained))}"
+    shutil.copytree(trained / "M", trained / name)
+    return trained, name
+
+
+def check_refused(proc, code, *words):
+    assert proc.returncode == code, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    errors = lines(proc.stderr, "error:")
+    assert len(errors) == 1 and all(w in errors[0] for w in words), proc.stderr
+
+
+def test_diverging_run_ends_with_one_line_and_keeps_the_last_good_checkpoint(copy):
+    root, name = copy
+    before = snapshot(root / name)
+    proc = train(f"--model_dir={name}", "--train_steps=8", "--learning_rate=1e30", cwd=root)
+    check_refused(proc, 1, "the training loss became", "--learning_rate")
+    assert txl_tf.model_dir.latest_checkpoint(str(root / name)).endswith("ckpt-2")
+    after = snapshot(root / name)
+    assert {k: v for k, v in after.items() if k.startswith("ckpt-")} == {
+        k: v for k, v in before.items() if k.startswith("ckpt-")}
+    assert not os.path.exists(root / name / ".lock")
+
+
+@pytest.mark.parametrize("flag", ["--learning_rate=nan", "--dropout=inf", "--clip=-inf",
+                                  "--min_lr_ratio=nan"])
+def test_non_finite_float_flags_are_refused(tmp_path, flag):
+    proc = train("--model_dir=M", flag, cwd=tmp_path)
+    check_refused(proc, 2, flag.split("=")[0], "finite")
+    assert os.listdir(tmp_path) == []
+
+
+def test_library_refuses_non_finite_values():
+    with pytest.raises(TrainError, match="--learning_rate must be a finite number"):
+        checked(TrainOptions(learning_rate=float("nan")))
+    with pytest.raises(ConfigError, match="init_std must be a finite number"):
+        txl_tf.TransformerXLConfig(n_token=10, init_std=float("inf"))
+
+
+def test_changed_tgt_len_is_refused_before_anything_is_written(copy):
+    root, name = copy
+    before = snapshot(root / name)
+    proc = train(f"--model_dir={name}", "--train_steps=4", "--tgt_len=32", cwd=root)
+    check_refused(proc, 2, "--tgt_len=32", "16")
+    assert snapshot(root / name) == before
+
+
+def test_changed_model_shape_is_refused_before_anything_is_written(copy):
+    root, name = copy
+    before = snapshot(root / name)
+    proc = train(f"--model_dir={name}", "--train_steps=4", "--d_inner=48", cwd=root)
+    check_refused(proc, 2, "d_inner")
+    assert snapshot(root / name) == before
+
+
+@pytest.mark.parametrize("change,shape", [("--mem_len=24", "4 x 24"),
+                                          ("--per_host_train_bsz=8", "8 x 16")])
+def test_changed_memory_shape_restarts_the_memory_with_one_warning(copy, change, shape):
+    root, name = copy
+    proc = train(f"--model_dir={name}", "--train_steps=4", change, cwd=root)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    warnings = lines(proc.stdout, "warning:")
+    assert len(warnings) == 1 and f"this run {shape}" in warnings[0], proc.stdout
+    assert "4 streams x 16 positions" in warnings[0]
+    assert txl_tf.model_dir.latest_checkpoint(str(root / name)).endswith("ckpt-4")
+    history = (root / name / "flags.txt").read_text()
+    first = history.index("--per_host_train_bsz=4")
+    assert history.index(change) > first and history.count("# run started") == 2
+
+
+def test_changed_training_settings_are_noted_one_line_each(copy):
+    root, name = copy
+    proc = train(f"--model_dir={name}", "--train_steps=4", "--dropout=0.25", "--half_loss",
+                 "--clip=0.5", cwd=root)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    notes = lines(proc.stdout, "note: resuming at step 2")
+    assert notes == ["note: resuming at step 2 with --dropout=0.25 (was 0.0).",
+                     "note: resuming at step 2 with --half_loss=true (was false).",
+                     "note: resuming at step 2 with --clip=0.5 (was 0.25)."], proc.stdout
+    history = (root / name / "flags.txt").read_text()
+    assert history.index("--nohalf_loss") < history.index("--half_loss\n")
+    assert history.index("--clip=0.25") < history.index("--clip=0.5")
+    assert txl_tf.load_config(str(root / name)).dropout == 0.25

@@ -1,0 +1,50 @@
+"""`train.py --tpu=grpc://...` with nobody answering: an announced wait bounded by
+`--tpu_timeout`, then one error line (exit code 1), no traceback, nothing left behind.
+
+Two loopback addresses: a port nobody listens on (refused at once, retried until the timeout)
+and a socket that accepts connections but never speaks gRPC (TensorFlow's connection would wait
+without end).
+"""
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def silent_listener():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(8)
+        yield s.getsockname()[1]
+
+
+@pytest.mark.parametrize("strategy", ["auto", "tpu"])
+@pytest.mark.parametrize("listening", [False, True], ids=["refused", "silent"])
+def test_unreachable_tpu_is_announced_then_one_error_line(tmp_path, strategy, listening,
+                                                          request):
+    port = request.getfixturevalue("silent_listener") if listening else free_port()
+    address = f"grpc://127.0.0.1:{port}"
+    proc = subprocess.run(
+        [sys.executable, os.path.join(REPO, "runners", "train.py"), f"--strategy={strategy}",
+         f"--tpu={address}", "--tpu_timeout=2"],  # the default runs/default, data/...
+        cwd=str(tmp_path), capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    assert f"connecting to TPU {address} (up to 2 s; --tpu_timeout) ..." in proc.stdout
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    reason = "no answer" if listening else "Connection refused"
+    assert errors == [f"error: cannot reach the TPU at --tpu={address} ({reason}) within 2 s; "
+                      "check the address and that the TPU is up, or raise --tpu_timeout."]
+    assert os.listdir(tmp_path) == []  # no runs/default, no data dir, not even their parents
