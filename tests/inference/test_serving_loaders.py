@@ -483,6 +483,8 @@ def test_export_usage_errors(served, tmp_path):
         ([f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'e'}", "--max_text_bytes=-5"],
          ["--max_text_bytes must be >= 1"]),
         ([f"--export_dir={tmp_path / 'e'}"], ["--model_dir and --export_dir are required"]),
+        ([f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'e'}",
+          "--warmup_requests=143"], ["--warmup_requests must be in [0, 142]"]),
     ]
     for args, words in cases:
         assert_one_line_error(export_cli(*args), 2, *words)
