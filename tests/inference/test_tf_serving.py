@@ -7,7 +7,8 @@ LoadSavedModel runs a SavedModel):
   each request run alone;
 * the warmup file: PredictionLog records (tensorflow-serving-api protos) that all replay;
 * the REST JSON of docs/serving.md, turned into tensors as the server's JSON codec does (row
-  `instances` and columnar `inputs`), gives the documented responses;
+  `instances` and columnar `inputs`), gives the documented responses, and its gRPC example
+  (the stub's Predict answered by the session loader) prints what the page says;
 * the per-request budgets fail with their named error before the model runs, in both loaders;
 * models.config and batching_parameters.txt parse as the server's protos.
 """
@@ -456,3 +457,44 @@ def test_server_config_files_parse_and_fit_the_limits(served):
     assert largest * (limits.max_seq_len + limits.max_num_tokens) <= limits.max_request_tokens
     assert largest * limits.max_text_bytes <= limits.max_request_bytes
     assert server_config.batch_limit(ServingLimits(**BUDGET)) == 1
+
+
+# -- the gRPC example of docs/serving.md -------------------------------------------------------
+GRPC = textwrap.dedent("""
+    import sys, types
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+    path, snippet = sys.argv[1], open(sys.argv[2]).read()
+    sess = tf.compat.v1.Session(graph=tf.Graph())
+    meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], path)
+
+    class Stub:  # the server's Predict: the request's tensors through the session loader
+        def __init__(self, channel):
+            pass
+
+        def Predict(self, request, timeout=None):
+            sig = meta.signature_def[request.model_spec.signature_name]
+            feeds = {sig.inputs[k].name: tf.make_ndarray(v) for k, v in request.inputs.items()}
+            out = sess.run({k: v.name for k, v in sig.outputs.items()}, feeds)
+            response = predict_pb2.PredictResponse()
+            for key, value in out.items():
+                response.outputs[key].CopyFrom(tf.make_tensor_proto(value))
+            return response
+
+    prediction_service_pb2_grpc.PredictionServiceStub = Stub
+    sys.modules["grpc"] = types.SimpleNamespace(insecure_channel=lambda target: None)
+    exec(snippet)
+""")
+
+
+def test_the_documented_grpc_example_prints_what_the_page_says(served):
+    text = open(DOC).read().split("### gRPC", 1)[1]
+    snippet = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    printed = re.search(r"prints\n\n```text\n(.*?)\n```", text, re.S).group(1)
+    (served["root"] / "snippet.py").write_text(snippet)
+    (served["root"] / "grpc_stub.py").write_text(GRPC)
+    proc = run([sys.executable, str(served["root"] / "grpc_stub.py"), served["path"],
+                str(served["root"] / "snippet.py")])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == printed
