@@ -13,8 +13,12 @@ Signatures: serving_default (= score), score, nll, init_mems, generate, and with
 Every request is bounded by limits fixed here and checked inside the graph: --max_seq_len
 (tokens per row of score / nll / generate), --max_num_tokens (tokens generated per call),
 --max_text_bytes (UTF-8 bytes per text of score_text / generate_text), --max_batch_size (rows
-per request). They are recorded in
-<version>/assets.extra/txl_export.json with the other export settings.
+per request), --max_request_tokens and --max_request_bytes (tokens and text bytes of a whole
+request). They are recorded in <version>/assets.extra/txl_export.json with the other export
+settings. Every signature is batch-major, so TF Serving's batching can merge requests; the
+export also writes --warmup_requests TF Serving warmup requests per signature
+(<version>/assets.extra/tf_serving_warmup_requests) and, beside the versions, models.config and
+batching_parameters.txt for tensorflow_model_server (docs/serving.md).
 
 The text signatures hold tensorflow_text ops: running them needs the TF Text ops registered
 (`import tensorflow_text`, or a TF Serving build that includes them). `tf.saved_model.load`

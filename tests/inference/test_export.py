@@ -84,47 +84,44 @@ SCRIPT = textwrap.dedent("""
     sig = loaded.signatures
     inp = dict(np.load(sys.argv[3]))
     out = {"signatures": sorted(sig.keys())}
-    mems = sig["init_mems"](batch_size=tf.constant(2))["mems"]
+    mems = sig["init_mems"](streams=tf.zeros([2], tf.int32))["mems"]
     out["init_mems_shape"] = mems.shape.as_list()
     r = sig["score"](tokens=tf.constant(inp["tokens"]), mems=mems)
     r2 = sig["score"](tokens=tf.constant(inp["tokens2"]), mems=r["mems"])
     d = sig["serving_default"](tokens=tf.constant(inp["tokens"]), mems=mems)
     out["default_equals_score"] = bool(np.array_equal(d["log_probs"], r["log_probs"]))
     n = sig["nll"](tokens=tf.constant(inp["tokens"]), labels=tf.constant(inp["labels"]),
-                   mems=tf.zeros([2, 2, 0, 16]))
-    g = sig["generate"](prompt=tf.constant(inp["prompt"]), num_tokens=tf.constant(9),
-                        temperature=tf.constant(0.0), top_k=tf.constant(0),
-                        top_p=tf.constant(1.0), seed=tf.constant(0, tf.int64))
-    s = sig["generate"](prompt=tf.constant(inp["prompt"]), num_tokens=tf.constant(9),
-                        temperature=tf.constant(1.2), top_k=tf.constant(6),
-                        top_p=tf.constant(0.9), seed=tf.constant(5, tf.int64))
+                   mems=mems)
+
+    def rows(batch, num_tokens, temperature, top_k, top_p, seed):
+        return dict(num_tokens=tf.fill([batch], num_tokens),
+                    temperature=tf.fill([batch], temperature), top_k=tf.fill([batch], top_k),
+                    top_p=tf.fill([batch], top_p),
+                    seed=tf.fill([batch], tf.constant(seed, tf.int64)))
+
+    g = sig["generate"](prompt=tf.constant(inp["prompt"]), **rows(2, 9, 0.0, 0, 1.0, 0))
+    s = sig["generate"](prompt=tf.constant(inp["prompt"]), **rows(2, 9, 1.2, 6, 0.9, 5))
     arrays = dict(log_probs=r["log_probs"], mems=r["mems"], log_probs2=r2["log_probs"],
-                  mems2=r2["mems"], nll=n["nll"], nll_mems=n["mems"], greedy=g["tokens"],
-                  sampled=s["tokens"])
+                  mems2=r2["mems"], nll=n["nll"], nll_mems=n["mems"], greedy=g["tokens"][:, :9],
+                  sampled=s["tokens"][:, :9], lengths=g["lengths"])
     errors = {}
     try:
-        sig["score"](tokens=tf.constant(inp["tokens"]), mems=tf.zeros([3, 2, 4, 16]))
+        sig["score"](tokens=tf.constant(inp["tokens"]), mems=tf.zeros([3, 2, 6, 16]))
     except tf.errors.InvalidArgumentError as e:
         errors["mems"] = e.message
     try:
-        sig["generate"](prompt=tf.constant([[1, 99]]), num_tokens=tf.constant(2),
-                        temperature=tf.constant(0.0), top_k=tf.constant(0),
-                        top_p=tf.constant(1.0), seed=tf.constant(0, tf.int64))
+        sig["generate"](prompt=tf.constant([[1, 99]]), **rows(1, 2, 0.0, 0, 1.0, 0))
     except tf.errors.InvalidArgumentError as e:
         errors["prompt"] = e.message
     if text_mode:
         t = sig["generate_text"](text=tf.constant(["w1 w2\\nw3", "w4 w5 w6 w7 w8 w9 w1"]),
-                                 num_tokens=tf.constant(7), temperature=tf.constant(0.0),
-                                 top_k=tf.constant(0), top_p=tf.constant(1.0),
-                                 seed=tf.constant(0, tf.int64))
+                                 **rows(2, 7, 0.0, 0, 1.0, 0))
         out["generate_text"] = [x.decode() for x in t["text"].numpy()]
         out["prompt_tokens"] = t["prompt_tokens"].numpy().tolist()
         st = sig["score_text"](text=tf.constant([inp["score_text"].item()]))
         out["score_text"] = {k: v.numpy().tolist() for k, v in st.items()}
         try:
-            sig["generate_text"](text=tf.constant(["w1 zebra"]), num_tokens=tf.constant(2),
-                                 temperature=tf.constant(0.0), top_k=tf.constant(0),
-                                 top_p=tf.constant(1.0), seed=tf.constant(0, tf.int64))
+            sig["generate_text"](text=tf.constant(["w1 zebra"]), **rows(1, 2, 0.0, 0, 1.0, 0))
         except tf.errors.InvalidArgumentError as e:
             errors["unknown"] = e.message
         out["asset"] = open(loaded.vocab_file.asset_path.numpy().decode()).read()
@@ -179,12 +176,13 @@ def check_id_signatures(exported, inputs, arrays):
     first = model(inputs["tokens"], mems=model.init_mems(2, 6), **kw)
     second = model(inputs["tokens2"], mems=first["mems"], **kw)
     np.testing.assert_allclose(arrays["log_probs"], first["log_probs"], atol=1e-5)
-    np.testing.assert_allclose(arrays["mems"], np.stack(first["mems"]), atol=1e-5)
+    np.testing.assert_allclose(arrays["mems"], np.stack(first["mems"], axis=1), atol=1e-5)
     np.testing.assert_allclose(arrays["log_probs2"], second["log_probs"], atol=1e-5)
-    np.testing.assert_allclose(arrays["mems2"], np.stack(second["mems"]), atol=1e-5)
-    nll = model(inputs["tokens"], mems=None, labels=inputs["labels"], **kw)
+    np.testing.assert_allclose(arrays["mems2"], np.stack(second["mems"], axis=1), atol=1e-5)
+    nll = model(inputs["tokens"], mems=model.init_mems(2, 6), labels=inputs["labels"], **kw)
     np.testing.assert_allclose(arrays["nll"], nll["nll"], atol=1e-5)
-    assert arrays["nll_mems"].shape == (2, 2, 5, 16)
+    np.testing.assert_allclose(arrays["nll_mems"], np.stack(nll["mems"], axis=1), atol=1e-5)
+    assert arrays["lengths"].tolist() == [9, 9]
     gen = Generator(model, mem_len=40, clamp_len=5)
     np.testing.assert_array_equal(arrays["greedy"], gen.generate(inputs["prompt"], 9, 0.0))
     np.testing.assert_array_equal(arrays["sampled"],
@@ -196,7 +194,7 @@ def test_id_signatures_load_with_tensorflow_alone(exported):
     assert out["signatures"] == ["generate", "init_mems", "nll", "score", "serving_default"]
     assert out["init_mems_shape"] == [2, 2, 6, 16] and out["default_equals_score"]
     check_id_signatures(exported, inputs, arrays)
-    assert "mems must be float32 [n_layer=2" in out["errors"]["mems"]
+    assert "mems must be float32 [batch (that of tokens), n_layer=2" in out["errors"]["mems"]
     assert "prompt must be token ids < 12, the vocabulary size" in out["errors"]["prompt"]
 
 
@@ -233,7 +231,7 @@ def test_saved_model_cli_lists_every_signature(exported):
         assert proc.returncode == 0, proc.stderr[-2000:]
         for name in ("serving_default", "score", "nll", "init_mems", "generate") + names:
             assert f"signature_def['{name}']" in proc.stdout
-        assert "shape: (2, -1, -1, 16)" in proc.stdout  # mems: static n_layer and d_model
+        assert "shape: (-1, 2, -1, 16)" in proc.stdout  # mems: static n_layer and d_model
         assert ("generate_text" in proc.stdout) == bool(names)
 
 
@@ -262,7 +260,7 @@ def test_every_attention_variant_exports_and_scores_as_the_model(tmp_path, attn_
     score = tf.saved_model.load(result["export_path"]).signatures["score"]
     tokens = np.random.RandomState(attn_type).randint(0, 12, size=(2, 5)).astype(np.int32)
     mems = model.init_mems(2, 6)
-    got = score(tokens=tf.constant(tokens), mems=tf.stack(mems))
+    got = score(tokens=tf.constant(tokens), mems=tf.stack(mems, axis=1))
     want = model(tokens, mems=mems, mem_len=6)
     np.testing.assert_allclose(got["log_probs"], want["log_probs"], atol=1e-5)
-    np.testing.assert_allclose(got["mems"], np.stack(want["mems"]), atol=1e-5)
+    np.testing.assert_allclose(got["mems"], np.stack(want["mems"], axis=1), atol=1e-5)

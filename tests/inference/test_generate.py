@@ -256,3 +256,25 @@ def test_run_prints_only_the_continuation_for_char_and_byte_models(tmp_path, lev
         assert text[:-1] == full[len("caf\u00e9 ab"):] == decode_ids(result["ids"], rules, vocab)
     else:  # bytes print as UTF-8 once complete; invalid sequences become U+FFFD
         assert text[:-1] == bytes(result["ids"]).decode("utf-8", errors="replace")
+
+
+def test_per_row_settings_equal_each_row_alone():
+    """Settings given per row ([B]) filter and sample every row as that row alone with scalar
+    settings, whatever its position in the batch (the export's batch-major generate)."""
+    rng = np.random.RandomState(1)
+    log_probs = tf.nn.log_softmax(rng.normal(size=(4, 30)).astype(np.float32) * 2).numpy()
+    temperature = np.array([0.0, 0.7, 1.3, 2.0], np.float32)
+    top_k = np.array([0, 5, 3, 0], np.int32)
+    top_p = np.array([1.0, 0.8, 1.0, 0.5], np.float32)
+    seed = np.array([1, 2, 3, 4], np.int64)
+    filtered = sampling.filter_logits(log_probs, temperature, top_k, top_p).numpy()
+    for step in range(5):
+        chosen = sampling.choose(log_probs, step, temperature, top_k, top_p, seed).numpy()
+        reversed_rows = sampling.choose(log_probs[::-1], step, temperature[::-1], top_k[::-1],
+                                        top_p[::-1], seed[::-1]).numpy()
+        for b in range(4):
+            row = (log_probs[b:b + 1], temperature[b], top_k[b], top_p[b])
+            np.testing.assert_array_equal(filtered[b], sampling.filter_logits(*row).numpy()[0])
+            alone = sampling.choose(row[0], step, *row[1:], seed[b]).numpy()
+            assert chosen[b] == alone[0] == reversed_rows[3 - b]
+    assert chosen[0] == log_probs[0].argmax()  # temperature 0: greedy

@@ -6,7 +6,8 @@
 * `saved_model_cli run` (for the text signatures, the same CLI with the TF Text ops registered);
 * `tf.saved_model.load`.
 Every signature gives the Keras model's outputs (<= 1e-5) through all three. Then the bad
-requests (ids, limits, sampling settings, empty inputs) through the session loader and
+requests (ids, memory shapes, batch-major rows, limits and per-request budgets, sampling
+settings, empty inputs) through the session loader and
 `tf.saved_model.load`, and the bad invocations of runners/export.py.
 """
 import json
@@ -37,7 +38,8 @@ ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHON
 N_TOKEN, MEM_LEN = 12, 6
 N_LAYER, D_MODEL = TINY_MODEL["n_layer"], TINY_MODEL["d_model"]
 RUN = dict(mem_len=MEM_LEN, clamp_len=5, same_length=True)
-LIMITS = dict(max_seq_len=24, max_num_tokens=16, max_text_bytes=120, max_batch_size=3)
+LIMITS = dict(max_seq_len=24, max_num_tokens=16, max_text_bytes=120, max_batch_size=3,
+              max_request_tokens=60, max_request_bytes=200)
 RULES = TextRules("word", eos="<eos>")
 TEXTS = ["w1 w2\nw3", "w4 w5 w6 w7 w8 w9 w1"]
 SCORE_TEXT = "w1 w2 w3 w4 w5\nw6 w7 w8 w9 w10 w1 w2\nw3\n"
@@ -74,27 +76,31 @@ def requests():
     request. generate is greedy or seeded, hence deterministic."""
     rng = np.random.RandomState(0)
     i32, f32 = np.int32, np.float32
-    sampling = dict(temperature=f32(0.0), top_k=i32(0), top_p=f32(1.0), seed=np.int64(0))
+
+    def rows(num_tokens, temperature=0.0, top_k=0, top_p=1.0, seed=0, batch=2):
+        return dict(num_tokens=np.full([batch], num_tokens, i32),
+                    temperature=np.full([batch], temperature, f32),
+                    top_k=np.full([batch], top_k, i32), top_p=np.full([batch], top_p, f32),
+                    seed=np.full([batch], seed, np.int64))
+
     ids = [
-        ("init", "init_mems", dict(batch_size=i32(2))),
+        ("init", "init_mems", dict(streams=np.zeros([2], i32))),
         ("score", "score", dict(tokens=rng.randint(0, N_TOKEN, (2, 5)).astype(i32),
                                 mems="@init.mems")),
         ("score2", "score", dict(tokens=rng.randint(0, N_TOKEN, (2, 3)).astype(i32),
                                  mems="@score.mems")),
         ("default", "serving_default", dict(tokens=rng.randint(0, N_TOKEN, (2, 4)).astype(i32),
-                                            mems=np.zeros([N_LAYER, 2, 0, D_MODEL], f32))),
+                                            mems=np.zeros([2, N_LAYER, MEM_LEN, D_MODEL], f32))),
         ("nll", "nll", dict(tokens=rng.randint(0, N_TOKEN, (2, 5)).astype(i32),
                             labels=rng.randint(0, N_TOKEN, (2, 5)).astype(i32),
-                            mems=np.zeros([N_LAYER, 2, 0, D_MODEL], f32))),
+                            mems=np.zeros([2, N_LAYER, MEM_LEN, D_MODEL], f32))),
         ("greedy", "generate", dict(prompt=rng.randint(0, N_TOKEN, (2, 7)).astype(i32),
-                                    num_tokens=i32(9), **sampling)),
+                                    **rows(9))),
         ("sampled", "generate", dict(prompt=rng.randint(0, N_TOKEN, (2, 7)).astype(i32),
-                                     num_tokens=i32(9), temperature=f32(1.2), top_k=i32(6),
-                                     top_p=f32(0.9), seed=np.int64(5))),
+                                     **rows(9, 1.2, 6, 0.9, 5))),
     ]
     text = [
-        ("gen_text", "generate_text", dict(text=np.array(TEXTS, "S"), num_tokens=i32(7),
-                                           **sampling)),
+        ("gen_text", "generate_text", dict(text=np.array(TEXTS, "S"), **rows(7))),
         ("score_text", "score_text", dict(text=np.array([SCORE_TEXT], "S"))),
     ]
     return ids, text
@@ -199,24 +205,29 @@ def keras_outputs(served, ids_reqs, text_reqs):
     """What the Keras model gives for the same requests."""
     model = served["model"]
     req = {n: feeds for n, _, feeds in ids_reqs + text_reqs}
-    out = {"init.mems": np.zeros([N_LAYER, 2, MEM_LEN, D_MODEL], np.float32)}
-    mems = list(out["init.mems"])
+    out = {"init.mems": np.zeros([2, N_LAYER, MEM_LEN, D_MODEL], np.float32),
+           "init.mem_len": [MEM_LEN, MEM_LEN]}
+    zeros = model.init_mems(2, MEM_LEN)
+    mems = zeros
     for name in ("score", "score2"):
         result = model(req[name]["tokens"], mems=mems, **RUN)
         out[f"{name}.log_probs"] = result["log_probs"].numpy()
-        out[f"{name}.mems"] = np.stack(result["mems"])
+        out[f"{name}.mems"] = np.stack(result["mems"], axis=1)
         mems = result["mems"]
-    result = model(req["default"]["tokens"], mems=None, **RUN)
+    result = model(req["default"]["tokens"], mems=zeros, **RUN)
     out["default.log_probs"] = result["log_probs"].numpy()
-    out["default.mems"] = np.stack(result["mems"])
-    result = model(req["nll"]["tokens"], mems=None, labels=req["nll"]["labels"], **RUN)
-    out["nll.nll"], out["nll.mems"] = result["nll"].numpy(), np.stack(result["mems"])
+    out["default.mems"] = np.stack(result["mems"], axis=1)
+    result = model(req["nll"]["tokens"], mems=zeros, labels=req["nll"]["labels"], **RUN)
+    out["nll.nll"], out["nll.mems"] = result["nll"].numpy(), np.stack(result["mems"], axis=1)
     gen = Generator(model, mem_len=40, clamp_len=5)
+    width = LIMITS["max_num_tokens"]
     for name in ("greedy", "sampled"):
         f = req[name]
-        out[f"{name}.tokens"] = gen.generate(f["prompt"], int(f["num_tokens"]),
-                                             float(f["temperature"]), int(f["top_k"]),
-                                             float(f["top_p"]), int(f["seed"]))
+        tokens = gen.generate(f["prompt"], int(f["num_tokens"][0]), float(f["temperature"][0]),
+                              int(f["top_k"][0]), float(f["top_p"][0]), int(f["seed"][0]))
+        out[f"{name}.tokens"] = np.pad(tokens, [[0, 0], [0, width - tokens.shape[1]]],
+                                       constant_values=-1)
+        out[f"{name}.lengths"] = f["num_tokens"]
     texts, counts = [], []
     for prompt in TEXTS:
         ids = encode_text(prompt, RULES, served["vocab"])[:-1]  # the last line goes on
@@ -274,7 +285,7 @@ BAD = textwrap.dedent("""
     import tensorflow_text  # noqa: F401
     loader, path, cases = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     DTYPES = dict(tokens=np.int32, labels=np.int32, prompt=np.int32, num_tokens=np.int32,
-                  top_k=np.int32, batch_size=np.int32, temperature=np.float32,
+                  top_k=np.int32, streams=np.int32, temperature=np.float32,
                   top_p=np.float32, mems=np.float32, seed=np.int64, text=object)
     if loader == "session":
         sess = tf.compat.v1.Session(graph=tf.Graph())
@@ -285,6 +296,9 @@ BAD = textwrap.dedent("""
     for name, (signature, feeds) in cases.items():
         feeds = {k: np.zeros(v["zeros"], np.float32) if isinstance(v, dict)
                  else np.array(v, DTYPES[k]) for k, v in feeds.items()}
+        for k in ("num_tokens", "temperature", "top_k", "top_p", "seed"):  # scalar: one row
+            if k in feeds and feeds[k].ndim == 0:
+                feeds[k] = feeds[k][None]
         try:
             if loader == "session":
                 sig = meta.signature_def[signature]
@@ -299,7 +313,7 @@ BAD = textwrap.dedent("""
 """)
 
 GREEDY = dict(temperature=0.0, top_k=0, top_p=1.0, seed=0)
-MEMS0 = {"zeros": [N_LAYER, 1, 0, D_MODEL]}
+MEMS0 = {"zeros": [1, N_LAYER, MEM_LEN, D_MODEL]}
 LIMIT = "a limit of this export (runners/export.py --{0})"
 # name: (signature, inputs, words the error must contain)
 BAD_REQUESTS = {
@@ -313,20 +327,27 @@ BAD_REQUESTS = {
                        ["the length of tokens exceeds max_seq_len=24",
                         LIMIT.format("max_seq_len")]),
     "score mems longer than mem_len": (
-        "score", dict(tokens=[[1]], mems={"zeros": [N_LAYER, 1, MEM_LEN + 1, D_MODEL]}),
-        [f"mems hold at most mem_len={MEM_LEN} positions"]),
-    "score mems of another batch": ("score", dict(tokens=[[1]], mems={"zeros": [2, 2, 0, 16]}),
-                                    ["mems must be float32 [n_layer=2, batch (that of tokens)"]),
+        "score", dict(tokens=[[1]], mems={"zeros": [1, N_LAYER, MEM_LEN + 1, D_MODEL]}),
+        [f"mems must hold exactly mem_len={MEM_LEN} positions in this export",
+         "so that requests can be batched together"]),
+    "score mems shorter than mem_len": (
+        "score", dict(tokens=[[1]], mems={"zeros": [1, N_LAYER, 0, D_MODEL]}),
+        [f"mems must hold exactly mem_len={MEM_LEN} positions in this export"]),
+    "score mems of another batch": (
+        "score", dict(tokens=[[1]], mems={"zeros": [2, N_LAYER, MEM_LEN, D_MODEL]}),
+        ["mems must be float32 [batch (that of tokens), n_layer=2, mem_len=6, d_model=16]"]),
+    "score over max_request_tokens": (
+        "score", dict(tokens=[[1] * 24] * 3, mems={"zeros": [3, N_LAYER, MEM_LEN, D_MODEL]}),
+        ["the tokens of the request (B x Q) exceeds max_request_tokens=60",
+         LIMIT.format("max_request_tokens")]),
     "nll token id >= n_token": ("nll", dict(tokens=[[13]], labels=[[1]], mems=MEMS0),
                                 ["tokens must be token ids < 12"]),
     "nll label id >= n_token": ("nll", dict(tokens=[[1]], labels=[[40]], mems=MEMS0),
                                 ["labels must be token ids < 12, the vocabulary size"]),
-    "init_mems negative batch": ("init_mems", dict(batch_size=-1),
-                                 ["batch_size must be >= 0"]),
-    "init_mems batch 1e9": ("init_mems", dict(batch_size=10 ** 9),
+    "init_mems batch too large": ("init_mems", dict(streams=[0] * 4),
                             ["the batch size of init_mems exceeds max_batch_size=3",
                              LIMIT.format("max_batch_size")]),
-    "score batch too large": ("score", dict(tokens=[[1]] * 4, mems={"zeros": [2, 4, 0, 16]}),
+    "score batch too large": ("score", dict(tokens=[[1]] * 4, mems={"zeros": [4, 2, 6, 16]}),
                               ["the batch size of tokens exceeds max_batch_size=3"]),
     "score_text batch too large": ("score_text", dict(text=["w1 w2"] * 4),
                                    ["the batch size of text exceeds max_batch_size=3"]),
@@ -340,6 +361,29 @@ BAD_REQUESTS = {
     "generate num_tokens 1e9": ("generate", dict(prompt=[[1]], num_tokens=10 ** 9, **GREEDY),
                                 ["num_tokens exceeds max_num_tokens=16",
                                  LIMIT.format("max_num_tokens")]),
+    "generate sampling inputs of another batch": (
+        "generate", dict(prompt=[[1], [2]], num_tokens=[2], **GREEDY),
+        ["num_tokens must have one row per row of prompt (batch-major inputs"]),
+    "generate over max_request_tokens": (
+        "generate", dict(prompt=[[1] * 24] * 2, num_tokens=[16, 1],
+                         **{k: [v, v] for k, v in GREEDY.items()}),
+        ["the tokens of the request (B x (P + the largest num_tokens)) exceeds "
+         "max_request_tokens=60", LIMIT.format("max_request_tokens")]),
+    "generate_text prompt over max_seq_len": (
+        "generate_text", dict(text=["w1 " * 25], num_tokens=2, **GREEDY),
+        ["the token count of a prompt exceeds max_seq_len=24", LIMIT.format("max_seq_len")]),
+    "generate_text over max_request_tokens": (
+        "generate_text", dict(text=["w1 " * 20, "w2 " * 20], num_tokens=[16, 16],
+                              **{k: [v, v] for k, v in GREEDY.items()}),
+        ["the tokens of the request (prompt + num_tokens of every text) exceeds "
+         "max_request_tokens=60"]),
+    "score_text over max_request_bytes": (
+        "score_text", dict(text=["w1 " * 39] * 2),
+        ["the UTF-8 bytes of all texts of the request exceeds max_request_bytes=200",
+         LIMIT.format("max_request_bytes")]),
+    "score_text over max_request_tokens": (
+        "score_text", dict(text=["w1 " * 30, "w2 " * 30]),
+        ["the tokens of all texts of the request exceeds max_request_tokens=60"]),
     "generate num_tokens < 0": ("generate", dict(prompt=[[1]], num_tokens=-1, **GREEDY),
                                 ["num_tokens must be >= 0"]),
     "temperature < 0": ("generate", dict(prompt=[[1]], num_tokens=2, **{
@@ -439,6 +483,8 @@ def test_export_usage_errors(served, tmp_path):
         ([f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'e'}", "--max_text_bytes=-5"],
          ["--max_text_bytes must be >= 1"]),
         ([f"--export_dir={tmp_path / 'e'}"], ["missing required flag --model_dir;"]),
+        ([f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'e'}",
+          "--warmup_requests=143"], ["--warmup_requests must be in [0, 142]"]),
     ]
     for args, words in cases:
         assert_one_line_error(export_cli(*args), 2, *words)

@@ -8,4 +8,6 @@
   sampling           temperature / top-k / top-p sampling
   serving            ServingModule (the SavedModel's signatures) and ServingLimits
   saved_model_export ExportOptions -> a versioned SavedModel (export.py)
+  serving_warmup     TF Serving's warmup requests of an export (PredictionLog records)
+  server_config      TF Serving's models.config and batching_parameters.txt of an export
 """

@@ -29,6 +29,8 @@ class ExportOptions:
       gen_seg_len: Prompt segment length of the generate signatures (default: tgt_len).
       text_signatures: Add generate_text and score_text (need tensorflow_text ops where the
         SavedModel is loaded).
+      warmup_requests: TF Serving warmup requests written per signature to
+        VERSION/assets.extra/tf_serving_warmup_requests (0: no file).
     """
     model_dir: Optional[str] = None
     export_dir: Optional[str] = None
@@ -42,6 +44,7 @@ class ExportOptions:
     gen_mem_len: Optional[int] = None
     gen_seg_len: Optional[int] = None
     text_signatures: bool = True
+    warmup_requests: int = 2
 
 
 class ExportInputError(ValueError):

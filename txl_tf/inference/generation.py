@@ -6,7 +6,9 @@ memory (not a re-run over the whole context). While the whole context fits in `m
 generation starts from no memory (`mems=None`, the memory grows up to mem_len), the result is
 exactly that of re-running the model over the whole context for every token (a test checks it).
 
-Memory here is one stacked tensor float32 [L, B, M, D] (the export's format); M may be 0.
+Memory here is one stacked tensor float32 [L, B, M, D] (the export's signatures take and give
+it batch-major, [B, L, M, D]); M may be 0. The sampling settings are scalars or one per row
+([B], see `sampling.choose`).
 The graph functions (`consume_prompt`, `generate_ids`) are plain functions of a model, used by
 `Generator` (CLI) and by the SavedModel (`txl_tf/inference/serving.py`).
 """

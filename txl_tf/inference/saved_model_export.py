@@ -2,9 +2,12 @@
 
 `export_model(options, limits, vocabulary)` writes EXPORT_DIR/VERSION under a temporary name
 first (a serving process watching EXPORT_DIR never sees half a model), with the signatures of
-`txl_tf.inference.serving.ServingModule` and the export settings in
-VERSION/assets.extra/txl_export.json. Errors are `ExportInputError` (a bad argument or path, exit
-code 2) or `ExportRuntimeError` (reading or writing failed, exit code 1).
+`txl_tf.inference.serving.ServingModule`, the export settings in
+VERSION/assets.extra/txl_export.json and TF Serving's warmup requests in
+VERSION/assets.extra/tf_serving_warmup_requests (`serving_warmup`); then it writes the server's
+models.config and batching_parameters.txt beside the versions (`server_config`). Errors are
+`ExportInputError` (a bad argument or path, exit code 2) or `ExportRuntimeError` (reading or
+writing failed, exit code 1).
 """
 import dataclasses
 import errno
@@ -22,7 +25,10 @@ from txl_tf import model_dir as model_files
 from txl_tf.config import ConfigError
 from txl_tf.inference.export_options import (INFO_FILE, ExportInputError,  # noqa: F401
                                              ExportOptions, ExportRuntimeError)
-from txl_tf.inference.serving import ServingLimits, ServingModule
+from txl_tf.inference import server_config, serving_warmup
+from txl_tf.inference.serving import SIGNATURE_VERSION, ServingLimits, ServingModule
+
+WARMUP_FILE = os.path.join("assets.extra", serving_warmup.WARMUP_FILE)
 
 
 
@@ -103,13 +109,16 @@ def load_model(model_dir, checkpoint=model_files.LATEST):
 
 
 def write_saved_model(module, path, info):
-    """tf.saved_model.save plus the info file; OS and TF failures become ExportRuntimeError."""
+    """tf.saved_model.save plus the info file and the warmup requests; OS and TF failures
+    become ExportRuntimeError."""
     try:
         tf.saved_model.save(module, path, signatures=module.signatures())
         os.makedirs(os.path.dirname(os.path.join(path, INFO_FILE)))
         with open(os.path.join(path, INFO_FILE), "w") as f:
             json.dump(info, f, indent=2, sort_keys=True)
             f.write("\n")
+        serving_warmup.write_warmup(module, info["model_name"], info["warmup_requests"],
+                                    os.path.join(path, WARMUP_FILE))
     except (OSError, tf.errors.OpError) as error:
         text = getattr(error, "message", None) or str(error)
         if getattr(error, "errno", None) == errno.ENOSPC or "No space left" in text:
@@ -140,6 +149,11 @@ def _target(options: ExportOptions) -> tuple:
                else int(options.version))
     if version < 0:
         raise ExportInputError(f"--version must be >= 0, got {version}.")
+    most = serving_warmup.MAX_RECORDS // 7  # 7 signatures at most
+    if not 0 <= options.warmup_requests <= most:
+        raise ExportInputError(f"--warmup_requests must be in [0, {most}] (TF Serving reads "
+                               f"{serving_warmup.MAX_RECORDS} at most), got "
+                               f"{options.warmup_requests}.")
     final = os.path.join(options.export_dir, str(version))
     if os.path.exists(final) and not options.overwrite:
         raise ExportInputError(f"{final} exists; pass --overwrite or another --version.")
@@ -165,6 +179,19 @@ def _write_atomically(module, export_dir, version, final, info):
         for leftover in (tmp, old):
             if os.path.exists(leftover):
                 shutil.rmtree(leftover, ignore_errors=True)
+
+
+def write_server_config(export_dir, model_name, limits):
+    """models.config and batching_parameters.txt beside the versions (`server_config`)."""
+    base = os.path.abspath(export_dir)
+    files = {server_config.MODELS_CONFIG: server_config.models_config_text(model_name, base),
+             server_config.BATCHING_PARAMETERS: server_config.batching_parameters_text(limits)}
+    try:
+        for name, text in files.items():
+            model_files.write_text_atomic(os.path.join(base, name), text)
+    except OSError as error:
+        raise ExportRuntimeError(f"writing {base} failed: {error.strerror}.") from None
+    return {name: os.path.join(base, name) for name in files}
 
 
 def export_model(options: ExportOptions, limits: Optional[ServingLimits] = None,
@@ -194,7 +221,11 @@ def export_model(options: ExportOptions, limits: Optional[ServingLimits] = None,
             "n_layer": config.n_layer, "d_model": config.d_model, "n_token": config.n_token,
             "vocab_asset": None if vocab_file is None else os.path.basename(vocab_file),
             **choice.to_json(), **settings,
-            "limits": dataclasses.asdict(limits)}
+            "limits": dataclasses.asdict(limits), "signature_version": SIGNATURE_VERSION,
+            "model_name": os.path.basename(os.path.abspath(options.export_dir)),
+            "warmup_requests": options.warmup_requests}
     start = time.time()
     _write_atomically(module, options.export_dir, version, final, info)
-    return {"export_path": os.path.abspath(final), **info, "seconds": time.time() - start}
+    files = write_server_config(options.export_dir, info["model_name"], limits)
+    return {"export_path": os.path.abspath(final), **info, "server_config": files,
+            "seconds": time.time() - start}

@@ -1,31 +1,44 @@
 """`ServingModule`: the `tf.Module` that `runners/export.py` saves as a SavedModel.
 
-Signatures (L n_layer, D d_model fixed; B batch, Q length, M memory length dynamic):
+Signature layout version 2 (`SIGNATURE_VERSION`): every input and output of every signature
+is batch-major (the batch B on dimension 0), and a row's outputs depend on that row's inputs
+only. So TF Serving's request batching, which concatenates the inputs of several requests
+along dimension 0 and splits the outputs along dimension 0, returns to each request what it
+would get alone (L n_layer, D d_model fixed; B batch and Q length dynamic; mem_len fixed at
+export):
   score / serving_default:
-      tokens int32 [B, Q], mems float32 [L, B, M, D]
-      -> log_probs float32 [B, Q, V], mems float32 [L, B, min(mem_len, M + Q), D]
-  nll:  tokens int32 [B, Q], labels int32 [B, Q], mems [L, B, M, D]
+      tokens int32 [B, Q], mems float32 [B, L, mem_len, D]
+      -> log_probs float32 [B, Q, V], mems float32 [B, L, mem_len, D]
+  nll:  tokens int32 [B, Q], labels int32 [B, Q], mems [B, L, mem_len, D]
       -> nll float32 [B, Q] (nats), mems
-  init_mems: batch_size int32 [] -> mems float32 [L, B, mem_len, D] of zeros (the reference's
-      evaluation start; a client may also start from M = 0, i.e. no memory)
-  generate: prompt int32 [B, P], num_tokens int32 [], temperature float32 [], top_k int32 [],
-      top_p float32 [], seed int64 [] -> tokens int32 [B, num_tokens]
-  generate_text (text signatures, need tensorflow_text ops): text string [B] and the sampling
-      settings -> text string [B] (the continuation), prompt_tokens int32 [B]
+  init_mems: streams int32 [B] (one entry per stream; the values are not used)
+      -> mems float32 [B, L, mem_len, D] of zeros (the reference's evaluation start),
+         mem_len int32 [B]
+  generate: prompt int32 [B, P], and per row num_tokens int32 [B], temperature float32 [B],
+      top_k int32 [B], top_p float32 [B], seed int64 [B]
+      -> tokens int32 [B, max_num_tokens] (row b: its num_tokens[b] tokens, then -1),
+         lengths int32 [B] (= num_tokens)
+  generate_text (text signatures, need tensorflow_text ops): text string [B] and the
+      per-row sampling inputs -> text string [B] (the continuation), prompt_tokens int32 [B]
   score_text: text string [B] -> loss float32 [B] (nats per scored token), tokens int64 [B],
       nll_sum float32 [B]; each text is scored as `evaluate.py --batch_size=1
       --last_segment=pad` scores it (zero memory of mem_len, segments of tgt_len).
+The memory always holds exactly mem_len positions, so that the mems of any two requests can
+be concatenated; `tokens` / `prompt` batch together only with requests of the same length.
+Row b of a sampled generation uses the stateless seeds (seed[b], t) for its token t, whatever
+rows share its batch.
 The vocabulary file is an asset (assets/vocab.txt); `vocab_file` holds its path after loading.
 The text signatures tokenize with a text codec given by the exporter (runners/export.py gives
 `tf_records.graph_text.GraphText`): any `tf.Module` with `encode(text [], continuing) -> int32
 ids [n]` and `decode(ids [n]) -> string []`.
 
-Every request is validated inside the graph before any work (InvalidArgumentError naming the
-problem): ids in [0, n_token) in every id input; mems of shape [L, B, M <= mem_len, D]; at least
-one token in tokens / prompt and at least 2 in a score_text text (one to predict from, one to
-predict); sampling settings (temperature finite and >= 0, top_k >= 0, 0 < top_p <= 1); and the
-export-time limits (`ServingLimits`, export.py --max_seq_len / --max_num_tokens /
---max_text_bytes / --max_batch_size) that bound the work of one request.
+Every request is validated inside the graph before any model work (InvalidArgumentError
+naming the problem): ids in [0, n_token) in every id input; mems of shape [B, L, mem_len, D];
+one row per batch entry in every input; at least one token in tokens / prompt and at least 2
+in a score_text text (one to predict from, one to predict); sampling settings (temperature
+finite and >= 0, top_k >= 0, 0 < top_p <= 1); and the export-time limits (`ServingLimits`,
+the flags of export.py) that bound the work of one row and of one request: a text request is
+checked for its bytes before it is tokenized and for its tokens before the model runs.
 """
 
 import tensorflow as tf
@@ -34,6 +47,10 @@ from txl_tf.inference import evaluation
 from txl_tf.inference import generation
 from txl_tf.inference import sampling
 from txl_tf.inference.serving_limits import ServingLimits  # noqa: F401
+
+
+SIGNATURE_VERSION = 2  # the batch-major layout described above
+
 
 
 
@@ -75,18 +92,18 @@ class ServingModule(tf.Module):
 
     def _define_signatures(self):
         c = self.config
-        mems = tf.TensorSpec([c.n_layer, None, None, c.d_model], tf.float32, name="mems")
+        mems = tf.TensorSpec([None, c.n_layer, None, c.d_model], tf.float32, name="mems")
         tokens = tf.TensorSpec([None, None], tf.int32, name="tokens")
         self.score = tf.function(self._score, input_signature=[tokens, mems])
         self.nll = tf.function(self._nll, input_signature=[
             tokens, tf.TensorSpec([None, None], tf.int32, name="labels"), mems])
         self.init_mems = tf.function(self._init_mems, input_signature=[
-            tf.TensorSpec([], tf.int32, name="batch_size")])
-        sampling_specs = [tf.TensorSpec([], tf.int32, name="num_tokens"),
-                          tf.TensorSpec([], tf.float32, name="temperature"),
-                          tf.TensorSpec([], tf.int32, name="top_k"),
-                          tf.TensorSpec([], tf.float32, name="top_p"),
-                          tf.TensorSpec([], tf.int64, name="seed")]
+            tf.TensorSpec([None], tf.int32, name="streams")])
+        sampling_specs = [tf.TensorSpec([None], tf.int32, name="num_tokens"),
+                          tf.TensorSpec([None], tf.float32, name="temperature"),
+                          tf.TensorSpec([None], tf.int32, name="top_k"),
+                          tf.TensorSpec([None], tf.float32, name="top_p"),
+                          tf.TensorSpec([None], tf.int64, name="seed")]
         self.generate = tf.function(self._generate, input_signature=[
             tf.TensorSpec([None, None], tf.int32, name="prompt")] + sampling_specs)
         if self.text_codec is not None:
@@ -124,7 +141,7 @@ class ServingModule(tf.Module):
             out.update(generate_text=self.generate_text, score_text=self.score_text)
         return out
 
-    # -- id-based --------------------------------------------------------------------------
+    # -- checks ----------------------------------------------------------------------------
     @staticmethod
     def _after(checks, *tensors):
         """`tensors`, computed only once every op of `checks` has run."""
@@ -144,6 +161,22 @@ class ServingModule(tf.Module):
             batch, self.limits.max_batch_size,
             message=self.limits.message("max_batch_size", f"the batch size of {name}"))
 
+    def _budget_check(self, total, name, what):
+        """total: a request's tokens or bytes (int64 []) against the limit `name`."""
+        return tf.debugging.assert_less_equal(
+            tf.cast(total, tf.int64), tf.constant(getattr(self.limits, name), tf.int64),
+            message=self.limits.message(name, what))
+
+    @staticmethod
+    def _rows_checks(batch, name, inputs):
+        """Every input of `inputs` ({name: tensor}) has `batch` rows (dimension 0)."""
+        return [tf.debugging.assert_equal(
+                    tf.shape(value)[0], batch,
+                    message=f"{key} must have one row per row of {name} (batch-major inputs: "
+                            f"the batch is dimension 0 of every input); got a different "
+                            f"number of rows")
+                for key, value in inputs.items()]
+
     def _length_checks(self, tokens, name):
         """tokens [B, Q]: B <= max_batch_size, 1 <= Q <= max_seq_len."""
         length = tf.shape(tokens)[1]
@@ -155,98 +188,156 @@ class ServingModule(tf.Module):
                     message=self.limits.message("max_seq_len", f"the length of {name}"))]
 
     def _check_mems(self, tokens, mems):
+        """mems [B, L, mem_len, D] -> the same, layer-major [L, B, mem_len, D], once valid."""
         c = self.config
         mem_len = self.settings[0]
         shape = tf.shape(mems)
-        expected = tf.stack([c.n_layer, tf.shape(tokens)[0], shape[2], c.d_model])
+        expected = tf.stack([tf.shape(tokens)[0], c.n_layer, shape[2], c.d_model])
         checks = [
             tf.debugging.assert_equal(
                 shape, expected,
-                message=f"mems must be float32 [n_layer={c.n_layer}, batch (that of tokens), "
-                        f"mem_len, d_model={c.d_model}]; start from init_mems(batch_size) or a "
-                        f"[{c.n_layer}, batch, 0, {c.d_model}] tensor and pass back the mems of "
-                        "the previous call. Got mems of shape", summarize=4),
-            tf.debugging.assert_less_equal(
+                message=f"mems must be float32 [batch (that of tokens), n_layer={c.n_layer}, "
+                        f"mem_len={mem_len}, d_model={c.d_model}]; start from "
+                        "init_mems(streams) and pass back the mems of the previous call. Got "
+                        "mems of shape", summarize=4),
+            tf.debugging.assert_equal(
                 shape[2], mem_len,
-                message=f"mems hold at most mem_len={mem_len} positions in this export (what "
-                        "init_mems and score return); got mems of length")]
-        return self._after(checks, mems)
+                message=f"mems must hold exactly mem_len={mem_len} positions in this export "
+                        "(what init_mems and score return), so that requests can be batched "
+                        "together; got mems of length")]
+        return tf.transpose(self._after(checks, mems), [1, 0, 2, 3])
 
+    # -- id-based --------------------------------------------------------------------------
     def _score(self, tokens, mems):
         tokens = self._after(self._length_checks(tokens, "tokens")
-                             + self._id_checks(tokens, "tokens"), tokens)
+                             + self._id_checks(tokens, "tokens")
+                             + [self._budget_check(tf.size(tokens), "max_request_tokens",
+                                                   "the tokens of the request (B x Q)")],
+                             tokens)
         mems = self._check_mems(tokens, mems)
         log_probs, new_mems = generation.model_step(self.model, tokens, mems, *self.settings)
-        return {"log_probs": log_probs, "mems": new_mems}
+        return {"log_probs": log_probs, "mems": tf.transpose(new_mems, [1, 0, 2, 3])}
 
     def _nll(self, tokens, labels, mems):
         checks = (self._length_checks(tokens, "tokens") + self._id_checks(tokens, "tokens")
                   + [tf.debugging.assert_equal(
                         tf.shape(labels), tf.shape(tokens),
-                        message="labels must have the shape of tokens [batch, len]")]
+                        message="labels must have the shape of tokens [batch, len]"),
+                     self._budget_check(tf.size(tokens), "max_request_tokens",
+                                        "the tokens of the request (B x Q)")]
                   + self._id_checks(labels, "labels"))
         tokens, labels = self._after(checks, tokens, labels)
         mems = self._check_mems(tokens, mems)
         out = self.model(tokens, mems=tf.unstack(mems, num=self.config.n_layer), labels=labels,
                          training=False, mem_len=self.settings[0], clamp_len=self.settings[1],
                          same_length=self.settings[2])
-        return {"nll": out["nll"], "mems": tf.stack(out["mems"])}
+        return {"nll": out["nll"], "mems": tf.stack(out["mems"], axis=1)}
 
-    def _init_mems(self, batch_size):
+    def _init_mems(self, streams):
         c = self.config
-        batch_size = self._after([tf.debugging.assert_non_negative(
-            batch_size, message="batch_size must be >= 0"),
-            self._batch_check(batch_size, "init_mems")], batch_size)
-        return {"mems": tf.zeros([c.n_layer, batch_size, self.settings[0], c.d_model])}
+        batch = self._after([self._batch_check(tf.size(streams), "init_mems")],
+                            tf.size(streams))
+        return {"mems": tf.zeros([batch, c.n_layer, self.settings[0], c.d_model]),
+                "mem_len": tf.fill([batch], self.settings[0])}
 
-    def _generate_ids(self, prompt, num_tokens, temperature, top_k, top_p, seed):
-        checks = [
+    def _sampling_checks(self, batch, name, settings):
+        """The per-row sampling inputs (num_tokens, temperature, top_k, top_p, seed [B])."""
+        num_tokens, temperature, top_k, top_p, seed = settings
+        rows = dict(num_tokens=num_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
+                    seed=seed)
+        return self._rows_checks(batch, name, rows) + [
             tf.debugging.assert_non_negative(num_tokens, message="num_tokens must be >= 0"),
             tf.debugging.assert_less_equal(
                 num_tokens, self.limits.max_num_tokens,
-                message=self.limits.message("max_num_tokens", "num_tokens"))]
-        checks += sampling.setting_checks(temperature, top_k, top_p)
-        prompt = self._after(checks, prompt)
-        return generation.generate_ids(self.model, prompt, num_tokens, temperature, top_k,
-                                       top_p, seed, self.gen_seg_len, *self.gen_settings)
+                message=self.limits.message("max_num_tokens", "num_tokens"))
+        ] + sampling.setting_checks(temperature, top_k, top_p)
+
+    def _generate_ids(self, prompt, num_tokens, temperature, top_k, top_p, seed):
+        """prompt [B, P] with per-row settings [B] -> int32 [B, max_num_tokens]: row b's
+        num_tokens[b] tokens, then -1 (the width is fixed, so that rows of other requests,
+        batched with these, do not change it)."""
+        longest = tf.maximum(tf.reduce_max(tf.concat([num_tokens, [0]], 0)), 0)
+        generated = generation.generate_ids(self.model, prompt, longest, temperature, top_k,
+                                            top_p, seed, self.gen_seg_len, *self.gen_settings)
+        width = self.limits.max_num_tokens
+        generated = tf.pad(generated, [[0, 0], [0, width - longest]], constant_values=-1)
+        keep = tf.range(width)[None, :] < num_tokens[:, None]
+        return tf.ensure_shape(tf.where(keep, generated, -1), [None, width])
 
     def _generate(self, prompt, num_tokens, temperature, top_k, top_p, seed):
-        prompt = self._after(self._length_checks(prompt, "prompt")
-                             + self._id_checks(prompt, "prompt"), prompt)
-        return {"tokens": self._generate_ids(prompt, num_tokens, temperature, top_k, top_p,
-                                             seed)}
+        settings = (num_tokens, temperature, top_k, top_p, seed)
+        longest = tf.reduce_max(tf.concat([num_tokens, [0]], 0))
+        work = tf.cast(tf.shape(prompt)[0], tf.int64) * tf.cast(
+            tf.shape(prompt)[1] + longest, tf.int64)
+        checks = (self._length_checks(prompt, "prompt") + self._id_checks(prompt, "prompt")
+                  + self._sampling_checks(tf.shape(prompt)[0], "prompt", settings)
+                  + [self._budget_check(work, "max_request_tokens",
+                                        "the tokens of the request (B x (P + the largest "
+                                        "num_tokens))")])
+        prompt = self._after(checks, prompt)
+        return {"tokens": self._generate_ids(prompt, *settings), "lengths": num_tokens}
 
     # -- text ------------------------------------------------------------------------------
     def _text_checks(self, text):
-        return [self._batch_check(tf.size(text), "text"), tf.debugging.assert_less_equal(
-            tf.strings.length(text), self.limits.max_text_bytes,
-            message=self.limits.message("max_text_bytes", "the UTF-8 length of a text"))]
+        """Checks of the raw texts [B], run before they are tokenized."""
+        length = tf.strings.length(text)
+        return [self._batch_check(tf.size(text), "text"),
+                tf.debugging.assert_less_equal(
+                    length, self.limits.max_text_bytes,
+                    message=self.limits.message("max_text_bytes", "the UTF-8 length of a text")),
+                self._budget_check(tf.reduce_sum(tf.cast(length, tf.int64)), "max_request_bytes",
+                                   "the UTF-8 bytes of all texts of the request")]
+
+    def _encode_all(self, text, continuing):
+        """text string [B] -> ragged int32 ids [B, (n)], every text tokenized."""
+        return tf.map_fn(lambda one: self.text_codec.encode(one, continuing=continuing), text,
+                         fn_output_signature=tf.RaggedTensorSpec([None], tf.int32,
+                                                                 ragged_rank=0))
 
     def _generate_text(self, text, num_tokens, temperature, top_k, top_p, seed):
-        text = self._after(self._text_checks(text), text)
         settings = (num_tokens, temperature, top_k, top_p, seed)
-        continuation, count = tf.map_fn(
-            lambda prompt_text: self._continue_text(prompt_text, settings), text,
-            fn_output_signature=(tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.int32)))
-        return {"text": continuation, "prompt_tokens": count}
+        text = self._after(self._text_checks(text)
+                           + self._sampling_checks(tf.size(text), "text", settings), text)
+        ids = self._encode_all(text, continuing=True)
+        counts = tf.cast(ids.row_lengths(), tf.int32)
+        work = tf.reduce_sum(tf.cast(counts + num_tokens, tf.int64))
+        checks = [
+            tf.debugging.assert_positive(
+                counts, message="the prompt has no tokens: give at least one symbol"),
+            tf.debugging.assert_less_equal(
+                counts, self.limits.max_seq_len,
+                message=self.limits.message("max_seq_len", "the token count of a prompt")),
+            self._budget_check(work, "max_request_tokens",
+                               "the tokens of the request (prompt + num_tokens of every text)")]
+        ids = ids.with_flat_values(self._after(checks, ids.flat_values))
+        continuation = tf.map_fn(
+            lambda row: self._continue_text(row[0], row[1:]), (ids,) + settings,
+            fn_output_signature=tf.TensorSpec([], tf.string))
+        return {"text": continuation, "prompt_tokens": counts}
 
-    def _continue_text(self, prompt_text, settings):
-        """One prompt string [] -> (its continuation string [], prompt token count int32 [])."""
+    def _continue_text(self, ids, settings):
+        """One prompt's ids int32 [n] and its settings (scalars) -> its continuation []."""
         codec = self.text_codec
-        ids = codec.encode(prompt_text, continuing=True)
-        check = tf.debugging.assert_greater(
-            tf.size(ids), 0, message="the prompt has no tokens: give at least one symbol")
-        with tf.control_dependencies([check]):
-            generated = self._generate_ids(ids[None], *settings)[0]
+        generated = self._generate_ids(ids[None], *(s[None] for s in settings))[0]
+        generated = generated[:settings[0]]
         prefix = codec.decode(ids)
         full = codec.decode(tf.concat([ids, generated], 0))
         start = tf.strings.length(prefix)
-        return tf.strings.substr(full, start, tf.strings.length(full) - start), tf.size(ids)
+        return tf.strings.substr(full, start, tf.strings.length(full) - start)
 
     def _score_text(self, text):
         text = self._after(self._text_checks(text), text)
+        ids = self._encode_all(text, continuing=False)
+        checks = [
+            tf.debugging.assert_greater_equal(
+                ids.row_lengths(), tf.constant(2, tf.int64),
+                message="score_text needs texts of at least 2 tokens (the first token is only "
+                        "context; each later one is scored): got a text whose token count is"),
+            self._budget_check(tf.size(ids.flat_values), "max_request_tokens",
+                               "the tokens of all texts of the request")]
+        ids = ids.with_flat_values(self._after(checks, ids.flat_values))
         loss, count, total = tf.map_fn(
-            self._score_one_text, text,
+            self._score_one_text, ids,
             fn_output_signature=(tf.TensorSpec([], tf.float32), tf.TensorSpec([], tf.int64),
                                  tf.TensorSpec([], tf.float32)))
         return {"loss": loss, "tokens": count, "nll_sum": total}
@@ -263,16 +354,10 @@ class ServingModule(tf.Module):
                             [steps, 1, seg])
         return inputs, labels
 
-    def _score_one_text(self, text):
-        """One text string [] -> (loss float32 [], tokens int64 [], nll_sum float32 []): the
-        segments run through `evaluation.segment_nll` from zero memory of mem_len."""
+    def _score_one_text(self, ids):
+        """One text's ids int32 [n >= 2] -> (loss float32 [], tokens int64 [], nll_sum float32
+        []): the segments run through `evaluation.segment_nll` from zero memory of mem_len."""
         c = self.config
-        ids = self.text_codec.encode(text, continuing=False)
-        ids = self._after([tf.debugging.assert_greater_equal(
-            tf.size(ids), 2,
-            message="score_text needs texts of at least 2 tokens (the first token is only "
-                    "context; each later one is scored): got a text whose token count is")],
-            ids)
         inputs, labels = self._text_segments(ids)
 
         def body(i, mems, total):

@@ -12,10 +12,17 @@ class ServingLimits:
 
     Attributes:
       max_seq_len: Longest tokens / prompt row (tokens) a request may send to score, nll or
-        generate.
-      max_num_tokens: Most tokens generate and generate_text produce per request.
+        generate, and longest tokenized generate_text prompt.
+      max_num_tokens: Most tokens generate and generate_text produce per row (the width of
+        generate's tokens output).
       max_text_bytes: Longest text (UTF-8 bytes) of score_text and generate_text.
-      max_batch_size: Most rows (texts) of one request, and init_mems' largest batch_size.
+      max_batch_size: Most rows (texts) of one request, and init_mems' largest batch.
+      max_request_tokens: Most tokens one request may run through the model, summed over its
+        rows: B x Q for score and nll, B x (P + the largest num_tokens) for generate, the
+        tokens of every text for score_text, and prompt + num_tokens of every text for
+        generate_text.
+      max_request_bytes: Most UTF-8 bytes of all the texts of one score_text or generate_text
+        request together (checked before they are tokenized).
 
     score returns log_probs float32 [B, Q, V]: 4 * Q * V bytes per row of max_seq_len tokens.
     """
@@ -23,6 +30,8 @@ class ServingLimits:
     max_num_tokens: int = 1024
     max_text_bytes: int = 100_000
     max_batch_size: int = 64
+    max_request_tokens: int = 16_384
+    max_request_bytes: int = 1_000_000
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
