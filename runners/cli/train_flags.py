@@ -15,7 +15,7 @@ from tf_records import DataOptions
 from txl_tf.memory_estimate import check_step_fits
 from txl_tf.training import TrainError, TrainOptions, xla_clustering
 from txl_tf.training.distribute import STRATEGIES
-from txl_tf.training.options import PRECISIONS
+from txl_tf.training.options import JIT_COMPILE, PRECISIONS
 
 _DATA_SKIP = ("corpus_options",)  # from --corpus_option and the corpus flags
 _TRAIN_SKIP = ("flags_text",)  # the parsed flags themselves
@@ -34,7 +34,8 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
     # Corpus options, as runners/prepare_data.py; a prepared data_dir keeps its recorded ones.
     data_flags.define_corpus_flags(fv)
     dataclass_flags.define_flags(TrainOptions, fv, skip=_TRAIN_SKIP,
-                                 enums={"precision": PRECISIONS, "strategy": STRATEGIES})
+                                 enums={"precision": PRECISIONS, "strategy": STRATEGIES,
+                                        "jit_compile": JIT_COMPILE})
     flags.DEFINE_bool("xla_fusion", False, "CPU speed: XLA auto-clusters and fuses the "
                       "element-wise ops while TensorFlow's oneDNN kernels run the matrix "
                       "products (twice the float32 rate in mixed_bfloat16 on AVX512_BF16 CPUs); "
