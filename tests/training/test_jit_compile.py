@@ -142,3 +142,34 @@ def test_replica_gradients_compiled_equal_the_plain_step_mirrored(case, two_cpu_
     assert xla["trainer"].xla_mode == "gradients"
     assert set(xla["trainer"]._compiled) == {"_replica_gradients"}
     assert_same_training(xla, plain, float16=case == "mixed_float16")
+
+
+@pytest.mark.parametrize("precision,dtype", [("mixed_float16", "f16"), ("mixed_bfloat16", "bf16")])
+def test_mixed_precision_with_the_adaptive_softmax_compiles_and_trains(precision, dtype):
+    """Half-precision matmuls, the adaptive softmax's cutoffs (two tail bins, div_val 2) and
+    (mixed_float16) the loss scaling, compiled whole by XLA: the losses follow the float32
+    compiled step's within half-precision rounding (test_tpu_readiness.py's 2e-2)."""
+    strategy = tf.distribute.get_strategy()
+    reference = run(strategy, True)
+    half = run(strategy, True, precision=precision)
+    trainer = half["trainer"]
+    data = batches()[0]
+    mems = [tf.zeros([GLOBAL_BATCH, CONFIG.mem_len, CONFIG.d_model], tf.float32)
+            for _ in range(CONFIG.n_layer)]
+    keras.config.set_dtype_policy(precision)
+    try:
+        hlo = compiled_hlo(trainer, "_replica_train_step",
+                           {k: tf.constant(v) for k, v in data.items()}, mems)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    assert f"{dtype}[" in hlo and "while" in hlo  # half-precision arrays; the tail-bin loop
+    print(f"\n{precision} under XLA: losses {np.round(half['losses'], 5).tolist()}, float32 "
+          f"{np.round(reference['losses'], 5).tolist()}, skipped {half['skipped']}")
+    assert half["skipped"] < STEPS
+    np.testing.assert_allclose(half["losses"], reference["losses"], rtol=2e-2)
+    assert all(w.dtype == np.float32 for w in half["weights"])
+    keras.utils.set_random_seed(3)
+    initial = txl_tf.TransformerXL(CONFIG)
+    initial(tf.zeros([1, CONFIG.tgt_len], tf.int32))
+    assert max(np.abs(w - v.numpy()).max()
+               for w, v in zip(half["weights"], initial.trainable_variables)) > 1e-3
