@@ -53,7 +53,9 @@ from runners.cli import model_flags, train_flags  # noqa: E402
 from runners.tools import benchmark_flops  # noqa: E402
 from txl_tf.inference.evaluation import segment_nll  # noqa: E402
 from txl_tf.model_dir import write_text_atomic  # noqa: E402
-from txl_tf.training import distribute, step_compilation  # noqa: E402
+from txl_tf.training import TrainError, distribute, step_compilation  # noqa: E402
+from txl_tf.training.options import profile_range  # noqa: E402
+from txl_tf.training.profiling import ProfileSteps  # noqa: E402
 from txl_tf.training.lr_schedule import WarmupCosineSchedule  # noqa: E402
 from txl_tf.training.optimizer import make_optimizer  # noqa: E402
 from txl_tf.training.trainer import Trainer  # noqa: E402
@@ -129,6 +131,20 @@ def build_model(config):
     return txl_tf.TransformerXL(config)
 
 
+def _profile():
+    """`--profile_steps`: the benchmark's training steps (warm-up included, from 1) profiled
+    into --model_dir/plugins/profile/, as train.py does; None without it."""
+    if not FLAGS.profile_steps or FLAGS.child:
+        return None
+    total = FLAGS.bench_warmup + FLAGS.rounds * FLAGS.steps
+    try:
+        start, end = profile_range(FLAGS.profile_steps, total)
+    except TrainError as error:
+        raise app.UsageError(str(error).replace("--train_steps", "the benchmark's training "
+                                                "steps (--bench_warmup + --rounds x --steps)"))
+    return ProfileSteps(FLAGS.model_dir, start, end)
+
+
 def _eval_lengths():
     q = FLAGS.eval_tgt_len or FLAGS.tgt_len
     m = FLAGS.mem_len if FLAGS.eval_mem_len is None else FLAGS.eval_mem_len
@@ -194,6 +210,7 @@ class Steps:
         self.eval_batch = _random_tokens(generator, batch_size, self.eval_q, config.n_token)
         self.eval_mems = self.model.init_mems(batch_size, self.eval_m)
         self._eval_step = self._compile_eval_step()
+        self.train_count, self.profile = 0, _profile()
 
     def _compile_eval_step(self):
         model, mem_len = self.model, self.eval_m
@@ -206,8 +223,15 @@ class Steps:
         return eval_step
 
     def train(self):
+        self.train_count += 1
+        if self.profile and self.train_count == self.profile.start:
+            self.profile.begin(self.profile.start - 1)
         self.train_mems, stats = self.trainer.train(self.train_batches, self.train_mems, 1)
-        return stats.loss
+        if self.profile and self.train_count == self.profile.end:
+            self.profile.close()
+            print(f"profile of training steps {self.profile.start}-{self.profile.end} in "
+                  f"{FLAGS.model_dir}/plugins/profile/", flush=True)
+        return float(stats.loss)
 
     def evaluate(self):
         loss, self.eval_mems = self._eval_step(self.eval_batch, self.eval_mems)
