@@ -12,7 +12,8 @@ from absl import flags
 from runners.cli import data_flags, dataclass_flags, model_flags
 from tf_records import DataOptions
 from txl_tf.memory_estimate import check_step_fits
-from txl_tf.training.options import PRECISIONS, STRATEGIES, TrainError, TrainOptions
+from txl_tf.training.options import (JIT_COMPILE, PRECISIONS, STRATEGIES, TrainError,
+                                     TrainOptions)
 
 _DATA_SKIP = ("corpus_options",)  # from --corpus_option and the corpus flags
 _TRAIN_SKIP = ("flags_text",)  # the parsed flags themselves
@@ -32,7 +33,8 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> dict:
     data += ["corpus_option", *data_flags.define_corpus_flags(fv)]
     training = dataclass_flags.define_flags(TrainOptions, fv, skip=_TRAIN_SKIP,
                                             enums={"precision": PRECISIONS,
-                                                   "strategy": STRATEGIES})
+                                                   "strategy": STRATEGIES,
+                                                   "jit_compile": JIT_COMPILE})
     flags.DEFINE_bool("xla_fusion", False, "CPU speed: XLA auto-clusters and fuses the "
                       "element-wise ops while TensorFlow's oneDNN kernels run the matrix "
                       "products (twice the float32 rate in mixed_bfloat16 on AVX512_BF16 CPUs); "

@@ -4,10 +4,11 @@ After warm-up (and XLA compilation) it measures, in one run:
   * training step: the step train.py runs, `Trainer.train` of txl_tf.training.trainer over a
     segment [B, Q] with memory [B, M]: token-mean NLL, all-reduced gradients, global-norm clip,
     the training optimizer and learning-rate schedule, gradient accumulation, the new memory
-    carried to the next step; compiled as training compiles it (`--xla_fusion` as in train.py):
-    tokens/s and seconds per step;
-  * evaluation step: forward with memory and labels, no dropout, compiled as one
-    `tf.function(jit_compile=--jit_compile)`: tokens/s;
+    carried to the next step; compiled as training compiles it (`--jit_compile`, `--xla_fusion`
+    and `--strategy` as in train.py): tokens/s (and per replica when several run) and seconds
+    per step;
+  * evaluation step: forward with memory and labels, no dropout, one replica, compiled whole by
+    XLA when the training step is: tokens/s;
   * the dense matmul peak of this machine (large float32 / bfloat16 matmuls timed in the same
     run), and the model FLOPs utilisation (MFU) of the training and evaluation steps:
     model FLOPs per token x tokens/s / measured matmul peak;
@@ -52,7 +53,9 @@ from runners.cli import model_flags, train_flags  # noqa: E402
 from txl_tf import model_flops  # noqa: E402
 from txl_tf.inference.evaluation import segment_nll  # noqa: E402
 from txl_tf.model_dir import write_text_atomic  # noqa: E402
-from txl_tf.training import xla_clustering  # noqa: E402
+from txl_tf.training import TrainError, distribute, step_compilation  # noqa: E402
+from txl_tf.training.options import profile_range  # noqa: E402
+from txl_tf.training.profiling import ProfileSteps  # noqa: E402
 from txl_tf.training.lr_schedule import WarmupCosineSchedule  # noqa: E402
 from txl_tf.training.optimizer import make_optimizer  # noqa: E402
 from txl_tf.training.trainer import Trainer  # noqa: E402
@@ -73,11 +76,11 @@ MODEL_FLAGS = ("n_layer", "d_model", "n_head", "d_head", "d_inner", "d_embed", "
                "dropatt", "tgt_len", "mem_len", "clamp_len", "same_length", "attn_type",
                "pre_lnorm", "init", "init_std", "proj_init_std", "init_range", "precision",
                "seed", "learning_rate", "warmup_steps", "train_steps", "min_lr_ratio", "clip",
-               "grad_accum_steps", "xla_fusion")
+               "grad_accum_steps", "xla_fusion", "jit_compile")
 
 # ---- benchmark flags ------------------------------------------------------------------------------
 BENCH_FLAGS = ("n_token", "batch_size", "eval_tgt_len", "eval_mem_len", "steps", "bench_warmup",
-               "rounds", "jit_compile", "threads", "matmul_size")
+               "rounds", "threads", "matmul_size")
 flags.DEFINE_integer("n_token", 204, "Vocabulary size (training takes it from the corpus).")
 flags.DEFINE_integer("batch_size", 8, "Batch size B (sequences per step).")
 flags.DEFINE_integer("eval_tgt_len", None, "Evaluation segment length (default tgt_len).")
@@ -85,8 +88,6 @@ flags.DEFINE_integer("eval_mem_len", None, "Evaluation memory length (default me
 flags.DEFINE_integer("steps", 4, "Timed steps of each kind per round.")
 flags.DEFINE_integer("bench_warmup", 3, "Untimed steps (compilation included) before timing.")
 flags.DEFINE_integer("rounds", 5, "Measurement rounds; comparisons are interleaved per round.")
-flags.DEFINE_bool("jit_compile", True, "Compile the evaluation steps with XLA (tf.function("
-                  "jit_compile)); the training step is compiled as train.py compiles it.")
 flags.DEFINE_integer("threads", 0, "Intra-op threads for TF (and torch); 0 = number of cores.")
 flags.DEFINE_integer("matmul_size", 2048, "Side of the square matmuls that measure the peak.")
 flags.DEFINE_list("memory_mem_lens", [],
@@ -112,12 +113,7 @@ flags.DEFINE_enum("child", None, ["memory"], "Internal: run as a measurement chi
 
 # ------------------------------------------------------------------------------------------------
 def setup_tensorflow():
-    if FLAGS.xla_fusion:
-        if FLAGS.jit_compile:
-            raise app.UsageError("--xla_fusion compiles only the element-wise ops and leaves the "
-                                 "matmuls to oneDNN; it replaces whole-step XLA, so pass "
-                                 "--nojit_compile with it.")
-        xla_clustering.enable_elementwise_clustering()
+    train_flags.set_up_devices(FLAGS)  # --xla_fusion, --logical_cpus as in train.py
     if FLAGS.threads > 0:
         tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
 
@@ -135,6 +131,20 @@ def build_model(config):
     return txl_tf.TransformerXL(config)
 
 
+def _profile():
+    """`--profile_steps`: the benchmark's training steps (warm-up included, from 1) profiled
+    into --model_dir/plugins/profile/, as train.py does; None without it."""
+    if not FLAGS.profile_steps or FLAGS.child:
+        return None
+    total = FLAGS.bench_warmup + FLAGS.rounds * FLAGS.steps
+    try:
+        start, end = profile_range(FLAGS.profile_steps, total)
+    except TrainError as error:
+        raise app.UsageError(str(error).replace("--train_steps", "the benchmark's training "
+                                                "steps (--bench_warmup + --rounds x --steps)"))
+    return ProfileSteps(FLAGS.model_dir, start, end)
+
+
 def _eval_lengths():
     q = FLAGS.eval_tgt_len or FLAGS.tgt_len
     m = FLAGS.mem_len if FLAGS.eval_mem_len is None else FLAGS.eval_mem_len
@@ -147,46 +157,65 @@ def _random_tokens(generator, batch_size, length, n_token):
     return {"inputs": tokens[:, :-1], "labels": tokens[:, 1:]}
 
 
-def _trainer(model):
-    """The `Trainer` of train.py's flags: its optimizer, schedule, clip and accumulation."""
+def strategy_and_compilation():
+    """The strategy of train.py's `--strategy` and how `--jit_compile` compiles its step."""
+    strategy = distribute.create_strategy(FLAGS.strategy, tpu=FLAGS.tpu, devices=FLAGS.devices)
+    return strategy, step_compilation.choose(FLAGS.jit_compile, strategy, FLAGS.precision)
+
+
+def _trainer(model, strategy, compilation):
+    """The `Trainer` of train.py's flags: its optimizer, schedule, clip, accumulation and
+    compilation."""
     warmup = min(FLAGS.warmup_steps, FLAGS.train_steps)
     schedule = WarmupCosineSchedule(FLAGS.learning_rate, warmup, FLAGS.train_steps,
                                     FLAGS.min_lr_ratio)
-    strategy = tf.distribute.get_strategy()
-    return Trainer(model, make_optimizer(schedule), strategy, clip=FLAGS.clip,
+    with strategy.scope():
+        optimizer = make_optimizer(schedule)
+    return Trainer(model, optimizer, strategy, clip=FLAGS.clip,
                    grad_accum_steps=FLAGS.grad_accum_steps,
-                   loss_scaling=FLAGS.precision == "mixed_float16")
+                   loss_scaling=FLAGS.precision == "mixed_float16",
+                   jit_compile=compilation.mode is not None)
 
 
 class Steps:
     """The training step of one model as training runs it (`Trainer.train`, one step per call)
-    and a compiled evaluation step (`--jit_compile`), memory carried across calls.
+    and an evaluation step (one replica; compiled whole by XLA when the training step is),
+    memory carried across calls.
 
     Args:
       config: the model configuration.
-      batch_size: streams B of every step.
+      batch_size: streams B of every step (all replicas).
       seed: seed of the weights, dropout and the random tokens.
+      strategy, compilation: `strategy_and_compilation()` (default: of the flags).
     """
 
-    def __init__(self, config, batch_size, seed=0):
+    def __init__(self, config, batch_size, seed=0, strategy=None, compilation=None):
+        if strategy is None:
+            strategy, compilation = strategy_and_compilation()
+        replicas = strategy.num_replicas_in_sync
+        if batch_size % replicas:
+            raise app.UsageError(f"--batch_size={batch_size} is not divisible by the "
+                                 f"{replicas} replicas of --strategy={FLAGS.strategy}.")
         keras.utils.set_random_seed(seed)
-        self.config, self.model = config, build_model(config)
-        self.trainer = _trainer(self.model)
+        with strategy.scope():
+            self.config, self.model = config, build_model(config)
+        self.compilation, self.jit = compilation, compilation.mode is not None
+        self.trainer = _trainer(self.model, strategy, compilation)
         self.eval_q, self.eval_m = _eval_lengths()
         generator = tf.random.Generator.from_seed(seed)
         batch = _random_tokens(generator, batch_size, config.tgt_len, config.n_token)
         dataset = tf.data.Dataset.from_tensors(batch).repeat()
-        self.train_batches = iter(
-            self.trainer.strategy.experimental_distribute_dataset(dataset))
-        self.train_mems = self.trainer.init_memory(batch_size)
+        self.train_batches = iter(strategy.experimental_distribute_dataset(dataset))
+        self.train_mems = self.trainer.init_memory(batch_size // replicas)
         self.eval_batch = _random_tokens(generator, batch_size, self.eval_q, config.n_token)
         self.eval_mems = self.model.init_mems(batch_size, self.eval_m)
         self._eval_step = self._compile_eval_step()
+        self.train_count, self.profile = 0, _profile()
 
     def _compile_eval_step(self):
         model, mem_len = self.model, self.eval_m
 
-        @tf.function(jit_compile=FLAGS.jit_compile)
+        @tf.function(jit_compile=self.jit)
         def eval_step(batch, mems):
             nll_sum, count, new_mems = segment_nll(model, batch["inputs"], batch["labels"], mems,
                                                    mem_len=mem_len)
@@ -194,8 +223,15 @@ class Steps:
         return eval_step
 
     def train(self):
+        self.train_count += 1
+        if self.profile and self.train_count == self.profile.start:
+            self.profile.begin(self.profile.start - 1)
         self.train_mems, stats = self.trainer.train(self.train_batches, self.train_mems, 1)
-        return stats.loss
+        if self.profile and self.train_count == self.profile.end:
+            self.profile.close()
+            print(f"profile of training steps {self.profile.start}-{self.profile.end} in "
+                  f"{FLAGS.model_dir}/plugins/profile/", flush=True)
+        return float(stats.loss)
 
     def evaluate(self):
         loss, self.eval_mems = self._eval_step(self.eval_batch, self.eval_mems)
@@ -334,7 +370,7 @@ class HuggingFaceClient:
 
 
 # ------------------------------------------------------------------------------------------------
-def compare_vanilla(lens, batch_size, predictions, rounds):
+def compare_vanilla(lens, batch_size, predictions, rounds, jit):
     """Per-token evaluation time, vanilla sliding window vs Transformer-XL memory, per L."""
     q = FLAGS.eval_tgt_len or FLAGS.tgt_len
     rows = []
@@ -344,13 +380,13 @@ def compare_vanilla(lens, batch_size, predictions, rounds):
         window = tf.random.uniform([batch_size, length + 1], 0, FLAGS.n_token, tf.int32, seed=1)
         segment = tf.random.uniform([batch_size, q + 1], 0, FLAGS.n_token, tf.int32, seed=2)
 
-        @tf.function(jit_compile=FLAGS.jit_compile)
+        @tf.function(jit_compile=jit)
         def vanilla_forward(tokens, model=vanilla):
             # One prediction: the window of the L previous tokens; only the last is scored,
             # but the model runs over the whole window (what the vanilla model must do).
             return model(tokens[:, :-1], labels=tokens[:, 1:], training=False)["nll"][:, -1]
 
-        @tf.function(jit_compile=FLAGS.jit_compile)
+        @tf.function(jit_compile=jit)
         def xl_forward(tokens, mems, model=xl, mem_len=length):
             out = model(tokens[:, :-1], mems=mems, labels=tokens[:, 1:], training=False,
                         mem_len=mem_len)
@@ -410,12 +446,15 @@ def print_table(r):
           f"{r['eval_mem_len']}; jit_compile={r['jit_compile']}, xla_fusion={r['xla_fusion']}, "
           f"precision {r['precision']}, threads {r['threads']}"
           + (f"; Hugging Face {r['huggingface']['precision']}" if r.get("huggingface") else ""))
+    print(f"strategy {r['strategy']} ({r['replicas']} replica(s)); {r['compilation']}")
     print(f"{'':26s}{'txl-tf':>14s}" + (f"{'HF torch':>14s}{'ratio':>9s}" if r.get("huggingface")
                                            else ""))
     hf = r.get("huggingface") or {}
     rows = [("train tokens/s (median)", "train_tokens_per_s", 0),
             ("train tokens/s (best)", "train_tokens_per_s_best", 0),
             ("train s/step (median)", "train_step_s", 4),
+            *([(f"train tokens/s/replica (x{r['replicas']})", "train_tokens_per_s_per_replica",
+                0)] if r["replicas"] > 1 else []),
             ("eval tokens/s (median)", "eval_tokens_per_s", 0),
             ("eval tokens/s (best)", "eval_tokens_per_s_best", 0),
             ("eval s/step (median)", "eval_step_s", 4),
@@ -524,7 +563,10 @@ def _settings(config, steps, threads, peak32, peak, precision_dtype):
     eval_q, eval_m = _eval_lengths()
     return {
         "machine": _versions(), "config": config.to_dict(), "batch_size": FLAGS.batch_size,
-        "eval_tgt_len": eval_q, "eval_mem_len": eval_m, "jit_compile": FLAGS.jit_compile,
+        "eval_tgt_len": eval_q, "eval_mem_len": eval_m, "jit_compile": steps.jit,
+        "jit_compile_flag": FLAGS.jit_compile, "xla_mode": steps.compilation.mode,
+        "compilation": steps.compilation.line, "strategy": FLAGS.strategy,
+        "replicas": steps.trainer.strategy.num_replicas_in_sync,
         "xla_fusion": FLAGS.xla_fusion, "precision": FLAGS.precision, "threads": threads,
         "rounds": FLAGS.rounds, "steps_per_round": FLAGS.steps,
         "n_params": int(sum(v.numpy().size for v in steps.model.trainable_variables)),
@@ -552,6 +594,8 @@ def run_benchmark():
     times, peak32, peak = _timed_rounds(steps, hf, precision_dtype)
     record = _settings(config, steps, threads, peak32, peak, precision_dtype)
     record.update(_speed(b * config.tgt_len, times["train"], times["eval"], b * eval_q))
+    for key in ("train_tokens_per_s", "train_tokens_per_s_best"):  # per device, as GPUs compare
+        record[key + "_per_replica"] = record[key] / record["replicas"]
     record.update(_utilisation(config, record, peak))
     if hf:
         _huggingface_figures(record, hf, times, b * config.tgt_len, b * eval_q)
@@ -559,7 +603,7 @@ def run_benchmark():
         record["vanilla_batch_size"] = FLAGS.vanilla_batch_size
         record["vanilla"] = compare_vanilla([int(x) for x in FLAGS.vanilla_lens],
                                             FLAGS.vanilla_batch_size, FLAGS.vanilla_predictions,
-                                            FLAGS.rounds)
+                                            FLAGS.rounds, steps.jit)
     _memory_figures(record, config)
     print_table(record)
     _write_json(record)

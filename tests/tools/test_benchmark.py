@@ -96,3 +96,31 @@ def test_benchmark_runs_on_a_tiny_config_and_reports_every_figure(tmp_path):
     for key in ("tensorflow", "keras", "cpu", "cores"):
         assert key in record["machine"]
     assert "train tokens/s" in result.stdout and "MFU train" in result.stdout
+
+
+def test_benchmark_times_train_pys_step_on_two_replicas_and_profiles(tmp_path):
+    """The benchmark takes train.py's --strategy and --jit_compile (auto: the step compiled as
+    train.py compiles it under two mirrored CPUs), prints tokens/s per replica, and
+    --profile_steps writes a profile to --model_dir as train.py does."""
+    args = [sys.executable, os.path.join(REPO, "runners", "tools", "benchmark.py"),
+            "--n_token=30", "--n_layer=2", "--d_model=16", "--n_head=2", "--d_head=8",
+            "--d_inner=32", "--tgt_len=8", "--mem_len=8", "--batch_size=4", "--steps=1",
+            "--rounds=2", "--bench_warmup=1", "--matmul_size=64", "--nomeasure_memory",
+            "--logical_cpus=2", "--strategy=mirrored", "--devices=/CPU:0,/CPU:1",
+            "--profile_steps=2,3", f"--model_dir={tmp_path}"]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    result = subprocess.run(args, capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (line,) = re.findall(r"^BENCHMARK_JSON (.*)$", result.stdout, re.M)
+    record = json.loads(line)
+    assert record["replicas"] == 2 and record["jit_compile"] is True
+    assert record["xla_mode"] == "gradients" and record["jit_compile_flag"] == "auto"
+    assert record["train_tokens_per_s_per_replica"] == pytest.approx(
+        record["train_tokens_per_s"] / 2)
+    assert "train tokens/s/replica (x2)" in result.stdout
+    assert len(list(tmp_path.glob("plugins/profile/*/*.xplane.pb"))) == 1
+    refused = subprocess.run(args[:-2] + ["--profile_steps=2,9"], capture_output=True,
+                             text=True, timeout=600, cwd=REPO, env=env)
+    assert refused.returncode == 2
+    assert "--profile_steps=2,9 is not START,END" in refused.stderr
+    assert "Traceback" not in refused.stderr

@@ -98,12 +98,16 @@ class Controller:
         self.clock = clock
 
     def _loop_length(self, end_step: int) -> int:
-        """Steps of the next call: at most `steps_per_loop`, ending at the next boundary, and
-        lasting about the heartbeat's seconds once a loop's pace was measured."""
+        """Steps of the next call: at most `steps_per_loop`, ending at the next boundary (an
+        action's interval, or the step its optional `next_boundary(step)` names), and lasting
+        about the heartbeat's seconds once a loop's pace was measured."""
         n = min(self.steps_per_loop, end_step - self.step)
-        for every in (action.every for action in self.actions):
-            if every:
-                n = min(n, every - self.step % every)
+        for action in self.actions:
+            if action.every:
+                n = min(n, action.every - self.step % action.every)
+            boundary = getattr(action, "next_boundary", lambda step: None)(self.step)
+            if boundary is not None and boundary > self.step:
+                n = min(n, boundary - self.step)
         hb = self.heartbeat
         pace = hb.measured_seconds_per_step() if hb and hb.seconds else None
         if pace:

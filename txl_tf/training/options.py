@@ -17,6 +17,8 @@ STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrore
 LEARNING_RATES = {"word": 1e-3}
 DEFAULT_LEARNING_RATE = 2e-3
 
+JIT_COMPILE = ("auto", "true", "false")
+
 
 class TrainError(ValueError):
     """Inconsistent training options; the message names the fix."""
@@ -73,6 +75,12 @@ class TrainOptions:
       half_loss: The paper's half loss (section 4.2, Table 6): only the last Q - Q//2 positions
         of every training segment count in the loss (the memory still carries the whole
         segment); validation still scores every token.
+      jit_compile: XLA compiles the training step: auto (on, except CPU mixed_bfloat16 with
+        --xla_fusion; a TPU always compiles), true or false. One line of the run says what was
+        chosen and why (txl_tf/training/step_compilation.py).
+      profile_steps: START,END: a TensorBoard profile of training steps START to END (counted
+        from 1, both included) in model_dir/plugins/profile/ (TensorBoard's Profile tab);
+        empty: none.
     """
     model_dir: str = "runs/default"
     per_host_train_bsz: int = 16
@@ -104,6 +112,28 @@ class TrainOptions:
     flags_text: str = ""
     target_hardware: str = ""
     half_loss: bool = False
+    jit_compile: str = "auto"
+    profile_steps: tuple = ()
+
+
+def profile_range(profile_steps, train_steps: int) -> Optional[tuple]:
+    """(START, END) of `--profile_steps` (strings or ints), or None when empty.
+
+    Raises:
+      TrainError: not two integers 1 <= START <= END <= train_steps.
+    """
+    if not profile_steps:
+        return None
+    given = ",".join(map(str, profile_steps))
+    usage = (f"--profile_steps={given} is not START,END with 1 <= START <= END <= "
+             f"--train_steps={train_steps}; give two step numbers, e.g. --profile_steps=2,3.")
+    try:
+        start, end = (int(str(v).strip()) for v in profile_steps)
+    except ValueError:
+        raise TrainError(usage) from None
+    if not 1 <= start <= end <= train_steps:
+        raise TrainError(usage)
+    return start, end
 
 
 def for_level(options: TrainOptions, level: Optional[str]) -> TrainOptions:
@@ -136,6 +166,11 @@ def checked(options: TrainOptions) -> TrainOptions:
             raise TrainError(f"--{field.name} must be a finite number, got {value}.")
     if o.precision not in PRECISIONS:
         raise TrainError(f"--precision must be one of {PRECISIONS}, got {o.precision!r}.")
+    if o.jit_compile not in JIT_COMPILE:
+        raise TrainError(f"--jit_compile must be one of {', '.join(JIT_COMPILE)}, got "
+                         f"{o.jit_compile!r}.")
+    profile = profile_range(o.profile_steps, o.train_steps)
+    o = dataclasses.replace(o, profile_steps=profile or ())
     if o.warmup_steps > o.train_steps >= 1:  # a short run of a recipe: warm up all the way
         print(f"note: --warmup_steps={o.warmup_steps} is longer than --train_steps="
               f"{o.train_steps}: the learning rate warms up over all {o.train_steps} steps.",

@@ -44,6 +44,8 @@ from txl_tf.training.lr_schedule import (WarmupCosineSchedule, schedule_change_n
                                          warmup_cosine_lr)
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.options import TrainError, TrainOptions, checked, for_level
+from txl_tf.training.profiling import ProfileSteps
+from txl_tf.training.step_compilation import choose as choose_compilation
 from txl_tf.training.summaries import RunSummaries, format_duration
 from txl_tf.training.trainer import Trainer
 from txl_tf.training.warm_start import checkpoint_prefix, warm_start
@@ -219,15 +221,20 @@ def _write_model_dir(run: _Run) -> None:
 
 
 def _build_trainer(run: _Run, schedule) -> None:
-    """Model, optimizer, `Trainer` and `TrainCheckpoints` of `run`."""
+    """Model, optimizer, `Trainer` (its step compiled as `--jit_compile` chooses; the chief
+    says how in one line) and `TrainCheckpoints` of `run`."""
     o = run.options
     with run.strategy.scope():
         run.model = txl_tf.TransformerXL(run.config)
         optimizer = make_optimizer(schedule)
+    compilation = choose_compilation(o.jit_compile, run.strategy, o.precision)
+    if run.place.is_chief:
+        print(compilation.line, flush=True)
     run.trainer = trainer = Trainer(run.model, optimizer, run.strategy, clip=o.clip,
                                     grad_accum_steps=o.grad_accum_steps,
                                     loss_scaling=o.precision == "mixed_float16",
-                                    half_loss=o.half_loss)
+                                    half_loss=o.half_loss,
+                                    jit_compile=compilation.mode is not None)
     trackables = dict(model=run.model, optimizer=optimizer, step=trainer.step,
                       loss_scale=trainer.loss_scale, good_steps=trainer.good_steps,
                       dropout_rng=checkpoints_lib.dropout_rng_state(run.model))
@@ -341,6 +348,9 @@ def _build_controller(run: _Run, summaries: RunSummaries, step: int, mems) -> Co
     run.actions = dict(throughput=actions_lib.Throughput(), log=log, evaluation=evaluation,
                        save=save, best=best,
                        hparams=actions_lib.HParamsMetrics(run.hparams, log, evaluation))
+    if o.profile_steps and place.is_chief:  # first: it stops before the others act
+        run.actions = dict(profile=ProfileSteps(o.model_dir, *o.profile_steps), **run.actions)
+        run.actions["profile"].begin(step)
     iterator = iter(strategy.distribute_datasets_from_function(train_fn))
     return Controller(trainer, iterator, mems, step, o.steps_per_loop,
                       list(run.actions.values()), heartbeat=heartbeat)
@@ -465,7 +475,11 @@ def train(options: TrainOptions,
     controller.heartbeat.estimate = _estimate_duration(run, step)
     end_step = o.train_steps if stop_after_steps is None else min(o.train_steps,
                                                                   stop_after_steps)
-    controller.run(end_step)
+    try:
+        controller.run(end_step)
+    finally:
+        if "profile" in run.actions:
+            run.actions["profile"].close()
     summary = _summary(run, controller, resumed, baselines, time.time() - start_time)
     _finish(run, summary)
     return summary

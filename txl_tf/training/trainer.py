@@ -27,6 +27,10 @@ Design:
     gradients, then reduces and applies once: the same update as the full batch.
   * mixed_float16: dynamic loss scaling (x2 every `growth_interval` finite steps, /2 and the update
     skipped on non-finite gradients); the scale is a checkpointed variable.
+  * XLA (`jit_compile`, `txl_tf/training/step_compilation.py`): the whole replica step is one
+    `tf.function(jit_compile=True)` (mode `whole`), or only each replica's forward, backward and
+    accumulation (`_replica_gradients`, mode `gradients`: MirroredStrategy with CPUs), or the
+    step is left to TPUStrategy, which compiles it itself (`tpu`).
 """
 import dataclasses
 from typing import List, Optional, Sequence
@@ -36,6 +40,7 @@ import tensorflow as tf
 
 from txl_tf.inference import evaluation
 from txl_tf.loss_mask import half_loss_mask
+from txl_tf.training.step_compilation import compiled_mode
 
 SUM = tf.distribute.ReduceOp.SUM
 
@@ -67,6 +72,8 @@ class Trainer:
       loss_scaling: dynamic loss scaling (for mixed_float16).
       half_loss: train on the second half of every segment only (see the module docstring).
       initial_loss_scale, growth_interval: loss scaling settings.
+      jit_compile: compile the step with XLA (how: `step_compilation.compiled_mode` of the
+        strategy; under TPUStrategy the step is compiled either way).
 
     The `step` variable (int64, under the strategy) counts applied training steps.
     """
@@ -74,7 +81,7 @@ class Trainer:
     def __init__(self, model, optimizer, strategy: tf.distribute.Strategy, clip: float = 0.25,
                  grad_accum_steps: int = 1, loss_scaling: bool = False,
                  initial_loss_scale: float = 2.0 ** 15, growth_interval: int = 2000,
-                 half_loss: bool = False):
+                 half_loss: bool = False, jit_compile: bool = False):
         if grad_accum_steps < 1:
             raise ValueError(f"grad_accum_steps must be >= 1, got {grad_accum_steps}.")
         self.model = model
@@ -85,6 +92,8 @@ class Trainer:
         self.loss_scaling = bool(loss_scaling)
         self.growth_interval = int(growth_interval)
         self.half_loss = bool(half_loss)
+        self.xla_mode = compiled_mode(strategy) if jit_compile else None
+        self._compiled = {}
         with strategy.scope():
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
             agg = dict(synchronization=tf.VariableSynchronization.ON_WRITE,
@@ -144,14 +153,30 @@ class Trainer:
         nll_sum = tf.reduce_sum(tf.cast(out["nll"], tf.float32) * mask)
         return out["mems"], nll_sum
 
-    def _replica_train_step(self, batch, mems):
-        ctx = tf.distribute.get_replica_context()
+    def _compiled_function(self, name):
+        """The method `name`, once wrapped in `tf.function(jit_compile=True)`."""
+        if name not in self._compiled:
+            self._compiled[name] = tf.function(getattr(self, name), jit_compile=True)
+        return self._compiled[name]
+
+    def _step_function(self):
+        """What `strategy.run` runs each step: the replica step, compiled whole by XLA in mode
+        `whole`."""
+        if self.xla_mode == "whole":
+            return self._compiled_function("_replica_train_step")
+        return self._replica_train_step
+
+    def _replica_gradients(self, batch, mems, weights, counted):
+        """One replica's forward and backward, accumulated over `grad_accum_steps` chunks.
+
+        Args:
+          batch: {"inputs", "labels"} int32 [B, Q]; mems: L x [B, M, D] or None.
+          weights: float32 [B, Q] loss weights; counted: the weighted tokens of all replicas.
+        Returns:
+          (gradients of (sum of weighted NLL) / counted (x the loss scale), this replica's
+          summed weighted NLL, the new memory L x [B, M, D]).
+        """
         inputs, labels = batch["inputs"], batch["labels"]
-        local_tokens = tf.reduce_sum(tf.cast(labels >= 0, tf.float32))
-        global_tokens = tf.maximum(ctx.all_reduce(SUM, local_tokens), 1.0)
-        weights = self._loss_weights(labels)
-        counted = (tf.maximum(ctx.all_reduce(SUM, tf.reduce_sum(weights)), 1.0)
-                   if self.half_loss else global_tokens)
         variables = self.model.trainable_variables
         k = self.grad_accum_steps
         batch_size = inputs.shape[0]
@@ -173,10 +198,24 @@ class Trainer:
             grads = part if grads is None else [a + b for a, b in zip(grads, part)]
             nll_total += nll_sum
             chunk_mems.append(new_mems)
-        if self.half_loss:  # the counted mean, reported over all target tokens
-            nll_total = nll_total * (global_tokens / counted)
         new_mems = chunk_mems[0] if k == 1 else [tf.concat(list(ms), 0)
                                                  for ms in zip(*chunk_mems)]
+        return grads, nll_total, new_mems
+
+    def _replica_train_step(self, batch, mems):
+        ctx = tf.distribute.get_replica_context()
+        labels = batch["labels"]
+        local_tokens = tf.reduce_sum(tf.cast(labels >= 0, tf.float32))
+        global_tokens = tf.maximum(ctx.all_reduce(SUM, local_tokens), 1.0)
+        weights = self._loss_weights(labels)
+        counted = (tf.maximum(ctx.all_reduce(SUM, tf.reduce_sum(weights)), 1.0)
+                   if self.half_loss else global_tokens)
+        variables = self.model.trainable_variables
+        gradients = (self._compiled_function("_replica_gradients")
+                     if self.xla_mode == "gradients" else self._replica_gradients)
+        grads, nll_total, new_mems = gradients(batch, mems, weights, counted)
+        if self.half_loss:  # the counted mean, reported over all target tokens
+            nll_total = nll_total * (global_tokens / counted)
         grads = ctx.all_reduce(SUM, grads)
         if self.loss_scaling:
             grads = [g / self.loss_scale for g in grads]
@@ -239,9 +278,10 @@ class Trainer:
         last_norm = tf.constant(0.0, tf.float32)
         skipped = tf.constant(0, tf.int64)
         mems = self._as_run_output(mems)
+        step_fn = self._step_function()
         for _ in tf.range(num_steps):
             mems, step_nll, step_tokens, norm, step_skipped = strategy.run(
-                self._replica_train_step, args=(next(iterator), mems))
+                step_fn, args=(next(iterator), mems))
             nll += strategy.reduce(SUM, step_nll, axis=None)
             tokens += strategy.reduce(SUM, step_tokens, axis=None)
             # Every replica holds the same reduced norm and skip flag: take them, not the sum.

@@ -1,0 +1,175 @@
+"""`--jit_compile` (`txl_tf/training/step_compilation.py`): the training step compiled by XLA
+gives the losses, gradient norms, weights, optimizer slots and memory of the same step run by
+TensorFlow's kernels (the tolerances of `test_tpu_readiness.py`), through `Trainer.train` as
+training runs it, under the default strategy (the whole replica step compiled) and a 2-replica
+MirroredStrategy on CPUs (each replica's forward and backward compiled), with gradient
+accumulation, mixed_float16 loss scaling (skipped steps included), half loss and dropout.
+"""
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import txl_tf
+from txl_tf.training import step_compilation
+from txl_tf.training.optimizer import make_optimizer
+from txl_tf.training.trainer import Trainer
+
+from tiny import tiny_config
+
+# Adaptive softmax with two tail bins (div_val 2), dropout on (the hashed masks are the same with
+# and without XLA, so the two runs draw the same ones).
+CONFIG = tiny_config(n_token=40, d_embed=16, div_val=2, cutoffs=(10, 25), tgt_len=8, mem_len=8,
+                     init_std=0.02, dropout=0.1, dropatt=0.1)
+GLOBAL_BATCH, STEPS = 4, 4
+
+
+def batches(steps=STEPS):
+    """`steps` global batches [GLOBAL_BATCH, Q] of contiguous streams, some labels padded."""
+    rng = np.random.default_rng(0)
+    t = CONFIG.tgt_len
+    stream = rng.integers(0, CONFIG.n_token, size=(GLOBAL_BATCH, steps * t + 1)).astype(np.int32)
+    out = []
+    for s in range(steps):
+        labels = stream[:, s * t + 1:(s + 1) * t + 1].copy()
+        if s == steps - 1:
+            labels[0, -3:] = -1
+        out.append({"inputs": stream[:, s * t:(s + 1) * t], "labels": labels})
+    return out
+
+
+def run(strategy, jit_compile, precision="float32", **trainer_args):
+    """STEPS steps of `Trainer.train`, one per call; what they gave and left."""
+    keras.config.set_dtype_policy(precision)
+    try:
+        keras.utils.set_random_seed(3)
+        with strategy.scope():
+            model = txl_tf.TransformerXL(CONFIG)
+            optimizer = make_optimizer(1e-2)
+        trainer = Trainer(model, optimizer, strategy, clip=0.25, jit_compile=jit_compile,
+                          loss_scaling=precision == "mixed_float16", **trainer_args)
+        data = batches()
+        dataset = tf.data.Dataset.from_tensor_slices(
+            {k: np.stack([b[k] for b in data]) for k in ("inputs", "labels")}).unbatch()
+        dataset = dataset.batch(GLOBAL_BATCH, drop_remainder=True)
+        iterator = iter(strategy.experimental_distribute_dataset(dataset))
+        mems = trainer.init_memory(GLOBAL_BATCH // strategy.num_replicas_in_sync)
+        losses, norms, skipped = [], [], 0
+        for _ in range(STEPS):
+            mems, stats = trainer.train(iterator, mems, 1)
+            losses.append(stats.loss)
+            norms.append(stats.last_grad_norm)
+            skipped += stats.skipped_steps
+        return dict(trainer=trainer, losses=losses, norms=norms, skipped=skipped,
+                    loss_scale=float(trainer.loss_scale.numpy()),
+                    weights=[v.numpy() for v in model.trainable_variables],
+                    slots=[v.numpy() for v in optimizer._momentums + optimizer._velocities],
+                    mems=trainer.memory_to_host(mems))
+    finally:
+        keras.config.set_dtype_policy("float32")
+
+
+def mean_abs_diff(xs, ys):
+    """(mean |x - y|, mean |y|) over all elements of the arrays `xs`, `ys`."""
+    x, y = (np.concatenate([np.ravel(a).astype(np.float64) for a in arrays])
+            for arrays in (xs, ys))
+    return np.abs(x - y).mean(), np.abs(y).mean()
+
+
+def assert_same_training(xla, plain, float16=False):
+    """float32: the tolerances of test_tpu_readiness.py. mixed_float16: the same for the losses,
+    norms and loss scaling; weights, slots and memory follow float16 gradients and activations,
+    which the two runs round apart in places, and Adam's early steps (about +-lr whatever the
+    gradient's size) turn a rounding-level difference of a near-zero gradient into one of up to
+    2 lr in that weight: so on average over all elements, within a hundredth of an Adam step
+    (1e-4 at lr 1e-2) for the weights, and a thousandth of the mean value for the slots and
+    the float16 memory (two runs that differ in more than rounding are a whole step apart)."""
+    print(f"\nlosses plain {np.round(plain['losses'], 6).tolist()}, "
+          f"XLA {np.round(xla['losses'], 6).tolist()}; skipped {plain['skipped']}")
+    np.testing.assert_allclose(xla["losses"], plain["losses"], rtol=1e-5)
+    np.testing.assert_allclose(xla["norms"], plain["norms"], rtol=1e-4)
+    assert xla["skipped"] == plain["skipped"] and xla["loss_scale"] == plain["loss_scale"]
+    if float16:
+        assert mean_abs_diff(xla["weights"], plain["weights"])[0] < 1e-4
+        for name in ("slots", "mems"):
+            diff, size = mean_abs_diff(xla[name], plain[name])
+            assert diff < 1e-3 * size, (name, diff, size)
+    else:
+        for a, b in zip(xla["weights"], plain["weights"]):
+            np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-4)
+        for a, b in zip(xla["slots"], plain["slots"]):
+            np.testing.assert_allclose(a, b, atol=1e-8, rtol=1e-3)
+        for a, b in zip(xla["mems"], plain["mems"]):
+            np.testing.assert_allclose(a, b, atol=1e-4, rtol=1e-4)
+    # The steps trained (agreement is not that of two no-ops).
+    keras.utils.set_random_seed(3)
+    initial = txl_tf.TransformerXL(CONFIG)
+    initial(tf.zeros([1, CONFIG.tgt_len], tf.int32))
+    assert max(np.abs(w - v.numpy()).max()
+               for w, v in zip(plain["weights"], initial.trainable_variables)) > 1e-3
+
+
+def compiled_hlo(trainer, name, *args):
+    """The HLO of the trainer's method `name` as XLA compiled it."""
+    return trainer._compiled[name].experimental_get_compiler_ir(*args)(stage="hlo")
+
+
+CASES = {
+    "accumulation_half_loss": dict(grad_accum_steps=2, half_loss=True),
+    "mixed_float16": dict(precision="mixed_float16", grad_accum_steps=2,
+                          initial_loss_scale=2.0 ** 19, growth_interval=2),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_whole_step_compiled_equals_the_plain_step_default_strategy(case):
+    strategy = tf.distribute.get_strategy()
+    plain = run(strategy, False, **CASES[case])
+    xla = run(strategy, True, **CASES[case])
+    assert xla["trainer"].xla_mode == "whole" and plain["trainer"].xla_mode is None
+    assert set(xla["trainer"]._compiled) == {"_replica_train_step"}
+    assert_same_training(xla, plain, float16=case == "mixed_float16")
+    if case == "mixed_float16":  # steps were skipped (2**19, 2**18 overflow) and it regrew
+        assert 0 < plain["skipped"] < STEPS
+        assert plain["loss_scale"] == 2.0 ** (19 - plain["skipped"] + 1)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_replica_gradients_compiled_equal_the_plain_step_mirrored(case, two_cpu_devices):
+    strategy = tf.distribute.MirroredStrategy(two_cpu_devices)
+    plain = run(strategy, False, **CASES[case])
+    xla = run(strategy, True, **CASES[case])
+    assert xla["trainer"].xla_mode == "gradients"
+    assert set(xla["trainer"]._compiled) == {"_replica_gradients"}
+    assert_same_training(xla, plain, float16=case == "mixed_float16")
+
+
+@pytest.mark.parametrize("precision,dtype", [("mixed_float16", "f16"), ("mixed_bfloat16", "bf16")])
+def test_mixed_precision_with_the_adaptive_softmax_compiles_and_trains(precision, dtype):
+    """Half-precision matmuls, the adaptive softmax's cutoffs (two tail bins, div_val 2) and
+    (mixed_float16) the loss scaling, compiled whole by XLA: the losses follow the float32
+    compiled step's within half-precision rounding (test_tpu_readiness.py's 2e-2)."""
+    strategy = tf.distribute.get_strategy()
+    reference = run(strategy, True)
+    half = run(strategy, True, precision=precision)
+    trainer = half["trainer"]
+    data = batches()[0]
+    mems = [tf.zeros([GLOBAL_BATCH, CONFIG.mem_len, CONFIG.d_model], tf.float32)
+            for _ in range(CONFIG.n_layer)]
+    keras.config.set_dtype_policy(precision)
+    try:
+        hlo = compiled_hlo(trainer, "_replica_train_step",
+                           {k: tf.constant(v) for k, v in data.items()}, mems)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    assert f"{dtype}[" in hlo and "while" in hlo  # half-precision arrays; the tail-bin loop
+    print(f"\n{precision} under XLA: losses {np.round(half['losses'], 5).tolist()}, float32 "
+          f"{np.round(reference['losses'], 5).tolist()}, skipped {half['skipped']}")
+    assert half["skipped"] < STEPS
+    np.testing.assert_allclose(half["losses"], reference["losses"], rtol=2e-2)
+    assert all(w.dtype == np.float32 for w in half["weights"])
+    keras.utils.set_random_seed(3)
+    initial = txl_tf.TransformerXL(CONFIG)
+    initial(tf.zeros([1, CONFIG.tgt_len], tf.int32))
+    assert max(np.abs(w - v.numpy()).max()
+               for w, v in zip(half["weights"], initial.trainable_variables)) > 1e-3

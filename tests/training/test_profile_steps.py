@@ -1,0 +1,100 @@
+"""`--profile_steps=START,END` (`txl_tf/training/profiling.py`): `runners/train.py` writes a
+TensorBoard profile of exactly those steps to model_dir/plugins/profile/<run>/*.xplane.pb
+(read back with TensorFlow's own XSpace protobuf, the format TensorBoard's profile plugin
+reads); the controller cuts its compiled loops at START - 1 and END; bad values are one error
+line."""
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+from tiny import SYNTHETIC_FLAGS, TRAIN_FLAGS
+from txl_tf.training import TrainError, TrainOptions
+from txl_tf.training.controller import Controller
+from txl_tf.training.options import checked
+from txl_tf.training.profiling import ProfileSteps
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def train(tmp_path, data_dir, *extra):
+    command = [sys.executable, os.path.join(REPO, "runners", "train.py"),
+               f"--model_dir={tmp_path / 'model'}", f"--data_dir={data_dir}",
+               "--dataset=synthetic", "--per_host_train_bsz=4", "--warmup_steps=1",
+               "--train_steps=4", "--steps_per_loop=4", "--log_steps=4", "--save_steps=4",
+               "--eval_steps=0", "--max_eval_batches=1", *TRAIN_FLAGS, *SYNTHETIC_FLAGS, *extra]
+    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
+    return subprocess.run(command, cwd=str(tmp_path), env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_train_writes_a_profile_of_the_steps(tmp_path, synthetic_data_dir):
+    result = train(tmp_path, synthetic_data_dir, "--profile_steps=2,3")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "profile of steps 2-3" in result.stdout
+    (path,) = glob.glob(str(tmp_path / "model" / "plugins" / "profile" / "*" / "*.xplane.pb"))
+    space = xplane_pb2.XSpace()
+    with open(path, "rb") as f:
+        space.ParseFromString(f.read())
+    names = {plane.event_metadata[event.metadata_id].name
+             for plane in space.planes for line in plane.lines for event in line.events}
+    # The training loop ran while the profiler recorded: its tf.function and its ops.
+    assert any("_train_loop" in name for name in names), sorted(names)[:50]
+    assert any("MatMul" in name or "BatchMatMul" in name or "dot" in name for name in names)
+
+
+class FakeTrainer:
+    def __init__(self):
+        self.loops = []
+
+    def train(self, iterator, mems, n):
+        from txl_tf.training.trainer import LoopStats
+        self.loops.append(n)
+        return mems, LoopStats(steps=n, nll_sum=float(n), tokens=float(n))
+
+
+def test_controller_cuts_the_loops_at_the_profiled_steps(monkeypatch):
+    events = []
+    monkeypatch.setattr("tensorflow.profiler.experimental.start",
+                        lambda logdir: events.append(("start", trainer_step())))
+    monkeypatch.setattr("tensorflow.profiler.experimental.stop",
+                        lambda: events.append(("stop", trainer_step())))
+    trainer = FakeTrainer()
+
+    def trainer_step():
+        return sum(trainer.loops)
+
+    profile = ProfileSteps("unused", start=7, end=12)
+    profile.begin(0)
+    controller = Controller(trainer, None, 0, 0, steps_per_loop=10, actions=[profile])
+    controller.run(20)
+    assert trainer.loops == [6, 6, 8]  # ends at 6 (= START - 1) and 12 (END)
+    assert events == [("start", 6), ("stop", 12)]
+    events.clear()
+    trainer.loops.clear()
+    profile = ProfileSteps("unused", start=1, end=2)  # from the first step: started up front
+    profile.begin(0)
+    Controller(trainer, None, 0, 0, steps_per_loop=10, actions=[profile]).run(5)
+    assert trainer.loops == [2, 3] and events == [("start", 0), ("stop", 2)]
+
+
+@pytest.mark.parametrize("value", [("3", "2"), ("0", "2"), ("-1", "2"), ("2", "9"), ("2",),
+                                   ("a", "b"), ("1", "2", "3")])
+def test_bad_profile_steps_are_refused(value):
+    with pytest.raises(TrainError, match=r"--profile_steps=.* is not START,END with 1 <= START "
+                                         r"<= END <= --train_steps=8; give"):
+        checked(TrainOptions(train_steps=8, warmup_steps=1, profile_steps=value))
+    assert checked(TrainOptions(train_steps=8, warmup_steps=1,
+                                profile_steps=("2", "8"))).profile_steps == (2, 8)
+
+
+def test_bad_profile_steps_on_the_command_line_is_one_error_line(tmp_path, synthetic_data_dir):
+    result = train(tmp_path, synthetic_data_dir, "--profile_steps=3,9")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: --profile_steps=3,9 is not START,END"), lines[-5:]
+    assert "Traceback" not in result.stderr
+    assert not os.path.exists(tmp_path / "model")

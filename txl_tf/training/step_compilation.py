@@ -1,0 +1,104 @@
+"""`--jit_compile`: whether XLA compiles the training step, and which part of it.
+
+Three ways the replica step (`Trainer._replica_train_step`) runs:
+
+  * `whole`: the replica step (forward, backward, gradient accumulation, all-reduce, clip, loss
+    scaling, Adam) is one `tf.function(jit_compile=True)`. The default strategy and
+    `one_device`, and MirroredStrategy / MultiWorkerMirroredStrategy when every device is a GPU
+    (TensorFlow then does the cross-replica sums inside XLA, without `merge_call`).
+  * `gradients`: MirroredStrategy / MultiWorkerMirroredStrategy with a CPU among the devices.
+    Their cross-device sums and variable updates go through `merge_call`, which XLA cannot
+    compile, so XLA compiles each replica's forward, backward and gradient accumulation (almost
+    all of the FLOPs) and the all-reduce, clip and Adam run as TensorFlow ops.
+  * `tpu`: TPUStrategy compiles the function given to `strategy.run` itself, whatever
+    `--jit_compile` says.
+
+`--jit_compile=auto` chooses per device and precision (`choose`); one line of the run says what
+and why. The rule comes from measurements on CPU (docs/performance.md): whole-step XLA fuses every
+element-wise op but runs matrix products with its own kernels, which on CPU do not use
+AVX512_BF16, so in mixed_bfloat16 the element-wise XLA clustering of `--xla_fusion`, which leaves
+the bfloat16 matmuls to oneDNN, is chosen when it is on.
+"""
+from typing import NamedTuple
+
+import tensorflow as tf
+
+from txl_tf.training.options import JIT_COMPILE
+
+
+class Choice(NamedTuple):
+    """What the training step runs with: `mode` (None: no XLA, or `whole`, `gradients`, `tpu`)
+    and the reason in words."""
+    mode: object
+    reason: str
+
+    @property
+    def line(self) -> str:
+        """The run's one line about it."""
+        what = {None: "off (TensorFlow's kernels run the training step)",
+                "whole": "on (the whole replica training step is compiled by XLA)",
+                "gradients": "on for each replica's forward, backward and gradient "
+                             "accumulation (compiled by XLA); the all-reduce, clip and Adam run "
+                             "as TensorFlow ops (XLA cannot compile this strategy's cross-device "
+                             "sums on CPU)",
+                "tpu": "on (TPUStrategy compiles the training step)"}[self.mode]
+        return f"jit_compile: {what}; {self.reason}"
+
+
+def is_tpu(strategy: tf.distribute.Strategy) -> bool:
+    return isinstance(strategy, (tf.distribute.TPUStrategy,
+                                 tf.distribute.experimental.TPUStrategy))
+
+
+def strategy_devices(strategy: tf.distribute.Strategy) -> list:
+    """Device names of this process's replicas ('/CPU:0' for the default strategy)."""
+    try:
+        return list(strategy.extended.worker_devices)
+    except RuntimeError:  # the default strategy
+        return [tf.config.list_logical_devices("GPU")[0].name
+                if tf.config.list_logical_devices("GPU") else "/CPU:0"]
+
+
+def _device_type(name: str) -> str:
+    return str(tf.DeviceSpec.from_string(name).device_type or "CPU").upper()
+
+
+def compiled_mode(strategy: tf.distribute.Strategy) -> str:
+    """How XLA compiles the step under `strategy` when it does (see the module docstring)."""
+    if is_tpu(strategy):
+        return "tpu"
+    if isinstance(strategy, (tf.distribute.MirroredStrategy,
+                             tf.distribute.MultiWorkerMirroredStrategy)):
+        if not all(_device_type(d) == "GPU" for d in strategy_devices(strategy)):
+            return "gradients"
+    return "whole"
+
+
+def autoclustering_on() -> bool:
+    """Whether `--xla_fusion` (XLA auto-clustering, `xla_clustering.py`) is on in this process."""
+    return tf.config.optimizer.get_jit() == "autoclustering"
+
+
+def choose(setting: str, strategy: tf.distribute.Strategy, precision: str) -> Choice:
+    """The step's compilation for `--jit_compile=setting` ('auto', 'true', 'false').
+
+    auto: TPU always (TPUStrategy compiles); GPU on; CPU on, except mixed_bfloat16 with
+    `--xla_fusion`, where the element-wise clustering with oneDNN's bfloat16 matmuls is faster.
+    """
+    if setting not in JIT_COMPILE:
+        raise ValueError(f"--jit_compile must be one of {', '.join(JIT_COMPILE)}, got "
+                         f"{setting!r}.")
+    mode = compiled_mode(strategy)
+    if mode == "tpu":
+        return Choice("tpu", f"--jit_compile={setting}: a TPU always compiles")
+    if setting != "auto":
+        return Choice(mode if setting == "true" else None, f"--jit_compile={setting}")
+    devices = {_device_type(d) for d in strategy_devices(strategy)}
+    if "GPU" in devices:
+        return Choice(mode, "--jit_compile=auto: GPU")
+    if precision == "mixed_bfloat16" and autoclustering_on():
+        return Choice(None, "--jit_compile=auto: CPU mixed_bfloat16 with --xla_fusion (XLA "
+                            "fuses the element-wise ops, oneDNN runs the bfloat16 matmuls at "
+                            "twice XLA's rate); --jit_compile=true to compile the whole step")
+    return Choice(mode, f"--jit_compile=auto: CPU {precision}; --jit_compile=false to run "
+                        "TensorFlow's kernels")
