@@ -17,7 +17,7 @@ Prints a progress bar on stderr and one JSON line on stdout:
    "verdict", "tgt_len", "mem_len", "clamp_len", "same_length", ...}
 and writes the loss and bpc or ppl to TensorBoard under `--tb_dir` (default
 MODEL_DIR/eval-SPLIT). When the loss is not below the unigram entropy of the scored tokens, a
-line on stderr says the model did not learn.
+line on stderr says the model does not beat counting tokens.
 """
 import json
 import os
