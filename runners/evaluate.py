@@ -20,7 +20,7 @@ Prints the checkpoint used and a progress bar on stderr, and one JSON line on st
    "checkpoint_name", "checkpoint_step", ...}
 and writes the loss and bpc or ppl to TensorBoard under `--tb_dir` (default
 MODEL_DIR/eval-SPLIT). When the loss is not below the unigram entropy of the scored tokens, a
-line on stderr says the model did not learn.
+line on stderr says the model does not beat counting tokens.
 """
 import json
 import os

@@ -69,7 +69,8 @@ def _advice(level: Optional[str]) -> str:
 
 def verdict(loss: Optional[float], baseline: Optional[float], level: Optional[str],
             what: str) -> Optional[str]:
-    """The line that says a model did not learn, or None when it did (or nothing is known).
+    """The line that says a model does no better than its split's unigram entropy, or None
+    when it does (or nothing is known).
 
     Args:
       loss: mean NLL (nats per token) of the model on a split.
@@ -78,12 +79,12 @@ def verdict(loss: Optional[float], baseline: Optional[float], level: Optional[st
       what: the split's name in the line, e.g. 'valid'.
 
     Returns:
-      'verdict: the model did not learn: ...' when `loss >= baseline`, else None.
+      'verdict: the model does not beat counting words: ...' when `loss >= baseline`,
+      else None.
     """
     if loss is None or baseline is None or loss < baseline:
         return None
     symbols = _SYMBOLS.get(level, "tokens")
-    return (f"verdict: the model did not learn: its {what} loss {loss:.4f} "
-            f"({format_value(loss, level)}) is not below the {baseline:.4f} "
-            f"({format_value(baseline, level)}) of counting {symbols} (the split's unigram "
-            f"entropy); {_advice(level)}.")
+    return (f"verdict: the model does not beat counting {symbols}: its {what} loss {loss:.4f} "
+            f"({format_value(loss, level)}) is not below the unigram entropy of the {what} "
+            f"{symbols}, {baseline:.4f} ({format_value(baseline, level)}); {_advice(level)}.")

@@ -95,5 +95,5 @@ def test_a_run_that_did_not_learn_ends_with_the_verdict(book, prepared):
     assert summary["valid_loss"] >= summary["valid_unigram_entropy_nats"]
     last = trained.stdout.strip().splitlines()[-1]
     assert last == summary["verdict"]
-    assert last.startswith("verdict: the model did not learn: its valid loss ")
+    assert last.startswith("verdict: the model does not beat counting words: its valid loss ")
     assert "--train_steps" in last and "--level=char" in last

@@ -297,7 +297,8 @@ def test_cli_prints_json_line_and_writes_tensorboard(tmp_path):
     p = counts[counts > 0] / len(ids)
     np.testing.assert_allclose(out["unigram_entropy_nats"], -(p * np.log(p)).sum(), rtol=1e-6)
     assert out["loss"] > out["unigram_entropy_nats"]
-    assert out["verdict"].startswith("verdict: the model did not learn: its text loss")
+    assert out["verdict"].startswith("verdict: the model does not beat counting words: its "
+                                     "text loss")
     assert out["verdict"] in proc.stderr.splitlines()
     assert any(name.startswith("events") for name in os.listdir(tmp_path / "tb"))
     bad = run_cli("evaluate.py", f"--model_dir={tmp_path / 'missing'}", f"--text_file={text}")

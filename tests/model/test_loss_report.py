@@ -35,11 +35,11 @@ def test_verdict_only_when_the_loss_is_not_below_the_baseline():
     assert loss_report.verdict(None, 5.2, "word", "valid") is None
     assert loss_report.verdict(5.0, None, "word", "valid") is None
     line = loss_report.verdict(7.4, 6.7, "word", "valid")
-    assert line.startswith("verdict: the model did not learn: its valid loss 7.4000 "
-                           f"(ppl {math.exp(7.4):.2f}) is not below the 6.7000 "
-                           f"(ppl {math.exp(6.7):.2f}) of counting words")
+    assert line.startswith("verdict: the model does not beat counting words: its valid loss "
+                           f"7.4000 (ppl {math.exp(7.4):.2f}) is not below the unigram entropy "
+                           f"of the valid words, 6.7000 (ppl {math.exp(6.7):.2f}); ")
     for advice in ("--train_steps", "--min_freq", "--level=char", "more text"):
         assert advice in line
     equal = loss_report.verdict(3.0, 3.0, "char", "training")
-    assert "its training loss 3.0000 (bpc" in equal and "counting characters" in equal
+    assert "its training loss 3.0000 (bpc" in equal and "counting characters:" in equal
     assert "--level=char" not in equal and len(equal.splitlines()) == 1

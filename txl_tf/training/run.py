@@ -399,7 +399,7 @@ def _summary(run: _Run, controller: Controller, resumed: bool, baselines: dict,
 
 
 def _verdict(train_loss, valid_loss, baselines: dict, level: str) -> Optional[str]:
-    """The line saying the model did not learn (valid loss checked first), or None."""
+    """The line saying the model does not beat counting (valid loss checked first), or None."""
     return (verdict(valid_loss, baselines["valid"], level, "valid")
             or verdict(train_loss, baselines["train"], level, "training"))
 
