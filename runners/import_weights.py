@@ -80,6 +80,11 @@ def main(argv):
     if FLAGS.source == "huggingface" and not FLAGS.input_dir:
         raise app.UsageError("--source=huggingface needs --input_dir.")
     cli.check_directories(model_dir=FLAGS.model_dir)
+    with cli.locked(FLAGS.model_dir):  # one import into a directory at a time
+        _import_into_model_dir()
+
+
+def _import_into_model_dir():
     corpus = FLAGS.corpus_info and read_json_object(
         FLAGS.corpus_info, f"--corpus_info={FLAGS.corpus_info}",
         "the corpus-info.json shipped with the weights")

@@ -13,7 +13,7 @@ Layout of `model_dir` (written by `TrainCheckpoints`):
                                   best.json and the data's vocab.txt and corpus-info.json: the
                                   best checkpoint on validation so far, a complete model
                                   directory (written
-                                  whole into .best-tmp-<step>/, then swapped in with
+                                  whole into .best-tmp-<step>-<pid>/, then swapped in with
                                   `txl_tf.model_dir.atomic_directory`).
   damaged/ckpt-<step>/            the files (and memory-worker-<w>/) of a checkpoint newer than
                                   the one resumed from that could not be read, moved aside;
@@ -420,7 +420,7 @@ class TrainCheckpoints:
             return False
         final = os.path.join(self.model_dir, BEST_DIR)
         try:
-            with atomic_directory(final, f"{_BEST_TMP}{step}", _BEST_OLD) as tmp:
+            with atomic_directory(final, f"{_BEST_TMP}{step}-{os.getpid()}", _BEST_OLD) as tmp:
                 txl_tf.save_config(self._model.config, tmp)
                 tf.train.CheckpointManager(tf.train.Checkpoint(model=self._model), tmp,
                                            max_to_keep=1, checkpoint_name="ckpt"
