@@ -74,8 +74,8 @@ def served(tmp_path_factory):
                                            **settings), ServingLimits(**LIMITS))
     budget = export.run(export.ExportOptions(model_dir, str(root / "budget"), warmup_requests=0,
                                              **settings), ServingLimits(**BUDGET))
-    return dict(root=root, model=model, path=info["export_path"], info=info,
-                budget=budget["export_path"])
+    return dict(root=root, model=model, model_dir=model_dir, path=info["export_path"],
+                info=info, budget=budget["export_path"])
 
 
 SESSION = textwrap.dedent("""
@@ -239,6 +239,28 @@ def test_warmup_records_parse_and_replay(served):
     assert proc.returncode == 0, proc.stderr[-3000:]
     replayed = json.loads(proc.stdout.strip().splitlines()[-1])
     assert replayed == [[s, [b]] for s in signatures for b in sizes[:2]]
+
+
+def test_a_warmup_request_that_fails_stops_the_export(served, monkeypatch, tmp_path):
+    """Every warmup request runs once through the module before it is written: one that fails
+    (here: an id outside the vocabulary) is an export error, and no version is left behind."""
+    from txl_tf.inference import serving_warmup
+
+    inputs = serving_warmup.signature_inputs
+
+    def bad_nll(module, signature, batch):
+        out = inputs(module, signature, batch)
+        if signature == "nll":
+            out["labels"] = out["labels"] + DOC_MODEL["n_token"]
+        return out
+
+    monkeypatch.setattr(serving_warmup, "signature_inputs", bad_nll)
+    with pytest.raises(export.ExportRuntimeError,
+                       match=r"the warmup request of nll \(batch 1\) fails: .*labels must be "
+                             r"token ids < 12.*--warmup_requests=0"):
+        export.run(export.ExportOptions(served["model_dir"], str(tmp_path / "e"), mem_len=MEM_LEN,
+                                        text_signatures=False), ServingLimits(**LIMITS))
+    assert [n for n in os.listdir(tmp_path / "e") if not n.startswith(".")] == []
 
 
 # -- 3. the REST examples of docs/serving.md --------------------------------------------------

@@ -119,6 +119,8 @@ def write_saved_model(module, path, info):
             f.write("\n")
         serving_warmup.write_warmup(module, info["model_name"], info["warmup_requests"],
                                     os.path.join(path, WARMUP_FILE))
+    except serving_warmup.WarmupError as error:
+        raise ExportRuntimeError(str(error)) from None
     except (OSError, tf.errors.OpError) as error:
         text = getattr(error, "message", None) or str(error)
         if getattr(error, "errno", None) == errno.ENOSPC or "No space left" in text:

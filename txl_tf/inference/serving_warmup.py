@@ -59,8 +59,31 @@ def signature_inputs(module, signature, batch):
     raise ValueError(f"no warmup request for the signature {signature!r}")
 
 
+class WarmupError(ValueError):
+    """A warmup request that the export's own signature rejects."""
+
+
+def _check_runs(module, signature, inputs):
+    """Runs one request through the module's signature: a warmup request that fails would
+    keep TF Serving from loading the version."""
+    try:
+        module.signatures()[signature](**{k: tf.constant(v) for k, v in inputs.items()})
+    except tf.errors.InvalidArgumentError as error:
+        batch = len(next(iter(inputs.values())))
+        lines = [line.strip() for line in error.message.splitlines() if line.strip()]
+        detail = next((line for line in lines if "assertion failed" in line), lines[-1])
+        raise WarmupError(f"the warmup request of {signature} (batch {batch}) fails: "
+                          f"{detail}; export with --warmup_requests=0 and send a request of "
+                          "your own first.") from None
+
+
 def warmup_logs(module, model_name, count):
-    """`count` PredictionLog protos per signature of `module` (a `ServingModule`)."""
+    """`count` PredictionLog protos per signature of `module` (a `ServingModule`), each run
+    once through the module first.
+
+    Raises:
+      WarmupError: a request failed (e.g. a vocabulary whose first symbols make no prompt).
+    """
     sizes = server_config.allowed_batch_sizes(module.limits)
     logs = []
     for signature in sorted(module.signatures()):
@@ -68,7 +91,9 @@ def warmup_logs(module, model_name, count):
             request = predict_pb2.PredictRequest()
             request.model_spec.name = model_name
             request.model_spec.signature_name = signature
-            for key, value in signature_inputs(module, signature, sizes[i % len(sizes)]).items():
+            inputs = signature_inputs(module, signature, sizes[i % len(sizes)])
+            _check_runs(module, signature, inputs)
+            for key, value in inputs.items():
                 request.inputs[key].CopyFrom(tf.make_tensor_proto(value))
             logs.append(prediction_log_pb2.PredictionLog(
                 predict_log=prediction_log_pb2.PredictLog(request=request)))
