@@ -173,3 +173,29 @@ def test_mixed_precision_with_the_adaptive_softmax_compiles_and_trains(precision
     initial(tf.zeros([1, CONFIG.tgt_len], tf.int32))
     assert max(np.abs(w - v.numpy()).max()
                for w, v in zip(half["weights"], initial.trainable_variables)) > 1e-3
+
+
+def test_auto_chooses_per_device_and_precision(two_cpu_devices, monkeypatch):
+    default = tf.distribute.get_strategy()
+    mirrored = tf.distribute.MirroredStrategy(two_cpu_devices)
+    choose = step_compilation.choose
+    assert choose("auto", default, "float32").mode == "whole"
+    assert choose("auto", mirrored, "float32").mode == "gradients"
+    assert choose("auto", default, "mixed_float16").mode == "whole"
+    assert choose("auto", default, "mixed_bfloat16").mode is None
+    assert choose("true", default, "mixed_bfloat16").mode == "whole"
+    assert choose("false", default, "float32").mode is None
+    line = choose("auto", default, "float32").line
+    assert line.startswith("jit_compile: on (the whole replica training step is compiled by "
+                           "XLA); --jit_compile=auto: CPU float32")
+    with pytest.raises(ValueError, match="--jit_compile must be one of auto, true, false"):
+        choose("yes", default, "float32")
+    # A strategy whose devices are all GPUs compiles the whole step (TensorFlow's all-reduce
+    # inside XLA); a TPU always compiles.
+    monkeypatch.setattr(step_compilation, "strategy_devices",
+                        lambda strategy: ["/job:localhost/replica:0/task:0/device:GPU:0",
+                                          "/GPU:1"])
+    assert choose("auto", mirrored, "mixed_bfloat16") == (
+        "whole", "--jit_compile=auto: GPU")
+    monkeypatch.setattr(step_compilation, "is_tpu", lambda strategy: True)
+    assert choose("false", default, "float32").mode == "tpu"

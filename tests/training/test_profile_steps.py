@@ -35,6 +35,9 @@ def test_train_writes_a_profile_of_the_steps(tmp_path, synthetic_data_dir):
     result = train(tmp_path, synthetic_data_dir, "--profile_steps=2,3")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "profile of steps 2-3" in result.stdout
+    # No --jit_compile: auto, the whole step compiled on this CPU in float32.
+    assert "jit_compile: on (the whole replica training step is compiled by XLA); " \
+        "--jit_compile=auto: CPU float32" in result.stdout
     (path,) = glob.glob(str(tmp_path / "model" / "plugins" / "profile" / "*" / "*.xplane.pb"))
     space = xplane_pb2.XSpace()
     with open(path, "rb") as f:

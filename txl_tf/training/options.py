@@ -75,8 +75,8 @@ class TrainOptions:
       half_loss: The paper's half loss (section 4.2, Table 6): only the last Q - Q//2 positions
         of every training segment count in the loss (the memory still carries the whole
         segment); validation still scores every token.
-      jit_compile: XLA compiles the training step: auto (on, except CPU mixed_bfloat16 with
-        --xla_fusion; a TPU always compiles), true or false. One line of the run says what was
+      jit_compile: XLA compiles the training step: auto (on, except CPU mixed_bfloat16; a TPU
+        always compiles), true or false. One line of the run says what was
         chosen and why (txl_tf/training/step_compilation.py).
       profile_steps: START,END: a TensorBoard profile of training steps START to END (counted
         from 1, both included) in model_dir/plugins/profile/ (TensorBoard's Profile tab);

@@ -14,10 +14,11 @@ Three ways the replica step (`Trainer._replica_train_step`) runs:
     `--jit_compile` says.
 
 `--jit_compile=auto` chooses per device and precision (`choose`); one line of the run says what
-and why. The rule comes from measurements on CPU (docs/performance.md): whole-step XLA fuses every
-element-wise op but runs matrix products with its own kernels, which on CPU do not use
-AVX512_BF16, so in mixed_bfloat16 the element-wise XLA clustering of `--xla_fusion`, which leaves
-the bfloat16 matmuls to oneDNN, is chosen when it is on.
+and why. The rule comes from measurements on CPU (docs/performance.md#whole-step-xla-in-training):
+in float32 the compiled step is faster; in mixed_bfloat16 it is several times slower, with or
+without `--xla_fusion`, as XLA:CPU's own kernels run the bfloat16 matrix products (not oneDNN's
+AVX512_BF16 ones), so there TensorFlow's kernels (and `--xla_fusion`'s element-wise clusters)
+run the step.
 """
 from typing import NamedTuple
 
@@ -82,8 +83,8 @@ def autoclustering_on() -> bool:
 def choose(setting: str, strategy: tf.distribute.Strategy, precision: str) -> Choice:
     """The step's compilation for `--jit_compile=setting` ('auto', 'true', 'false').
 
-    auto: TPU always (TPUStrategy compiles); GPU on; CPU on, except mixed_bfloat16 with
-    `--xla_fusion`, where the element-wise clustering with oneDNN's bfloat16 matmuls is faster.
+    auto: TPU always (TPUStrategy compiles); GPU on; CPU on, except in mixed_bfloat16, where
+    XLA:CPU's bfloat16 matmuls are slower than oneDNN's.
     """
     if setting not in JIT_COMPILE:
         raise ValueError(f"--jit_compile must be one of {', '.join(JIT_COMPILE)}, got "
@@ -96,9 +97,11 @@ def choose(setting: str, strategy: tf.distribute.Strategy, precision: str) -> Ch
     devices = {_device_type(d) for d in strategy_devices(strategy)}
     if "GPU" in devices:
         return Choice(mode, "--jit_compile=auto: GPU")
-    if precision == "mixed_bfloat16" and autoclustering_on():
-        return Choice(None, "--jit_compile=auto: CPU mixed_bfloat16 with --xla_fusion (XLA "
-                            "fuses the element-wise ops, oneDNN runs the bfloat16 matmuls at "
-                            "twice XLA's rate); --jit_compile=true to compile the whole step")
+    if precision == "mixed_bfloat16":
+        fusion = ("--xla_fusion fuses the element-wise ops, " if autoclustering_on()
+                  else "--xla_fusion would fuse the element-wise ops; ")
+        return Choice(None, "--jit_compile=auto: CPU mixed_bfloat16 (oneDNN runs the bfloat16 "
+                            f"matmuls faster than XLA; {fusion}--jit_compile=true compiles "
+                            "the whole step)")
     return Choice(mode, f"--jit_compile=auto: CPU {precision}; --jit_compile=false to run "
                         "TensorFlow's kernels")
