@@ -6,6 +6,7 @@ byte for byte unchanged. Accepted changes: one `note:` (training setting) or `wa
 restarted) line each, the run finishes, and flags.txt keeps the first start's flags.
 """
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -140,3 +141,16 @@ def test_changed_training_settings_are_noted_one_line_each(copy):
     assert history.index("--nohalf_loss") < history.index("--half_loss\n")
     assert history.index("--clip=0.25") < history.index("--clip=0.5")
     assert txl_tf.load_config(str(root / name)).dropout == 0.25
+
+
+def test_data_of_another_vocabulary_is_refused_before_anything_is_written(copy):
+    """The run's record says it was trained on another vocabulary (of the same size) than
+    --data_dir holds."""
+    root, name = copy
+    info_path = root / name / "corpus-info.json"
+    info = json.loads(info_path.read_text())
+    info_path.write_text(json.dumps(dict(info, vocab_checksum="0" * 16)))
+    before = snapshot(root / name)
+    proc = train(f"--model_dir={name}", "--train_steps=4", cwd=root)
+    check_refused(proc, 2, "--data_dir=D holds vocabulary", "0" * 16, "give the run's --data_dir")
+    assert snapshot(root / name) == before

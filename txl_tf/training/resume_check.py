@@ -5,13 +5,15 @@ start of the run, oldest first, each block under a `# run started ...` comment l
 reads it as a flagfile where the last value wins, so `--flagfile=model_dir/flags.txt` repeats
 the newest start). A resumed run:
 
-* refuses a changed model shape (`config.check_against_saved`) and a changed `--tgt_len` (the
-  data position of a resumed run counts segments of the run's length);
+* refuses a changed model shape (`config.check_against_saved`), a changed `--tgt_len` (the
+  data position of a resumed run counts segments of the run's length) and data of another
+  vocabulary (`check_data`);
 * continues with one `note:` line per changed training setting (`--dropout`, `--half_loss`,
   `--clip`, ...; the learning-rate schedule has its own line, `lr_schedule.schedule_change_notice`);
 * restarts the memory from zeros with one warning when the saved memory no longer fits
   (`--mem_len` or the batch changed; `memory_fits`).
 """
+import json
 import os
 import time
 from typing import Dict, List, Optional, Sequence
@@ -85,6 +87,29 @@ def resume_notes(o: TrainOptions, config: TransformerXLConfig, saved: Transforme
             changed.append((name, _show(getattr(o, name)), before[name]))
     return [f"note: resuming at step {step} with --{name}={_show(new)} (was {_show(old)})."
             for name, new, old in changed]
+
+
+CORPUS_INFO = "corpus-info.json"  # written into model_dir by the data source's copy_to
+
+
+def _vocab_checksum(directory: str) -> Optional[str]:
+    try:
+        return json.loads(_read(os.path.join(directory, CORPUS_INFO)) or "{}").get(
+            "vocab_checksum")
+    except (ValueError, AttributeError):
+        return None
+
+
+def check_data(model_dir: str, data_dir: str) -> None:
+    """A `TrainError` when the data's vocabulary is not the one the run was trained on (the
+    `vocab_checksum` of both corpus-info.json files, where recorded): a vocabulary of the same
+    size would otherwise train on silently, and its files replace the run's."""
+    ours, theirs = _vocab_checksum(model_dir), _vocab_checksum(data_dir)
+    if ours and theirs and ours != theirs:
+        raise TrainError(
+            f"--data_dir={data_dir} holds vocabulary {theirs}, the run in {model_dir} was "
+            f"trained on {ours} ({os.path.join(model_dir, CORPUS_INFO)}); give the run's "
+            "--data_dir, or a new --model_dir.")
 
 
 def memory_fits(memory: Optional[Sequence], rows: int, mem_len: int) -> Optional[str]:

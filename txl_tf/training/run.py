@@ -200,6 +200,7 @@ def _check_against_record(run: _Run) -> Optional[int]:
         check_against_saved(run.config, saved, config_path)
         return None
     step = int(latest.rsplit("-", 1)[1])
+    resume_check.check_data(o.model_dir, run.data.data_dir)
     for line in resume_check.resume_notes(o, run.config, saved, config_path, step):
         if run.place.is_chief:
             print(line, flush=True)
