@@ -102,6 +102,9 @@ flags.DEFINE_enum("hf_precision", "float32", ["float32", "bfloat16"],
                   "float32).")
 flags.DEFINE_string("hf_python", "/work/hfenv/bin/python",
                     "Python of the environment with torch and transformers==4.30.2.")
+flags.DEFINE_bool("compare_compilation", False,
+                  "Also time the training step compiled the other way (XLA on if --jit_compile "
+                  "chose off, and off if on), interleaved round by round.")
 flags.DEFINE_bool("compare_vanilla", False, "Reproduce the paper's Table 9 on this machine.")
 flags.DEFINE_list("vanilla_lens", ["128", "256", "512"], "Attention lengths L for Table 9.")
 flags.DEFINE_integer("vanilla_batch_size", 1, "Streams evaluated in parallel for Table 9.")
@@ -472,6 +475,12 @@ def print_table(r):
           f"{100 * r['mfu_train_best']:>13.1f}%")
     print(f"{'MFU eval (median, best)':26s}{100 * r['mfu_eval']:>13.1f}%"
           f"{100 * r['mfu_eval_best']:>13.1f}%")
+    if r.get("other_compilation"):
+        o = r["other_compilation"]
+        print(f"{'train tokens/s, jit ' + ('on' if o['jit_compile'] else 'off'):26s}"
+              f"{_fmt(o['train_tokens_per_s']):>14s}  (interleaved; "
+              f"{r['train_tokens_per_s'] / o['train_tokens_per_s']:.2f}x for jit "
+              f"{'on' if r['jit_compile'] else 'off'})")
     if r.get("memory"):
         print("\npeak resident memory vs mem_len (training step, tgt_len "
               f"{c['tgt_len']}, batch {r['batch_size']}):")
@@ -498,7 +507,21 @@ def _warm_up(steps, hf):
         contender.time_steps("eval", FLAGS.bench_warmup)
 
 
-def _timed_rounds(steps, hf, precision_dtype):
+def _other_compilation(steps):
+    """A second `Steps` (same weights, strategy and data) whose step is compiled the other way,
+    warmed up; None without --compare_compilation."""
+    if not FLAGS.compare_compilation:
+        return None
+    strategy = steps.trainer.strategy
+    mode = None if steps.jit else step_compilation.compiled_mode(strategy)
+    other = Steps(steps.config, FLAGS.batch_size, FLAGS.seed, strategy,
+                  step_compilation.Choice(mode, "--compare_compilation"))
+    other.profile = None  # --profile_steps counts the steps of the main contender
+    other.time_steps("train", FLAGS.bench_warmup)
+    return other
+
+
+def _timed_rounds(steps, hf, precision_dtype, other=None):
     """({kind: step seconds}, float32 matmul peak, peak in the precision's dtype), interleaved:
     each round times every contender once."""
     peak32, peak_p = 0.0, 0.0
@@ -509,6 +532,8 @@ def _timed_rounds(steps, hf, precision_dtype):
             peak_p = max(peak_p, measure_matmul_peak(FLAGS.matmul_size, precision_dtype))
         for kind in ("train", "eval"):
             times[kind] += steps.time_steps(kind, FLAGS.steps)
+            if other and kind == "train":
+                times.setdefault("other_train", []).extend(other.time_steps(kind, FLAGS.steps))
             if hf:
                 times["hf_" + kind] += hf.time_steps(kind, FLAGS.steps)
     return times, peak32, peak_p if precision_dtype != tf.float32 else peak32
@@ -587,14 +612,20 @@ def run_benchmark():
     steps = Steps(config, b, FLAGS.seed)
     hf = HuggingFaceClient(threads) if FLAGS.compare_huggingface else None
     _warm_up(steps, hf)
+    other = _other_compilation(steps)
     precision_dtype = {"mixed_bfloat16": tf.bfloat16,  # mixed_float16: loss scaling as train.py
                        "mixed_float16": tf.float16}.get(FLAGS.precision, tf.float32)
-    times, peak32, peak = _timed_rounds(steps, hf, precision_dtype)
+    times, peak32, peak = _timed_rounds(steps, hf, precision_dtype, other)
     record = _settings(config, steps, threads, peak32, peak, precision_dtype)
     record.update(_speed(b * config.tgt_len, times["train"], times["eval"], b * eval_q))
     for key in ("train_tokens_per_s", "train_tokens_per_s_best"):  # per device, as GPUs compare
         record[key + "_per_replica"] = record[key] / record["replicas"]
     record.update(_utilisation(config, record, peak))
+    if other:  # the same step compiled the other way, timed in the same rounds
+        median = statistics.median(times["other_train"])
+        record["other_compilation"] = {"jit_compile": other.jit, "train_step_s": median,
+                                       "train_tokens_per_s": b * config.tgt_len / median,
+                                       "train_step_s_all": times["other_train"]}
     if hf:
         _huggingface_figures(record, hf, times, b * config.tgt_len, b * eval_q)
     if FLAGS.compare_vanilla:

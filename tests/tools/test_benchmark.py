@@ -107,7 +107,7 @@ def test_benchmark_times_train_pys_step_on_two_replicas_and_profiles(tmp_path):
             "--d_inner=32", "--tgt_len=8", "--mem_len=8", "--batch_size=4", "--steps=1",
             "--rounds=2", "--bench_warmup=1", "--matmul_size=64", "--nomeasure_memory",
             "--logical_cpus=2", "--strategy=mirrored", "--devices=/CPU:0,/CPU:1",
-            "--profile_steps=2,3", f"--model_dir={tmp_path}"]
+            "--compare_compilation", "--profile_steps=2,3", f"--model_dir={tmp_path}"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     result = subprocess.run(args, capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -118,6 +118,9 @@ def test_benchmark_times_train_pys_step_on_two_replicas_and_profiles(tmp_path):
     assert record["train_tokens_per_s_per_replica"] == pytest.approx(
         record["train_tokens_per_s"] / 2)
     assert "train tokens/s/replica (x2)" in result.stdout
+    other = record["other_compilation"]  # the step without XLA, timed in the same rounds
+    assert other["jit_compile"] is False and len(other["train_step_s_all"]) == 2
+    assert "train tokens/s, jit off" in result.stdout
     assert len(list(tmp_path.glob("plugins/profile/*/*.xplane.pb"))) == 1
     refused = subprocess.run(args[:-2] + ["--profile_steps=2,9"], capture_output=True,
                              text=True, timeout=600, cwd=REPO, env=env)

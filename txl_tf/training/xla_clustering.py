@@ -11,10 +11,10 @@ fusions and leaves matrix products, gathers and collectives to TensorFlow's kern
 It is a process-wide setting that applies to every `tf.function` traced after it but not
 inside a function compiled whole (`jit_compile=True`); it goes with
 `--precision=mixed_bfloat16`, where `--jit_compile=auto` leaves the training step to it
-(`step_compilation.py`). It also turns off Grappler's constant folding: together with this clustering it leaves the training step of any
-model with dropout and a few layers as a graph with a cycle ("N nodes in a cycle"; 2 layers of
-d_inner 256 on 4 x 32 tokens are enough), and the step is as fast without it
-(docs/performance.md).
+(`step_compilation.py`). It also turns off Grappler's constant folding: together with this
+clustering it leaves the training step of any model with dropout and a few layers as a graph
+with a cycle ("N nodes in a cycle"; 2 layers of d_inner 256 on 4 x 32 tokens are enough), and
+the step is as fast without it (docs/performance.md).
 """
 import os
 import sys
