@@ -74,7 +74,7 @@ class FakeCheckpoints:
         self.saved.append((step, memories))
         return f"ckpt-{step}"
 
-    def maybe_save_best(self, step, loss, extra):
+    def maybe_save_best(self, step, loss, extra, copy_data_files=None):
         self.best.append((step, loss, extra))
 
 

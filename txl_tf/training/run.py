@@ -45,7 +45,7 @@ from txl_tf.training.lr_schedule import (WarmupCosineSchedule, schedule_change_n
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.options import TrainError, TrainOptions, checked, for_level
 from txl_tf.training.profiling import ProfileSteps
-from txl_tf.training.step_compilation import choose as choose_compilation
+from txl_tf.training import step_compilation
 from txl_tf.training.summaries import RunSummaries, format_duration
 from txl_tf.training.trainer import Trainer
 from txl_tf.training.warm_start import checkpoint_prefix, warm_start
@@ -87,6 +87,7 @@ class _Run:
     config: txl_tf.TransformerXLConfig
     model: Optional[txl_tf.TransformerXL] = None
     trainer: Optional[Trainer] = None
+    compilation: Optional[step_compilation.Choice] = None  # how the trainer's step is compiled
     checkpoints: Optional[checkpoints_lib.TrainCheckpoints] = None
     actions: Optional[dict] = None  # by name: throughput, log, evaluation, save, best, hparams
     hparams: Optional[HParamsSession] = None
@@ -222,15 +223,14 @@ def _write_model_dir(run: _Run) -> None:
 
 
 def _build_trainer(run: _Run, schedule) -> None:
-    """Model, optimizer, `Trainer` (its step compiled as `--jit_compile` chooses; the chief
-    says how in one line) and `TrainCheckpoints` of `run`."""
+    """Model, optimizer, `Trainer` (its step compiled as `--jit_compile` chooses, kept in
+    `run.compilation`) and `TrainCheckpoints` of `run`."""
     o = run.options
     with run.strategy.scope():
         run.model = txl_tf.TransformerXL(run.config)
         optimizer = make_optimizer(schedule)
-    compilation = choose_compilation(o.jit_compile, run.strategy, o.precision)
-    if run.place.is_chief:
-        print(compilation.line, flush=True)
+    run.compilation = compilation = step_compilation.choose(o.jit_compile, run.strategy,
+                                                       o.precision)
     run.trainer = trainer = Trainer(run.model, optimizer, run.strategy, clip=o.clip,
                                     grad_accum_steps=o.grad_accum_steps,
                                     loss_scaling=o.precision == "mixed_float16",
@@ -294,7 +294,8 @@ def _already_trained(o: TrainOptions, step: int) -> dict:
 def _announce(run: _Run, summaries: RunSummaries, step: int, resumed: bool,
               baseline: Optional[float], name: Optional[str] = None) -> None:
     """The configuration text (new runs), the run's hparams session and the chief's opening
-    lines (the first one names the run when it has a `name`)."""
+    lines (the first one names the run when it has a `name`; the second says how the step is
+    compiled)."""
     o, place, config, data = run.options, run.place, run.config, run.data
     if not resumed:  # a resumed run stays the session its start wrote (TensorBoard reads one)
         run.hparams.start(run_hparams(config, o, {"dataset": data.dataset, "level": data.level,
@@ -314,6 +315,7 @@ def _announce(run: _Run, summaries: RunSummaries, step: int, resumed: bool,
           f"{data.vocab_size}), {place.replicas} replica(s) x batch {place.per_replica} x "
           f"tgt_len {config.tgt_len}, {o.train_steps} steps"
           + (f", resuming at step {step}" if resumed else ""), flush=True)
+    print(run.compilation.line, flush=True)
     if baseline is not None:
         print(f"unigram baseline of the training split: {baseline:.4f} nats = "
               f"{format_value(baseline, data.level)}", flush=True)
