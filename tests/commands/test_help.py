@@ -115,7 +115,8 @@ def test_missing_required_flags_are_named_together_in_one_line(name, args, named
     assert seconds < HELP_SECONDS, f"the usage error took {seconds:.2f} CPU seconds"
 
 
-@pytest.mark.parametrize("args", [["--bogus=1"], ["--n_layer=x"], ["--model_dir=README.md"]])
+@pytest.mark.parametrize("args", [["--bogus=1"], ["--n_layer=x"],
+                                  [f"--model_dir={os.path.abspath(__file__)}"]])  # a file
 def test_usage_errors_come_at_once(args):
     code, _, err, seconds = run_runner("train", *args)
     assert code == 2 and err.startswith("error: ") and len(err.strip().splitlines()) == 1, err
