@@ -31,8 +31,8 @@ import tf_records
 import txl_tf
 from runners import cli
 from runners.cli import dataclass_flags
-from tf_records import model_vocab
-from tf_records.tokenize import encode_text
+from tf_records.vocab import model_vocab
+from tf_records.text.tokenize import encode_text
 from txl_tf.inference.eval_options import (LAST_SEGMENTS, SPLITS, EvalInputError,  # noqa: F401
                                            EvalOptions)
 from txl_tf.memory_estimate import check_step_fits

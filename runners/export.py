@@ -36,7 +36,7 @@ from absl import app, flags
 
 from runners import cli
 from runners.cli import dataclass_flags
-from tf_records import model_vocab
+from tf_records.vocab import model_vocab
 from txl_tf.inference.export_options import (INFO_FILE, ExportInputError,  # noqa: F401
                                              ExportOptions, ExportRuntimeError)
 from txl_tf.inference.serving_limits import ServingLimits
@@ -70,7 +70,7 @@ def vocabulary_of(model_dir, text_signatures):
         if not text_signatures:
             return mv.vocab_path, None
         import tensorflow_text  # noqa: F401  (registers the ops the text signatures use)
-        from tf_records.graph_text import GraphText  # TensorFlow's graph ops: after the flags
+        from tf_records.text.graph import GraphText  # TensorFlow's graph ops: after the flags
         return mv.vocab_path, GraphText(mv)
     return vocabulary
 

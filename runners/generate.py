@@ -21,8 +21,8 @@ from absl import app, flags
 import txl_tf
 from runners import cli
 from runners.cli import dataclass_flags
-from tf_records import model_vocab
-from tf_records.prompt_text import PromptText
+from tf_records.vocab import model_vocab
+from tf_records.text.prompt import PromptText
 from txl_tf.inference.generate_options import GenerateInputError, GenerateOptions
 from txl_tf.memory_estimate import check_step_fits
 

@@ -13,8 +13,8 @@ and corpus-info.json. `txl_tf.load_model(model_dir)` and every runner read the r
 from absl import app, flags
 
 from runners import cli
-from tf_records import vocab_export
-from tf_records.reference_vocab import load_vocab_pickle
+from tf_records.vocab import export as vocab_export
+from tf_records.vocab.reference_pickle import load_vocab_pickle
 from txl_tf.convert import huggingface
 from txl_tf.convert.errors import WeightImportError, read_json_object
 

@@ -1,5 +1,21 @@
 """tf_records: corpora, vocabularies and TFRecord pipelines for txl-tf.
 
+This module is the façade; the work is done in concept folders:
+
+- `vocab/`: vocabularies: `vocabulary` (`Vocabulary` and its file), `model_vocab` (the
+  vocabulary files of a data or model directory), `choice` (the word vocabulary chosen from
+  a corpus), `reference_pickle` and `export` (a released model's vocabulary read from its
+  pickle, written as txl-tf files);
+- `text/`: text and ids: `tokenize` (`TextRules`, encoding and decoding), `codec` (the text
+  of a prepared data directory), `graph` (the rules as TensorFlow ops), `prompt` (a prompt
+  and its continuation);
+- `records/`: the TFRecords of a layout: `layout`, `streams` (the cut), `example_codec`,
+  `writer`, `reader`, `metadata`, `stream_cache` (token caches) and `store` (finding or
+  making a split's records);
+- `corpora/`: the corpora;
+- here: `prepare`, `prepared_data`, `corpus_info` (corpus-info.json), `download`, and what
+  every folder shares: `errors`, `atomic` (file writes), `progress`.
+
 Public API (see each module's docstring):
 
 - `DataOptions`, `PreparedData(options or data_dir)`: a prepared data directory (its corpus,
@@ -30,20 +46,22 @@ does not pay for it. This package never imports `txl_tf` or `runners`.
 """
 from tf_records.corpora import CORPORA, get_corpus
 from tf_records.corpora.synthetic import Synthetic as SyntheticCorpus
+from tf_records.corpus_info import read_corpus_info
 from tf_records.errors import (CorpusError, DataDirError, DataError, DownloadError, LayoutError,
                                RecordsCorruptError, RecordsMismatchError, RecordsNotFoundError,
                                StorageError, UnsafePickleError, VocabularyError,
                                VocabularyImportError, VocabularyMismatchError)
-from tf_records.layout import RecordLayout
-from tf_records.metadata import find_records, prepare_command, read_corpus_info
-from tf_records.model_vocab import load_vocab
 from tf_records.prepare import prepare, recorded_corpus
 from tf_records.prepared_data import DataOptions, PreparedData, unigram_entropy
-from tf_records.reader import dataset_from_tokens, make_input_fn
-from tf_records.stream_cache import load as load_token_stream
-from tf_records.text_codec import detokenize, tokenize_text
-from tf_records.tokenize import TextRules
-from tf_records.vocabulary import Vocabulary
+from tf_records.records.layout import RecordLayout
+from tf_records.records.metadata import prepare_command
+from tf_records.records.reader import dataset_from_tokens, make_input_fn
+from tf_records.records.store import find_records
+from tf_records.records.stream_cache import load as load_token_stream
+from tf_records.text.codec import detokenize, tokenize_text
+from tf_records.text.tokenize import TextRules
+from tf_records.vocab.model_vocab import load_vocab
+from tf_records.vocab.vocabulary import Vocabulary
 
 __all__ = [
     "CORPORA", "CorpusError", "DataDirError", "DataError", "DataOptions", "DownloadError",

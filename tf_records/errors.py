@@ -29,7 +29,7 @@ class VocabularyImportError(VocabularyError):
 
 
 class UnsafePickleError(VocabularyImportError):
-    """A pickle that names a global outside the allow-list of `tf_records.reference_vocab`."""
+    """A pickle that names a global outside the allow-list of `tf_records.vocab.reference_pickle`."""
 
 
 class LayoutError(DataError):

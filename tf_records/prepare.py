@@ -3,11 +3,11 @@
 Files made in `data_dir`:
 
 ```
-vocab.txt                 the vocabulary (one symbol per line, id order; see vocabulary.py)
+vocab.txt                 the vocabulary (one symbol per line, id order; see vocab/vocabulary.py)
 corpus-info.json          dataset, level, options, vocab_size, vocab_checksum, cutoffs,
                           text rules, token counts per split, corpus-specific facts
 <split>.ids.bin / .json   the encoded stream of each split (int32 LE) + description
-<records>.tfrecords, record_info-<...>.json   per requested split/layout (see metadata.py)
+<records>.tfrecords, record_info-<...>.json   per requested split/layout (see records/metadata.py)
 raw/                      downloaded archives
 ```
 
@@ -19,30 +19,17 @@ import os
 import sys
 import time
 
-from tf_records import atomic, metadata, stream_cache
+from tf_records import atomic, corpus_info
 from tf_records.corpora import get_corpus
 from tf_records.errors import DataError
-from tf_records.layout import RecordLayout
-from tf_records.progress import Progress
-from tf_records.vocab_choice import too_small_warning
+from tf_records.records import metadata, store, stream_cache
+from tf_records.records.layout import RecordLayout
+from tf_records.vocab.choice import too_small_warning
 
 
 def _log(progress, text):
     if progress:
         print(text, file=sys.stderr, flush=True)
-
-
-def _records_current(data_dir, split, layout, info, desc):
-    path = os.path.join(data_dir, metadata.info_file(layout, split))
-    if not os.path.exists(path):
-        return None
-    meta = atomic.read_json(path)
-    if meta.get("vocab_checksum") != info["vocab_checksum"] or meta.get("stream_sha256") != desc["sha256"]:
-        return None
-    try:
-        return metadata.find_records(data_dir, split, layout, verify="checksum")
-    except DataError:
-        return None
 
 
 def options_diff(recorded: dict, given: dict) -> str:
@@ -80,7 +67,7 @@ def recorded_corpus(data_dir, dataset=None, raw_path=None, options=None):
       DataError: the given options change what `data_dir` holds (the message lists
         `key: recorded -> given`), or are not options of the dataset.
     """
-    info = metadata.read_corpus_info(data_dir)
+    info = corpus_info.read_corpus_info(data_dir)
     recorded = info is not None and "dataset" in info and dataset in (None, info["dataset"])
     dataset = info["dataset"] if recorded else (dataset or "builtin")
     given = dict(options or {})
@@ -107,11 +94,11 @@ def _check_layouts(dataset, corpus, layouts):
 def _check_existing(data_dir, dataset, corpus):
     """The corpus info of `data_dir` (None when new), refusing another dataset or options and
     an edited vocabulary (which is never overwritten)."""
-    info = metadata.read_corpus_info(data_dir)
+    info = corpus_info.read_corpus_info(data_dir)
     if info is None:
         return None
-    if os.path.exists(os.path.join(data_dir, metadata.VOCAB_FILE)):
-        metadata.check_vocab_file(data_dir, info)
+    if os.path.exists(os.path.join(data_dir, corpus_info.VOCAB_FILE)):
+        corpus_info.check_vocab_file(data_dir, info)
     if info.get("dataset") != dataset:
         raise DataError(f"{data_dir} already holds {info.get('dataset')}, not {dataset}. Use "
                         "another --data_dir (or delete this one).")
@@ -121,7 +108,7 @@ def _check_existing(data_dir, dataset, corpus):
 
 def _is_cached(data_dir, info, descs) -> bool:
     """Whether the vocabulary and every split's token cache are there and belong together."""
-    return (info is not None and os.path.exists(os.path.join(data_dir, metadata.VOCAB_FILE))
+    return (info is not None and os.path.exists(os.path.join(data_dir, corpus_info.VOCAB_FILE))
             and all(d is not None and d["vocab_checksum"] == info["vocab_checksum"]
                     for d in descs.values()))
 
@@ -132,11 +119,11 @@ def _build(dataset, corpus, data_dir, raw_path, download, progress, descs):
     built = corpus.build(data_dir, raw_path=raw_path, download=download, progress=progress)
     vocab = built.vocab
     checksum = vocab.checksum()
-    vocab.save(os.path.join(data_dir, metadata.VOCAB_FILE))
+    vocab.save(os.path.join(data_dir, corpus_info.VOCAB_FILE))
     for split, tokens in built.streams.items():
         descs[split] = stream_cache.save(data_dir, split, tokens, checksum)
     info = {
-        "format": metadata.FORMAT,
+        "format": corpus_info.FORMAT,
         "dataset": dataset,
         "level": vocab.level,
         "options": corpus.fingerprint(),
@@ -151,7 +138,7 @@ def _build(dataset, corpus, data_dir, raw_path, download, progress, descs):
         "num_tokens": {s: d["num_tokens"] for s, d in descs.items()},
         **built.info,
     }
-    atomic.write_json(os.path.join(data_dir, metadata.CORPUS_INFO), info)
+    atomic.write_json(os.path.join(data_dir, corpus_info.CORPUS_INFO), info)
     warning = too_small_warning("train", info["num_tokens"].get("train", 0), len(vocab),
                                 vocab.level) if "train" in descs else None
     if warning:
@@ -159,24 +146,13 @@ def _build(dataset, corpus, data_dir, raw_path, download, progress, descs):
     return info, built.streams
 
 
-def _records(data_dir, split, layout, info, desc, tokens, seed, progress) -> dict:
-    """The records of `split` for `layout`: the current ones, else written now (from `tokens`,
-    or the token cache when None)."""
-    from tf_records import writer  # TensorFlow is imported only when records are written
-
-    meta = _records_current(data_dir, split, layout, info, desc)
-    written = meta is None
-    if written:
-        if tokens is None:
-            tokens = stream_cache.load(data_dir, split)
-        bar = Progress(f"records {layout.basename(split)}", unit="k records", scale=1e3,
-                       enabled=bool(progress))
-        meta = writer.write_records(data_dir, split, tokens, layout, corpus_info=info,
-                                    stream_sha256=desc["sha256"], seed=seed,
-                                    progress=bar.update)
-        bar.close()
+def _records(data_dir, split, layout, tokens, seed, progress) -> dict:
+    """The summary of `split`'s records for `layout`: the current ones, else written now (from
+    `tokens`, or the token cache when None)."""
+    meta = store.find_or_make(data_dir, split, layout, make=True, remake_damaged=True,
+                              tokens=tokens, seed=seed, progress=progress)
     return {"info_file": metadata.info_file(layout, split), "files": meta["files"],
-            "num_steps": meta["num_steps"], "written": written}
+            "num_steps": meta["num_steps"], "written": meta["written"]}
 
 
 def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progress=True,
@@ -229,8 +205,8 @@ def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progr
         _log(progress, f"building {dataset} in {data_dir} ...")
         info, streams_in_memory = _build(dataset, corpus, data_dir, raw_path, download,
                                          progress, descs)
-    records = {split: _records(data_dir, split, layout, info, descs[split],
-                               streams_in_memory.get(split), seed, progress)
+    records = {split: _records(data_dir, split, layout, streams_in_memory.get(split), seed,
+                               progress)
                for split, layout in layouts.items()}
     return {"dataset": dataset, "data_dir": data_dir, "level": info["level"],
             "vocab_size": info["vocab_size"], "vocab_checksum": info["vocab_checksum"],

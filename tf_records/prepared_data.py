@@ -25,13 +25,15 @@ from typing import Callable, Optional, Union
 import numpy as np
 from absl import logging as _log
 
-from tf_records import atomic, metadata, model_vocab
+from tf_records import atomic, corpus_info
 from tf_records.errors import (CorpusError, DataError, DownloadError, RecordsMismatchError,
                                RecordsNotFoundError)
-from tf_records.layout import RecordLayout
 from tf_records.prepare import prepare, recorded_corpus
-from tf_records.reader import make_input_fn
-from tf_records.stream_cache import load as load_token_stream
+from tf_records.records import metadata, store
+from tf_records.records.layout import RecordLayout
+from tf_records.records.reader import records_input_fn
+from tf_records.records.stream_cache import load as load_token_stream
+from tf_records.vocab import model_vocab
 
 
 _MISSING = (RecordsNotFoundError, RecordsMismatchError)
@@ -66,7 +68,7 @@ def _resolve(options: DataOptions) -> DataOptions:
       DataError: the dataset differs from the recorded one, or the given options change
         what `data_dir` holds.
     """
-    info = metadata.read_corpus_info(options.data_dir) or {}
+    info = corpus_info.read_corpus_info(options.data_dir) or {}
     if info.get("dataset") and options.dataset and info["dataset"] != options.dataset:
         raise DataError(f"--data_dir={options.data_dir} holds {info['dataset']!r}, not "
                         f"--dataset={options.dataset!r}; fix one of the two.")
@@ -117,7 +119,7 @@ class PreparedData:
     @property
     def info(self) -> Optional[dict]:
         """The directory's corpus-info.json, or None before it is prepared."""
-        return metadata.read_corpus_info(self.data_dir)
+        return corpus_info.read_corpus_info(self.data_dir)
 
     def _info_or_records(self, key, default=None):
         info = self.info or {}
@@ -144,7 +146,7 @@ class PreparedData:
 
     def layout(self, tgt_len: int, per_replica_batch: int, replicas_per_host: int = 1,
                hosts: int = 1, num_passes: int = 1, last_segment: str = "drop") -> RecordLayout:
-        """The `RecordLayout` of a run (see `tf_records.layout`)."""
+        """The `RecordLayout` of a run (see `tf_records.records.layout`)."""
         return RecordLayout(tgt_len, per_replica_batch, replicas_per_host, hosts,
                             num_passes=num_passes, last_segment=last_segment)
 
@@ -169,10 +171,11 @@ class PreparedData:
         """Finds the records of every split in `layouts`, making the missing ones.
 
         Missing records are made from the token cache of a directory already prepared
-        (silently), else from the raw data (the built-in and synthetic corpora, `raw_path`,
-        data_dir/raw, or the corpus archive downloaded with a progress bar and checked when
-        `download`); a failed download is one line naming the URL and --raw_path. Other hosts'
-        record files need not be on this machine: each host's input_fn checks its own.
+        (silently), else the corpus is built first from the raw data (the built-in and
+        synthetic corpora, `raw_path`, data_dir/raw, or the corpus archive downloaded with a
+        progress bar and checked when `download`); a failed download is one line naming the
+        URL and --raw_path. Other hosts' record files need not be on this machine: each host's
+        input_fn checks its own.
 
         Args:
           layouts: `{split: RecordLayout}`.
@@ -181,7 +184,7 @@ class PreparedData:
           vocab_size: if given, the records' vocabulary size must equal it.
 
         Returns:
-          `{split: metadata dict}` (see `tf_records.metadata.find_records`).
+          `{split: metadata dict}` (see `tf_records.records.store.find_or_make`).
 
         Raises:
           RecordsNotFoundError: the records are missing and cannot be made here; the message
@@ -190,53 +193,62 @@ class PreparedData:
           DownloadError: the corpus archive could not be downloaded.
           DataError: any other bad or damaged data.
         """
-        metas, missing = self._find(layouts, vocab_size)
-        if missing and not may_prepare:
-            self._wait_for_chief(layouts, metas, missing, wait_seconds, vocab_size)
+        building = self.info is None
+        metas, missing = self._records(layouts, vocab_size, make=may_prepare)
+        if missing and may_prepare:
+            self._build(layouts, missing, building)
+            made, missing = self._records({s: layouts[s] for s in missing}, vocab_size,
+                                          make=True, progress=building)
+            metas.update(made)
+            if missing:
+                raise sorted(missing.items())[0][1]
         elif missing:
-            self._make(layouts, missing)
-            for split in missing:
-                metas[split] = metadata.find_records(self.data_dir, split, layouts[split],
-                                                     vocab_size=vocab_size, verify="none")
+            metas.update(self._wait_for_chief(layouts, missing, wait_seconds, vocab_size))
         self._metas.update(metas)
         return metas
 
-    def _find(self, layouts, vocab_size):
+    def _records(self, layouts, vocab_size, make, progress=False):
+        """`({split: metadata}, {split: error})`: the records found or made, and why the
+        others are missing."""
         metas, missing = {}, {}
         for split, layout in layouts.items():
             try:
-                metas[split] = metadata.find_records(self.data_dir, split, layout,
-                                                     vocab_size=vocab_size, verify="none")
+                metas[split] = store.find_or_make(self.data_dir, split, layout,
+                                                  vocab_size=vocab_size, make=make,
+                                                  progress=progress)
             except _MISSING as error:
                 missing[split] = error
         return metas, missing
 
-    def _wait_for_chief(self, layouts, metas, missing, wait_seconds, vocab_size):
+    def _wait_for_chief(self, layouts, missing, wait_seconds, vocab_size) -> dict:
+        """The records the chief makes within `wait_seconds`, else the first split's error."""
         first_error = sorted(missing.items())[0][1]
         deadline = time.time() + wait_seconds
         if wait_seconds > 0:
             _log.warning("waiting up to %.0f s for the chief to write the %s records in %s",
                          wait_seconds, sorted(missing), self.data_dir)
+        metas = {}
         while missing and time.time() < deadline:
             time.sleep(1.0)
             for name in list(missing):
                 try:
-                    metas[name] = metadata.find_records(self.data_dir, name, layouts[name],
-                                                        vocab_size=vocab_size, verify="none")
+                    metas[name] = store.find_or_make(self.data_dir, name, layouts[name],
+                                                     vocab_size=vocab_size)
                     del missing[name]
                 except DataError:
                     pass  # not (completely) written yet
         if missing:
             raise first_error
+        return metas
 
-    def _make(self, layouts, missing):
+    def _build(self, layouts, missing, building):
+        """Builds the corpus (vocabulary, corpus info, token caches) when the records of
+        `missing` cannot be made from the token caches."""
         o = self.options
         _log.info("making the %s records in %s", sorted(missing), self.data_dir)
-        building = metadata.read_corpus_info(self.data_dir) is None
         try:
-            prepare(o.dataset, self.data_dir, layouts={s: layouts[s] for s in missing},
-                    raw_path=o.raw_path, download=o.download, progress=building,
-                    **o.corpus_options)
+            prepare(o.dataset, self.data_dir, raw_path=o.raw_path, download=o.download,
+                    progress=building, **o.corpus_options)
         except DownloadError:
             raise
         except CorpusError as error:
@@ -248,7 +260,7 @@ class PreparedData:
 
     def _make_them_message(self, layouts, splits, error) -> str:
         """What to run when the records cannot be made here (no download allowed)."""
-        info = metadata.read_corpus_info(self.data_dir) or {
+        info = corpus_info.read_corpus_info(self.data_dir) or {
             "dataset": self.dataset, "option_flags": []}
         if all(layouts[s] == layouts[splits[0]] for s in splits):
             commands = [metadata.prepare_command(self.data_dir, ",".join(splits),
@@ -288,25 +300,25 @@ class PreparedData:
         """
         if vocab_size is None and self._metas:
             vocab_size = self.vocab_size
-        kwargs = dict(repeat=repeat, start_step=start_step, vocab_size=vocab_size, verify=verify)
         try:
-            return make_input_fn(self.data_dir, split, layout, **kwargs)
+            meta = store.find_or_make(self.data_dir, split, layout, vocab_size=vocab_size)
         except _MISSING as error:
             if not make_from_cache:
                 raise
-            self._make_from_cache(split, layout, error, progress)
-        return make_input_fn(self.data_dir, split, layout, **kwargs)
+            meta = self._make_from_cache(split, layout, vocab_size, error, progress)
+        return records_input_fn(self.data_dir, split, layout, meta, repeat=repeat,
+                                start_step=start_step, verify=verify)
 
-    def _make_from_cache(self, split, layout, error, progress):
-        info = self.info
-        if not info or "dataset" not in info:
-            raise error
+    def _make_from_cache(self, split, layout, vocab_size, error, progress) -> dict:
+        """The records made from the token cache; `error` (that of the missing records) when
+        they cannot be made."""
         try:
-            dataset, options = recorded_corpus(self.data_dir)
-            prepare(dataset, self.data_dir, layouts={split: layout}, download=False,
-                    progress=progress, **options)
+            meta = store.find_or_make(self.data_dir, split, layout, make=True,
+                                      progress=progress)
         except DataError:
             raise error from None
+        store.check_vocab_size(self.data_dir, split, layout, meta, vocab_size)
+        return meta
 
     def unigram_entropy(self, split: str = "train",
                         max_tokens: int = 50_000_000) -> Optional[float]:
@@ -319,7 +331,7 @@ class PreparedData:
           The entropy, or None when the token cache is unavailable or the split has more than
           `max_tokens` tokens (not worth the start-up time).
         """
-        info = metadata.read_corpus_info(self.data_dir) or {}
+        info = corpus_info.read_corpus_info(self.data_dir) or {}
         if info.get("num_tokens", {}).get(split, 0) > max_tokens:
             return None
         try:
@@ -333,7 +345,7 @@ class PreparedData:
         return load_token_stream(self.data_dir, split)
 
     def vocabulary(self) -> model_vocab.ModelVocab:
-        """The directory's vocabulary and text rules (see `tf_records.model_vocab`)."""
+        """The directory's vocabulary and text rules (see `tf_records.vocab.model_vocab`)."""
         return model_vocab.load_model_vocab(self.data_dir)
 
     def copy_to(self, model_dir: str) -> None:
@@ -342,12 +354,12 @@ class PreparedData:
         The copy of corpus-info.json also records `data_dir` (absolute): where evaluation
         finds the data the model was trained on.
         """
-        for name in (metadata.VOCAB_FILE, metadata.CORPUS_INFO):
+        for name in (corpus_info.VOCAB_FILE, corpus_info.CORPUS_INFO):
             source = os.path.join(self.data_dir, name)
             if os.path.exists(source):
                 with atomic.atomic_path(os.path.join(model_dir, name)) as tmp:
                     shutil.copyfile(source, tmp)
-        info = metadata.read_corpus_info(model_dir)
+        info = corpus_info.read_corpus_info(model_dir)
         if info is not None:
             info["data_dir"] = os.path.abspath(self.data_dir)
-            atomic.write_json(os.path.join(model_dir, metadata.CORPUS_INFO), info)
+            atomic.write_json(os.path.join(model_dir, corpus_info.CORPUS_INFO), info)

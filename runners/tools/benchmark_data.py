@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 from absl import app, flags  # noqa: E402
 
 import tf_records  # noqa: E402
-from tf_records import stream_cache, writer  # noqa: E402
+from tf_records.records import stream_cache, writer  # noqa: E402
 from tf_records.corpora.builtin import stdlib_bytes  # noqa: E402
 
 FLAGS = flags.FLAGS

@@ -12,7 +12,7 @@ from tensorboard.backend.event_processing import event_accumulator
 
 import txl_tf
 from runners import evaluate
-from tf_records.model_vocab import write_model_vocab
+from tf_records.vocab.model_vocab import write_model_vocab
 from tf_records import PreparedData
 from tiny import tiny_model
 from txl_tf.inference.model_evaluation import EvalOptions

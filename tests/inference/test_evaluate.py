@@ -15,9 +15,9 @@ import txl_tf
 from runners import evaluate
 from txl_tf.inference import evaluation
 from tf_records import dataset_from_tokens
-from tf_records.model_vocab import ModelVocabError, write_model_vocab
-from tf_records.tokenize import TextRules
-from tf_records.vocabulary import Vocabulary
+from tf_records.vocab.model_vocab import ModelVocabError, write_model_vocab
+from tf_records.text.tokenize import TextRules
+from tf_records.vocab.vocabulary import Vocabulary
 
 from tiny import tiny_config, train_config_fn
 
@@ -151,7 +151,7 @@ def synthetic_run(tmp_path_factory):
     """A tiny model trained with tgt_len 8 / mem_len 8 on the synthetic long-range corpus
     (period 12: only part of each segment sees the token 12 back), and its data_dir."""
     import tf_records
-    from tf_records import stream_cache
+    from tf_records.records import stream_cache
 
     root = tmp_path_factory.mktemp("synthetic")
     data_dir, model_dir = str(root / "data"), str(root / "model")

@@ -14,11 +14,11 @@ from runners import export
 from tf_records import dataset_from_tokens
 from txl_tf.inference import evaluation
 from txl_tf.inference.generation import Generator
-from tf_records.graph_text import GraphText
-from tf_records.model_vocab import ModelVocab, write_model_vocab
+from tf_records.text.graph import GraphText
+from tf_records.vocab.model_vocab import ModelVocab, write_model_vocab
 from txl_tf.inference.serving import ServingModule
-from tf_records.tokenize import TextRules, decode_ids, encode_text
-from tf_records.vocabulary import Vocabulary
+from tf_records.text.tokenize import TextRules, decode_ids, encode_text
+from tf_records.vocab.vocabulary import Vocabulary
 
 from tiny import tiny_model
 

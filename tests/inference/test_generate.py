@@ -13,9 +13,9 @@ import txl_tf
 from runners import generate
 from txl_tf.inference import sampling
 from txl_tf.inference.generation import Generator
-from tf_records.model_vocab import write_model_vocab
-from tf_records.tokenize import TextRules
-from tf_records.vocabulary import Vocabulary
+from tf_records.vocab.model_vocab import write_model_vocab
+from tf_records.text.tokenize import TextRules
+from tf_records.vocab.vocabulary import Vocabulary
 
 from tiny import tiny_model
 
@@ -235,7 +235,7 @@ def test_each_new_token_is_one_forward_pass_of_length_one():
 
 @pytest.mark.parametrize("level", ["char", "byte"])
 def test_run_prints_only_the_continuation_for_char_and_byte_models(tmp_path, level):
-    from tf_records.tokenize import decode_ids
+    from tf_records.text.tokenize import decode_ids
     if level == "char":
         vocab = Vocabulary(list("abcdefghij klmnopqrstuvwxyz\u00e9"), "char")
     else:

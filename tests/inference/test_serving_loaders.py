@@ -25,9 +25,9 @@ import txl_tf
 from tf_records import dataset_from_tokens
 from txl_tf.inference import evaluation
 from txl_tf.inference.generation import Generator
-from tf_records.model_vocab import write_model_vocab
-from tf_records.tokenize import TextRules, decode_ids, encode_text
-from tf_records.vocabulary import Vocabulary
+from tf_records.vocab.model_vocab import write_model_vocab
+from tf_records.text.tokenize import TextRules, decode_ids, encode_text
+from tf_records.vocab.vocabulary import Vocabulary
 
 from tiny import TINY_MODEL, tiny_config
 

@@ -31,9 +31,9 @@ from tensorflow_serving.config import model_server_config_pb2
 
 import txl_tf
 from runners import export
-from tf_records.model_vocab import write_model_vocab
-from tf_records.tokenize import TextRules
-from tf_records.vocabulary import Vocabulary
+from tf_records.vocab.model_vocab import write_model_vocab
+from tf_records.text.tokenize import TextRules
+from tf_records.vocab.vocabulary import Vocabulary
 from txl_tf.inference import server_config
 from txl_tf.inference.serving import ServingLimits
 

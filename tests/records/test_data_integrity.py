@@ -16,7 +16,7 @@ import sys
 import pytest
 
 import tf_records
-from tf_records import metadata
+from tf_records.records import metadata
 
 from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, TRAIN_SIZES
 

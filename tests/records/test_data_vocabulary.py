@@ -6,8 +6,8 @@ import pytest
 import tensorflow as tf
 
 import tf_records
-from tf_records.example_codec import serialize_int64_examples
-from tf_records.tokenize import PY_WHITESPACE, TextRules, encode_word_lines, word_symbols
+from tf_records.records.example_codec import serialize_int64_examples
+from tf_records.text.tokenize import PY_WHITESPACE, TextRules, encode_word_lines, word_symbols
 
 
 def naive_word_ids(lines, rules, vocab_symbols, unk=None):
@@ -153,7 +153,7 @@ def test_example_codec_bytes_equal_protobuf(high):
 
 @pytest.mark.parametrize("high", [100, 300, 70000])
 def test_window_encoder_equals_general_codec(high):
-    from tf_records.example_codec import WindowRecordEncoder, encode_varint_stream
+    from tf_records.records.example_codec import WindowRecordEncoder, encode_varint_stream
     rows = np.random.default_rng(high).integers(0, high, size=(3, 50))
     encoder = WindowRecordEncoder(*encode_varint_stream(rows))
     starts = np.array([s * 50 + t * 7 for t in range(7) for s in range(3)])

@@ -5,9 +5,9 @@ import os
 import pytest
 
 import tf_records
-from tf_records import model_vocab
-from tf_records.tokenize import TextRules
-from tf_records.vocabulary import Vocabulary
+from tf_records.vocab import model_vocab
+from tf_records.text.tokenize import TextRules
+from tf_records.vocab.vocabulary import Vocabulary
 
 SYNTHETIC = {"train_tokens": 2_000, "eval_tokens": 400, "num_symbols": 16, "period": 24}
 

@@ -1,4 +1,4 @@
-"""The word vocabulary chosen from the corpus (`tf_records.vocab_choice`) and the warning for a
+"""The word vocabulary chosen from the corpus (`tf_records.vocab.choice`) and the warning for a
 corpus too small for its vocabulary, through `prepare` and `runners/prepare_data.py`."""
 import collections
 import json
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import tf_records
-from tf_records import vocab_choice
+from tf_records.vocab import choice
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -30,7 +30,7 @@ def test_auto_min_freq_is_the_smallest_count_that_reaches_the_target(seed):
     counts = {f"w{i}": max(1, int(rng.paretovariate(1.1))) for i in range(rng.randint(1, 400))}
     num_tokens = sum(counts.values()) + rng.randint(0, 50)
     target = rng.choice([2, 5, 20, 40])
-    assert vocab_choice.auto_min_freq(counts, num_tokens, 2, target) == \
+    assert choice.auto_min_freq(counts, num_tokens, 2, target) == \
         naive_min_freq(counts, num_tokens, 2, target)
 
 
@@ -55,11 +55,11 @@ def test_prepare_chooses_the_minimum_count_and_records_it(tmp_path):
     train = lines[:len(lines) - 2 * int(len(lines) * 0.05)]
     counts = collections.Counter(w for line in train for w in line.split())
     num_tokens = sum(counts.values()) + len(train)  # every line ends with <eos>
-    assert k == naive_min_freq(counts, num_tokens, 2, vocab_choice.TOKENS_PER_ENTRY) > 1
+    assert k == naive_min_freq(counts, num_tokens, 2, choice.TOKENS_PER_ENTRY) > 1
     kept = {w for w, c in counts.items() if c >= k}
     assert summary["vocab_size"] == len(kept) + 2  # + <eos>, <unk>
     assert info["unk_tokens"]["train"] == sum(c for c in counts.values() if c < k)
-    assert num_tokens >= vocab_choice.TOKENS_PER_ENTRY * summary["vocab_size"]
+    assert num_tokens >= choice.TOKENS_PER_ENTRY * summary["vocab_size"]
     # Explicit limits override the choice.
     every = tf_records.prepare("text", str(tmp_path / "every"), raw_path=path, level="word",
                                min_freq=1, progress=False)
@@ -84,7 +84,7 @@ def test_prepare_data_says_at_once_when_the_corpus_is_too_small(tmp_path):
     assert every.returncode == 0, every.stderr
     info = json.loads((tmp_path / "every" / "corpus-info.json").read_text())
     tokens, size = info["num_tokens"]["train"], info["vocab_size"]
-    assert tokens < vocab_choice.MIN_TOKENS_PER_ENTRY * size
+    assert tokens < choice.MIN_TOKENS_PER_ENTRY * size
     warnings = [line for line in every.stderr.splitlines() if line.startswith("warning:")]
     assert warnings == [
         f"warning: the corpus is too small for its vocabulary: the train split has {tokens:,} "

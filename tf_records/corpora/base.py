@@ -15,8 +15,8 @@ import numpy as np
 
 from tf_records import download as download_lib
 from tf_records.errors import CorpusError, DataError
-from tf_records.tokenize import TextRules
-from tf_records.vocabulary import Vocabulary
+from tf_records.text.tokenize import TextRules
+from tf_records.vocab.vocabulary import Vocabulary
 
 # Options that do not change the prepared data (they are not part of the corpus fingerprint).
 NON_DATA_OPTIONS = ("url", "backend", "verify_checksum", "vocab_url", "vocab_path")

@@ -5,9 +5,9 @@ import numpy as np
 
 from tf_records.corpora.base import BuiltCorpus, counts_of_ids, log
 from tf_records.errors import CorpusError, VocabularyError
-from tf_records.tokenize import TextRules, encode_word_lines, word_symbols
-from tf_records.vocab_choice import TOKENS_PER_ENTRY, auto_min_freq
-from tf_records.vocabulary import Vocabulary
+from tf_records.text.tokenize import TextRules, encode_word_lines, word_symbols
+from tf_records.vocab.choice import TOKENS_PER_ENTRY, auto_min_freq
+from tf_records.vocab.vocabulary import Vocabulary
 
 
 def byte_corpus(raw: dict, drop_bytes=(), full_bytes=True, vocab=None, info=None) -> BuiltCorpus:
@@ -61,7 +61,7 @@ def word_corpus(line_sources: dict, rules: TextRules, count_splits, specials=(),
     The vocabulary counts the splits in `count_splits` with the reference rule (specials first,
     then by count); `backend` picks the encoder (ids are identical either way). `progress`
     prints stage messages on stderr. `min_freq=None` and no `max_size` (with an unk symbol):
-    the minimum count is chosen from the corpus (`tf_records.vocab_choice.auto_min_freq`),
+    the minimum count is chosen from the corpus (`tf_records.vocab.choice.auto_min_freq`),
     recorded in the corpus info as `min_freq_chosen` and reported.
     """
     info = dict(info or {})

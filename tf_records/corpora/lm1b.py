@@ -21,8 +21,8 @@ import numpy as np
 from tf_records.corpora.base import BuiltCorpus, Corpus, check_nonempty, decoded_lines, log
 from tf_records import download as download_lib
 from tf_records.errors import CorpusError, VocabularyError
-from tf_records.tokenize import TextRules, encode_word_lines
-from tf_records.vocabulary import Vocabulary
+from tf_records.text.tokenize import TextRules, encode_word_lines
+from tf_records.vocab.vocabulary import Vocabulary
 
 URL = ("http://www.statmt.org/lm-benchmark/"
        "1-billion-word-language-modeling-benchmark-r13output.tar.gz")

@@ -11,7 +11,7 @@ import zlib
 from tf_records.corpora.base import Corpus, check_nonempty, decoded_lines
 from tf_records.corpora.common import word_corpus
 from tf_records.errors import CorpusError
-from tf_records.tokenize import TextRules
+from tf_records.text.tokenize import TextRules
 
 URL = "http://www.fit.vutbr.cz/~imikolov/rnnlm/simple-examples.tgz"
 MEMBERS = {"train": "data/ptb.train.txt", "valid": "data/ptb.valid.txt", "test": "data/ptb.test.txt"}

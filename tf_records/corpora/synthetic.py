@@ -26,8 +26,8 @@ import numpy as np
 
 from tf_records.corpora.base import BuiltCorpus, Corpus
 from tf_records.errors import DataError
-from tf_records.tokenize import TextRules
-from tf_records.vocabulary import Vocabulary
+from tf_records.text.tokenize import TextRules
+from tf_records.vocab.vocabulary import Vocabulary
 
 
 def synthetic_stream(num_tokens, num_symbols, period, repeats, seed) -> np.ndarray:

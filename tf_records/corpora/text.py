@@ -11,7 +11,7 @@ Options:
   vocab_from: `train` (default) or `all` splits are counted.
   min_freq, max_size: vocabulary limits (char and word level). Neither given, at word level
     with `unk_policy=unk`: the minimum count is chosen from the corpus
-    (`tf_records/vocab_choice.py`) and recorded as `min_freq_chosen` in corpus-info.json.
+    (`tf_records/vocab/choice.py`) and recorded as `min_freq_chosen` in corpus-info.json.
   unk_policy: `unk` (default: adds `<unk>` for word level, `\\ufffd` for char level;
     symbols of valid/test missing from the vocabulary and pruned symbols map to it, counted per
     split in corpus-info.json `unk_tokens`) or `error`.
@@ -26,8 +26,8 @@ import numpy as np
 from tf_records.corpora.base import Corpus, check_nonempty, contiguous_split, text_file_lines
 from tf_records.corpora.common import byte_corpus, char_corpus, word_corpus
 from tf_records.errors import CorpusError, DataError
-from tf_records.tokenize import TextRules
-from tf_records.vocabulary import Vocabulary
+from tf_records.text.tokenize import TextRules
+from tf_records.vocab.vocabulary import Vocabulary
 
 
 class TextFiles(Corpus):

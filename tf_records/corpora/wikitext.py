@@ -9,7 +9,7 @@ archive checksum is pinned because none is published).
 """
 from tf_records.corpora.base import Corpus, zip_member_lines
 from tf_records.corpora.common import word_corpus
-from tf_records.tokenize import TextRules
+from tf_records.text.tokenize import TextRules
 
 URL_WT103 = "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-103-v1.zip"
 URL_WT2 = "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-2-v1.zip"

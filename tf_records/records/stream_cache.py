@@ -10,7 +10,7 @@ import numpy as np
 
 from tf_records import atomic
 from tf_records.errors import RecordsCorruptError
-from tf_records.streams import tokens_sha256
+from tf_records.records.streams import tokens_sha256
 
 
 def paths(data_dir, split):

@@ -1,6 +1,6 @@
 """The text rules of a model's vocabulary as TensorFlow ops, for graphs that take raw text.
 
-`GraphText` tokenizes and detokenizes inside a graph exactly as `tf_records.tokenize`
+`GraphText` tokenizes and detokenizes inside a graph exactly as `tf_records.text.tokenize`
 (`encode_text` / `decode_ids`) does in Python, so that a SavedModel can serve text
 (`txl_tf.inference.serving.ServingModule` receives one from runners/export.py). It needs the
 `tensorflow_text` ops to encode; lookup tables read the vocabulary file (an asset of the
@@ -31,7 +31,7 @@ class GraphText(tf.Module):
     """A vocabulary's text rules in the graph: `encode` text to ids, `decode` ids to text.
 
     Args:
-      model_vocab: a `tf_records.model_vocab.ModelVocab` (its level, rules, vocabulary and
+      model_vocab: a `tf_records.vocab.model_vocab.ModelVocab` (its level, rules, vocabulary and
         vocab_path).
 
     Attributes:
@@ -90,7 +90,7 @@ class GraphText(tf.Module):
         return tf.cast(ids, tf.int32)
 
     def encode(self, text, continuing=False):
-        """Scalar string -> int32 ids [n] with the corpus rules (tf_records.tokenize).
+        """Scalar string -> int32 ids [n] with the corpus rules (tf_records.text.tokenize).
 
         Args:
           text: string [].
@@ -150,7 +150,7 @@ class GraphText(tf.Module):
         return words.flat_values
 
     def decode(self, ids):
-        """int32 ids [n] -> scalar string (tf_records.tokenize.decode_ids)."""
+        """int32 ids [n] -> scalar string (tf_records.text.tokenize.decode_ids)."""
         symbols = self.id_to_symbol.lookup(tf.cast(ids, tf.int64))
         if self.level == "byte":
             values = tf.strings.to_number(symbols, tf.int32)

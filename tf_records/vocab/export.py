@@ -10,9 +10,9 @@ import os
 
 from tf_records import atomic
 from tf_records.errors import VocabularyImportError
-from tf_records.model_vocab import CORPUS_INFO_FILE, VOCAB_FILE
-from tf_records.tokenize import TextRules
-from tf_records.vocabulary import Vocabulary
+from tf_records.vocab.model_vocab import CORPUS_INFO_FILE, VOCAB_FILE
+from tf_records.text.tokenize import TextRules
+from tf_records.vocab.vocabulary import Vocabulary
 
 # The reference corpora's text rules (reference brief section 2.2).
 DATASET_RULES = {

@@ -10,9 +10,9 @@ shuffling inside a stream; the order is deterministic.
 """
 import numpy as np
 
-from tf_records import metadata, streams
+from tf_records.records import metadata, store, streams
 from tf_records.errors import DataError, LayoutError
-from tf_records.layout import RecordLayout
+from tf_records.records.layout import RecordLayout
 
 
 def _host_index(input_context, num_hosts, num_replicas):
@@ -106,9 +106,24 @@ def make_input_fn(data_dir, split, layout: RecordLayout, repeat=True, start_step
     batch = next(iter(input_fn()))  # {"inputs": [16, 64], "labels": [16, 64]}
     ```
     """
+    meta = store.find_records(data_dir, split, layout, vocab_size=vocab_size, verify="none")
+    return records_input_fn(data_dir, split, layout, meta, repeat=repeat,
+                            start_step=start_step, verify=verify)
+
+
+def records_input_fn(data_dir, split, layout: RecordLayout, meta: dict, repeat=True,
+                     start_step=0, verify="checksum"):
+    """The input function of records already found (`make_input_fn` once they are found).
+
+    Args:
+      data_dir, split, layout, repeat, start_step, verify: as in `make_input_fn`.
+      meta: their metadata dict (`tf_records.records.store.find_records`).
+
+    Returns:
+      `input_fn(input_context=None) -> tf.data.Dataset`, as `make_input_fn`.
+    """
     # With several hosts only this host's files need to be here: each host's input_fn verifies
     # its own files. With one host they are verified now, before anything is built on them.
-    meta = metadata.find_records(data_dir, split, layout, vocab_size=vocab_size, verify="none")
     command = metadata.prepare_command(data_dir, split, layout)
     checked = set()  # hosts whose files were verified and not read since
     if verify != "none" and layout.num_hosts == 1:

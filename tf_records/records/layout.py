@@ -1,10 +1,13 @@
-"""How a split's token stream is cut into per-core contiguous streams (`RecordLayout`).
+"""`RecordLayout`: what a run needs of its records, and the names that carry it.
 
-The stream of `N` tokens is cut row-major into ``num_streams = num_hosts * replicas_per_host *
-per_replica_batch` contiguous rows. Stream `s` belongs to host `s // per_host_batch`` and,
-within that host, to local replica `(s % per_host_batch) // per_replica_batch`. At every step
-each replica receives a batch-major `[per_replica_batch, tgt_len]` slice of its own streams, and
-the next step continues each stream exactly where the previous one ended.
+A layout fixes the segment length Q (`tgt_len`), the streams of each replica (B,
+`per_replica_batch`), the replicas of each host, the hosts, the passes over the data and the
+fate of a last partial segment. It has `num_streams = num_hosts * replicas_per_host *
+per_replica_batch` streams: host `h` owns streams `[h * per_host_batch, (h + 1) *
+per_host_batch)`, and local replica `r` of a host owns `per_replica_batch` consecutive ones
+of them. Records serve only a run of the same layout, so the layout names their files
+(`basename`) and the `runners/prepare_data.py` flags that make them (`flags`). How a token
+stream is cut into the streams is `tf_records.records.streams`.
 """
 import dataclasses
 

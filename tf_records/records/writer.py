@@ -16,10 +16,12 @@ import time
 
 import numpy as np
 
-from tf_records import atomic, metadata, streams
-from tf_records.example_codec import (WindowRecordEncoder, encode_varint_stream,
+from tf_records import atomic
+from tf_records.corpus_info import FORMAT
+from tf_records.records import metadata, streams
+from tf_records.records.example_codec import (WindowRecordEncoder, encode_varint_stream,
                                       serialize_int64_examples)
-from tf_records.layout import RecordLayout
+from tf_records.records.layout import RecordLayout
 
 CHUNK_TOKENS = 1 << 21  # tokens (per feature) serialized at once
 
@@ -107,10 +109,10 @@ def _num_labels(matrix, num_steps, layout: RecordLayout) -> int:
 
 def _metadata(split, tokens, layout, corpus_info, offsets, seed, matrix, num_steps, names,
               paths, stream_sha256):
-    """The metadata dict of the records (see `tf_records.metadata`)."""
+    """The metadata dict of the records (see `tf_records.records.metadata`)."""
     num_labels = _num_labels(matrix, num_steps, layout)
     return {
-        "format": metadata.FORMAT,
+        "format": FORMAT,
         **{k: corpus_info[k] for k in ("dataset", "level", "vocab_size", "vocab_checksum",
                                        "cutoffs")},
         "split": split,

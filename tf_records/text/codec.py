@@ -9,17 +9,17 @@ import os
 
 import numpy as np
 
-from tf_records import metadata
+from tf_records import corpus_info
 from tf_records.errors import DataError
-from tf_records.model_vocab import load_vocab
-from tf_records.tokenize import TextRules, decode_ids, encode_text
+from tf_records.vocab.model_vocab import load_vocab
+from tf_records.text.tokenize import TextRules, decode_ids, encode_text
 
 
 def _resolve(source, vocab):
     if isinstance(source, (str, os.PathLike)):
-        info = metadata.read_corpus_info(source)
+        info = corpus_info.read_corpus_info(source)
         if info is None:
-            raise DataError(f"{source} has no {metadata.CORPUS_INFO}; run runners/prepare_data.py.")
+            raise DataError(f"{source} has no {corpus_info.CORPUS_INFO}; run runners/prepare_data.py.")
         return info, vocab or load_vocab(source, info)
     if isinstance(source, dict):
         if vocab is None:

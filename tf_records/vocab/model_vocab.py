@@ -16,7 +16,7 @@ Example:
 
 ```python
 mv = load_model_vocab("runs/default", n_token=config.n_token)
-ids = tf_records.tokenize.encode_text("some text", mv.rules, mv.vocab)
+ids = tf_records.text.tokenize.encode_text("some text", mv.rules, mv.vocab)
 ```
 """
 import dataclasses
@@ -24,13 +24,13 @@ import json
 import os
 from typing import Optional
 
-from tf_records import atomic, metadata
+from tf_records import atomic
+from tf_records.corpus_info import CORPUS_INFO, VOCAB_FILE, check_vocab_file, read_corpus_info
 from tf_records.errors import DataError, VocabularyError
-from tf_records.tokenize import TextRules
-from tf_records.vocabulary import Vocabulary
+from tf_records.text.tokenize import TextRules
+from tf_records.vocab.vocabulary import Vocabulary
 
-VOCAB_FILE = metadata.VOCAB_FILE
-CORPUS_INFO_FILE = metadata.CORPUS_INFO
+CORPUS_INFO_FILE = CORPUS_INFO
 
 
 class ModelVocabError(VocabularyError):
@@ -102,11 +102,11 @@ def load_vocab(data_dir, corpus_info: Optional[dict] = None) -> Vocabulary:
       VocabularyMismatchError: vocab.txt is missing or not the one corpus-info.json describes.
       RecordsCorruptError: corpus-info.json is damaged.
     """
-    info = corpus_info or metadata.read_corpus_info(data_dir)
+    info = corpus_info or read_corpus_info(data_dir)
     if info is None:
         raise DataError(f"{data_dir} has no {CORPUS_INFO_FILE}; run runners/prepare_data.py "
                         "first.")
-    metadata.check_vocab_file(data_dir, info)
+    check_vocab_file(data_dir, info)
     return vocabulary_from_info(os.path.join(data_dir, VOCAB_FILE), info)
 
 

@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 from tf_records.errors import DataError, VocabularyError
-from tf_records.vocabulary import Vocabulary
+from tf_records.vocab.vocabulary import Vocabulary
 
 # Every character Python's str.split() treats as whitespace, as an RE2 character class.
 PY_WHITESPACE = "".join(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace())

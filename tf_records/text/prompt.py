@@ -1,6 +1,6 @@
 """A prompt's text for generation: its ids, its unknown symbols, the continuation as text.
 
-`PromptText(model_vocab)` applies a model's vocabulary and text rules (`tf_records.tokenize`)
+`PromptText(model_vocab)` applies a model's vocabulary and text rules (`tf_records.text.tokenize`)
 to a prompt and turns generated ids back into the text to print, piece by piece.
 
 Example:
@@ -11,7 +11,7 @@ Example:
 """
 import codecs
 
-from tf_records.tokenize import decode_ids, encode_text, word_symbols
+from tf_records.text.tokenize import decode_ids, encode_text, word_symbols
 
 
 class TextStreamer:
@@ -55,7 +55,7 @@ class PromptText:
     """A model's text rules for prompts and continuations.
 
     Args:
-      model_vocab: a `tf_records.model_vocab.ModelVocab`.
+      model_vocab: a `tf_records.vocab.model_vocab.ModelVocab`.
 
     Attributes:
       level: "byte", "char" or "word".

@@ -1,7 +1,8 @@
-"""Cutting a token stream into per-core contiguous streams (pure numpy, shared by writer and reader).
+"""The cut of a token stream into a layout's streams and steps (pure NumPy, shared by the
+writer and the in-memory reader, so both yield the same elements).
 
-Given `tokens` [N] and a `RecordLayout` with `S = num_streams` streams and
-segment length `T = tgt_len`:
+Given `tokens` [N] and a `RecordLayout` (`tf_records.records.layout`) with `S = num_streams`
+streams and segment length `T = tgt_len`:
 
 1. `num_passes` copies of the stream are concatenated; copy 0 is the stream itself and copy
    `p > 0` is the stream cyclically rotated left by `offsets[p]` (seeded random offsets,

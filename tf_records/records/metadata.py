@@ -1,0 +1,96 @@
+"""The metadata of a split's records (`record_info-<basename>.json`) and their file names.
+
+For split `train` and a layout with per-host batch 32, tgt_len 512, 8 replicas per host, 2 hosts
+and 1 pass, the files in `data_dir` are:
+
+```
+train.bsz-32.tlen-512.core-8.hosts-2.passes-1.host-000.tfrecords   # host 0's streams
+train.bsz-32.tlen-512.core-8.hosts-2.passes-1.host-001.tfrecords   # host 1's streams
+record_info-train.bsz-32.tlen-512.core-8.hosts-2.passes-1.json     # metadata (this module)
+```
+
+The metadata JSON holds: `format`, `dataset`, `split`, `level`, `vocab_size`,
+`vocab_checksum`, `cutoffs`, the layout (`tgt_len`, `per_replica_batch`,
+`replicas_per_host`, `num_hosts`, `num_passes`, `last_segment`, derived
+`per_host_batch`, `num_streams`), `pass_offsets`, `num_steps`, `stream_length` (tokens per
+stream row), token counts (`num_tokens` of the split, `num_labels` scored positions,
+`tokens_dropped`), `stream_sha256` (of the split's token ids), `files` (one list per host),
+`file_bytes` and `file_sha256` (per file), `records_per_host`.
+"""
+import hashlib
+import os
+import shlex
+
+from tf_records.corpus_info import read_corpus_info
+from tf_records.errors import RecordsCorruptError
+from tf_records.records.layout import RecordLayout
+
+LAYOUT_KEYS = ("tgt_len", "per_replica_batch", "replicas_per_host", "num_hosts", "num_passes",
+               "last_segment")
+# Keys a reader needs: a file without one of them is damaged (RecordsCorruptError), never a KeyError.
+META_KEYS = LAYOUT_KEYS + ("vocab_size", "vocab_checksum", "files", "file_bytes", "file_sha256",
+                           "num_steps")
+
+
+def record_file(layout: RecordLayout, split: str, host: int) -> str:
+    """File name (relative to data_dir) of `host`'s records."""
+    return f"{layout.basename(split)}.host-{host:03d}.tfrecords"
+
+
+def info_file(layout: RecordLayout, split: str) -> str:
+    """Metadata file name (relative to data_dir)."""
+    return f"record_info-{layout.basename(split)}.json"
+
+
+def file_sha256(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def prepare_command(data_dir, split, layout: RecordLayout, corpus_info=None) -> str:
+    """The exact `python runners/prepare_data.py ...` command that makes these records."""
+    corpus_info = corpus_info if corpus_info is not None else read_corpus_info(data_dir)
+    if corpus_info:
+        dataset = corpus_info["dataset"]
+        option_flags = corpus_info.get("option_flags", [])
+    else:
+        dataset, option_flags = "<dataset>", []
+    parts = ["python", "runners/prepare_data.py", f"--dataset={dataset}", f"--data_dir={data_dir}",
+             f"--splits={split}"] + layout.flags().split() + list(option_flags)
+    return " ".join(shlex.quote(p) if "<" not in p else p for p in parts)
+
+
+def diff(meta: dict, layout: RecordLayout, vocab_size=None) -> list:
+    """`key: records have ..., the run asks for ...` for every value of `meta` that differs
+    from `layout` (and from `vocab_size` when given)."""
+    diffs = [f"{k}: records have {meta[k]!r}, the run asks for {getattr(layout, k)!r}"
+             for k in LAYOUT_KEYS if meta[k] != getattr(layout, k)]
+    if vocab_size is not None and meta["vocab_size"] != vocab_size:
+        diffs.append(f"vocab_size: records have {meta['vocab_size']}, the run asks for {vocab_size}")
+    return diffs
+
+
+def verify_host_files(meta, host, checksum=False, command=""):
+    """Checks that `host`'s files exist with the recorded size (and sha256 if `checksum`).
+
+    Hashing a file is several times faster than a pass of TensorFlow's per-record CRC check and
+    also catches records rewritten with valid CRCs, so the runners check the sha256 of every file
+    before the first read.
+
+    Raises:
+      RecordsCorruptError: one line naming the damaged file and the command that re-makes it.
+    """
+    fix = (f" Re-make it with: {command}" if command
+           else " Re-make it with runners/prepare_data.py.")
+    for name, p in zip(meta["files"][host], meta["paths"][host]):
+        if not os.path.exists(p):
+            raise RecordsCorruptError(f"record file {p} is missing.{fix}")
+        size = os.path.getsize(p)
+        if size != meta["file_bytes"].get(name):
+            raise RecordsCorruptError(f"record file {p} has {size} bytes, its metadata says "
+                                      f"{meta['file_bytes'].get(name)} (truncated or overwritten).{fix}")
+        if checksum and file_sha256(p) != meta["file_sha256"].get(name):
+            raise RecordsCorruptError(f"record file {p} fails its sha256 checksum (corrupted).{fix}")
