@@ -29,7 +29,8 @@ class VocabularyImportError(VocabularyError):
 
 
 class UnsafePickleError(VocabularyImportError):
-    """A pickle that names a global outside the allow-list of `tf_records.vocab.reference_pickle`."""
+    """A pickle that names a global outside the allow-list of
+    `tf_records.vocab.reference_pickle`."""
 
 
 class LayoutError(DataError):

@@ -16,6 +16,8 @@ The metadata JSON holds: `format`, `dataset`, `split`, `level`, `vocab_size`,
 stream row), token counts (`num_tokens` of the split, `num_labels` scored positions,
 `tokens_dropped`), `stream_sha256` (of the split's token ids), `files` (one list per host),
 `file_bytes` and `file_sha256` (per file), `records_per_host`.
+
+Finding the records of a run, and making missing ones, is `tf_records.records.store`.
 """
 import hashlib
 import os
