@@ -23,6 +23,7 @@ import tensorflow as tf
 
 import txl_tf
 from tf_records import DataOptions, PreparedData
+from txl_tf.checkpoint_probes import checkpoint_problem
 from txl_tf.training import TrainError, TrainOptions, train
 from txl_tf.training import checkpoint_memory
 from txl_tf.training import checkpoints as checkpointing
@@ -250,7 +251,7 @@ def test_disk_full_keeps_the_previous_checkpoint(base, tmp_path):
             assert sorted(checkpointing.checkpoint_files(model_dir)) == [2], names
             assert not [n for n in names if n.endswith("_temp") or n.startswith(".tmp")], names
             assert checkpoint_memory.memory_steps(model_dir, 0) == [2]
-            assert txl_tf.model_dir.checkpoint_problem(os.path.join(model_dir, "ckpt-2")) is None
+            assert checkpoint_problem(os.path.join(model_dir, "ckpt-2")) is None
             assert tf.train.latest_checkpoint(model_dir) == os.path.join(model_dir, "ckpt-2")
     finally:
         subprocess.run(["umount", mount], check=False)
@@ -397,7 +398,7 @@ def test_load_model_past_a_garbage_state_file_and_on_a_damaged_checkpoint(base, 
     assert txl_tf.latest_checkpoint(model_dir) == os.path.join(model_dir, "ckpt-12")
     assert txl_tf.load_model(model_dir).config.d_model == TINY["d_model"]
     os.truncate(os.path.join(model_dir, DATA_FILE.format(12)), 1000)
-    with pytest.raises(txl_tf.model_dir.CheckpointReadError,
+    with pytest.raises(txl_tf.model_files.CheckpointReadError,
                        match=rf"^the checkpoint {model_dir}/ckpt-12 cannot be read: its files are "
                        r"damaged or not a TF checkpoint \(Read less bytes than requested\)\.$"):
         txl_tf.load_model(model_dir)

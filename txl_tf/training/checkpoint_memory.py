@@ -14,7 +14,8 @@ from typing import List, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from txl_tf.model_dir import atomic_directory, first_line, is_damage_error
+from txl_tf.atomic_writes import atomic_directory
+from txl_tf.checkpoint_probes import first_line, is_damage_error
 from txl_tf.training.checkpoint_errors import CheckpointIOError
 
 MEMORY_DIR = "memory"

@@ -14,7 +14,7 @@ Layout of `model_dir` (written by `TrainCheckpoints`):
                                   best checkpoint on validation so far, a complete model
                                   directory (written
                                   whole into .best-tmp-<step>-<pid>/, then swapped in with
-                                  `txl_tf.model_dir.atomic_directory`).
+                                  `txl_tf.atomic_writes.atomic_directory`).
   damaged/ckpt-<step>/            the files (and memory-worker-<w>/) of a checkpoint newer than
                                   the one resumed from that could not be read, moved aside;
                                   damaged/checkpoint: a state file that could not be parsed.
@@ -46,9 +46,11 @@ import tensorflow as tf
 from absl import logging
 
 import txl_tf
-from txl_tf.model_dir import (BEST_DIR, BEST_FILE, TMP_PREFIX, atomic_directory, checkpoint_files,
-                              checkpoint_problem, first_line, is_damage_error, quiet_tf_warnings,
-                              write_json_atomic, write_text_atomic)
+from txl_tf.atomic_writes import (TMP_PREFIX, atomic_directory, write_json_atomic,
+                                  write_text_atomic)
+from txl_tf.checkpoint_probes import (checkpoint_files, checkpoint_problem, first_line,
+                                      is_damage_error, quiet_tf_warnings)
+from txl_tf.model_files import BEST_DIR, BEST_FILE
 from txl_tf.training.checkpoint_errors import CheckpointError, CheckpointIOError, save_error
 from txl_tf.training.checkpoint_memory import (memory_dir, memory_step_dir, memory_workers,
                                                prune_memory, read_memory, write_memory)

@@ -28,7 +28,9 @@ from absl import logging
 import txl_tf
 from txl_tf.config import ConfigError, check_against_saved
 from txl_tf.loss_report import format_value, loss_fields, verdict
-from txl_tf.model_dir import write_json_atomic, write_text_atomic
+from txl_tf import model_files
+from txl_tf.atomic_writes import write_json_atomic, write_text_atomic
+from txl_tf.checkpoint_probes import checkpoint_problem
 from txl_tf.training import actions as actions_lib
 from txl_tf.training import batch_fit
 from txl_tf.training import checkpoints as checkpoints_lib
@@ -171,14 +173,14 @@ def _check_init_checkpoint(path: str, config) -> None:
     damaged, before anything is written."""
     checkpoint = checkpoint_prefix(path, config)
     directory = os.path.dirname(checkpoint)
-    if os.path.isfile(os.path.join(directory, txl_tf.model_dir.CONFIG_FILE)):
+    if os.path.isfile(os.path.join(directory, model_files.CONFIG_FILE)):
         try:
             check_against_saved(config, txl_tf.load_config(directory), "its config.json")
         except ConfigError as error:
             raise TrainError(f"--init_checkpoint={path}: the checkpoint {checkpoint} does not "
                              f"fit a model of this configuration ({' '.join(str(error).split())})"
                              ) from None
-    problem = txl_tf.model_dir.checkpoint_problem(checkpoint)
+    problem = checkpoint_problem(checkpoint)
     if problem:
         raise TrainError(f"--init_checkpoint={path}: the checkpoint {checkpoint} cannot be "
                          f"read: {problem}; give an intact checkpoint.")
@@ -189,8 +191,8 @@ def _check_against_record(run: _Run) -> Optional[int]:
     against model_dir's record (`resume_check`): a changed shape or --tgt_len is refused, a
     changed training setting noted in one line each, before anything is written."""
     o = run.options
-    config_path = os.path.join(o.model_dir, txl_tf.model_dir.CONFIG_FILE)
-    latest = (txl_tf.model_dir.latest_checkpoint(o.model_dir)
+    config_path = os.path.join(o.model_dir, model_files.CONFIG_FILE)
+    latest = (model_files.latest_checkpoint(o.model_dir)
               if os.path.exists(config_path) else None)
     if latest is None and o.init_checkpoint:  # a new run: its warm start is checked first
         _check_init_checkpoint(o.init_checkpoint, run.config)
