@@ -34,7 +34,7 @@ from txl_tf.checkpoint_probes import checkpoint_problem
 from txl_tf.training import actions as actions_lib
 from txl_tf.training import batch_fit
 from txl_tf.training import checkpoints as checkpoints_lib
-from txl_tf.training.checkpoint_memory import gather_worker_memory
+from txl_tf.training.checkpoints.worker_memory import gather_worker_memory
 from txl_tf.training import distribute
 from txl_tf.training import resume_check
 from txl_tf.training.controller import Controller
@@ -348,8 +348,7 @@ def _build_controller(run: _Run, summaries: RunSummaries, step: int, mems) -> Co
     evaluation = actions_lib.Evaluate(evaluate, summaries, o.eval_steps, o.train_steps,
                                       echo=place.is_chief)
     save = actions_lib.SaveCheckpoint(run.checkpoints, o.save_steps, o.train_steps, memories)
-    best = actions_lib.KeepBest(run.checkpoints, save, evaluation, run.data.level,
-                                run.data.copy_to)
+    best = actions_lib.KeepBest(run.checkpoints.best, run.data.level, run.data.copy_to)
     run.actions = dict(throughput=actions_lib.Throughput(), log=log, evaluation=evaluation,
                        save=save, best=best,
                        hparams=actions_lib.HParamsMetrics(run.hparams, log, evaluation))
