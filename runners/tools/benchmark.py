@@ -52,7 +52,7 @@ import txl_tf  # noqa: E402
 from runners.cli import model_flags, train_flags  # noqa: E402
 from txl_tf import model_flops  # noqa: E402
 from txl_tf.inference.evaluation import segment_nll  # noqa: E402
-from txl_tf.model_dir import write_text_atomic  # noqa: E402
+from txl_tf.atomic_writes import write_text_atomic  # noqa: E402
 from txl_tf.training import TrainError, distribute, step_compilation  # noqa: E402
 from txl_tf.training.options import profile_range  # noqa: E402
 from txl_tf.training.profiling import ProfileSteps  # noqa: E402

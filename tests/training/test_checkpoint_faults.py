@@ -23,10 +23,11 @@ import tensorflow as tf
 
 import txl_tf
 from tf_records import DataOptions, PreparedData
+from txl_tf.checkpoint_probes import checkpoint_files, checkpoint_problem
 from txl_tf.training import TrainError, TrainOptions, train
-from txl_tf.training import checkpoint_memory
-from txl_tf.training import checkpoints as checkpointing
-from txl_tf.training.checkpoint_errors import CheckpointIOError
+from txl_tf.training.actions import KeepBest
+from txl_tf.training.checkpoints import CheckpointIOError, TrainCheckpoints, dropout_rng_state
+from txl_tf.training.checkpoints import worker_memory
 from txl_tf.training.lr_schedule import WarmupCosineSchedule
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.trainer import Trainer
@@ -53,7 +54,7 @@ def base(tmp_path_factory):
     root = tmp_path_factory.mktemp("faults")
     options = TrainOptions(model_dir=str(root / "base"), **RUN)
     run_training(options, str(root / "data"), train_config_fn())
-    assert sorted(checkpointing.checkpoint_files(options.model_dir)) == [4, 8, 12]
+    assert sorted(checkpoint_files(options.model_dir)) == [4, 8, 12]
     return types.SimpleNamespace(model_dir=options.model_dir, data_dir=str(root / "data"))
 
 
@@ -68,7 +69,7 @@ def snapshot(model_dir, numbers):
     found = {}
     for number in numbers:
         paths = [os.path.join(model_dir, n)
-                 for n in checkpointing.checkpoint_files(model_dir)[number]]
+                 for n in checkpoint_files(model_dir)[number]]
         memory = os.path.join(model_dir, "memory", "worker-0", f"step-{number}")
         paths += [os.path.join(memory, n) for n in os.listdir(memory)]
         for path in paths:
@@ -90,10 +91,10 @@ def restore_fresh(model_dir, tmp_path):
     model = txl_tf.TransformerXL(txl_tf.load_config(model_dir))
     optimizer = make_optimizer(WarmupCosineSchedule(1e-2, 2, 12, 0.004))
     trainer = Trainer(model, optimizer, tf.distribute.get_strategy())
-    ckpts = checkpointing.TrainCheckpoints(
+    ckpts = TrainCheckpoints(
         model_dir, dict(model=model, optimizer=optimizer, step=trainer.step,
                         loss_scale=trainer.loss_scale, good_steps=trainer.good_steps,
-                        dropout_rng=checkpointing.dropout_rng_state(model)))
+                        dropout_rng=dropout_rng_state(model)))
     step, memory = ckpts.restore()
     written = ckpts.checkpoint.write(str(tmp_path / "restored" / "ckpt"))
     return step, memory, tensors(written), ckpts
@@ -149,7 +150,7 @@ def test_deleted_newest_index_resumes_from_the_older_one(base, tmp_path):
     kept = os.path.join(model_dir, "damaged", "ckpt-12")
     assert sorted(os.listdir(kept)) == [DATA_FILE.format(12), "memory-worker-0"]
     assert open(os.path.join(kept, DATA_FILE.format(12)), "rb").read() == damaged_data
-    assert sorted(checkpointing.checkpoint_files(model_dir)) == [4, 8, 12, 16]
+    assert sorted(checkpoint_files(model_dir)) == [4, 8, 12, 16]
     assert json.load(open(os.path.join(model_dir, "train_summary.json")))["step"] == 16
 
 
@@ -178,7 +179,7 @@ def test_every_checkpoint_damaged_is_one_error_and_nothing_is_touched(base, tmp_
     line = error_line(result)
     assert f"no readable checkpoint in {model_dir}: ckpt-12:" in line and "ckpt-4:" in line
     assert snapshot(model_dir, [4, 8, 12]) == before  # no fresh start over them
-    assert sorted(checkpointing.checkpoint_files(model_dir)) == [4, 8, 12]
+    assert sorted(checkpoint_files(model_dir)) == [4, 8, 12]
     assert not os.path.exists(os.path.join(model_dir, "damaged"))
 
 
@@ -247,10 +248,10 @@ def test_disk_full_keeps_the_previous_checkpoint(base, tmp_path):
                                    f"{model_dir}/ckpt-2 is intact"), line
             assert ("resuming at step 2" in result.stdout) == (attempt == 1)
             names = os.listdir(model_dir)
-            assert sorted(checkpointing.checkpoint_files(model_dir)) == [2], names
+            assert sorted(checkpoint_files(model_dir)) == [2], names
             assert not [n for n in names if n.endswith("_temp") or n.startswith(".tmp")], names
-            assert checkpoint_memory.memory_steps(model_dir, 0) == [2]
-            assert txl_tf.model_dir.checkpoint_problem(os.path.join(model_dir, "ckpt-2")) is None
+            assert worker_memory.memory_steps(model_dir, 0) == [2]
+            assert checkpoint_problem(os.path.join(model_dir, "ckpt-2")) is None
             assert tf.train.latest_checkpoint(model_dir) == os.path.join(model_dir, "ckpt-2")
     finally:
         subprocess.run(["umount", mount], check=False)
@@ -270,7 +271,7 @@ def test_read_only_model_dir_with_a_damaged_newest_checkpoint(base, tmp_path):
                            match=rf"^cannot set the damaged checkpoints of {model_dir} aside "
                            r"\(Read-only file system\)"):
             restore_fresh(model_dir, tmp_path)
-        assert sorted(checkpointing.checkpoint_files(model_dir)) == [4, 8, 12]
+        assert sorted(checkpoint_files(model_dir)) == [4, 8, 12]
     finally:
         subprocess.run(["umount", mount], check=False)
 
@@ -300,7 +301,7 @@ def test_restore_falls_back_to_the_exact_older_state(base, tmp_path, damage, cap
     step, memory, restored, _ = restore_fresh(model_dir, tmp_path)
     assert step == 8
     assert_restored_from(os.path.join(model_dir, "ckpt-8"), restored)
-    expected_memory = checkpoint_memory.read_memory(model_dir, 0, 8)
+    expected_memory = worker_memory.read_memory(model_dir, 0, 8)
     assert memory is not None and len(memory) == TINY["n_layer"]
     for got, want in zip(memory, expected_memory):
         np.testing.assert_array_equal(got, want)
@@ -308,7 +309,7 @@ def test_restore_falls_back_to_the_exact_older_state(base, tmp_path, damage, cap
     assert line.startswith(f"warning: resuming from {model_dir}/ckpt-8, the newest readable "
                            "checkpoint; skipped ckpt-12 (") and "\n" not in line, line
     assert snapshot(model_dir, [4, 8]) == before
-    assert sorted(checkpointing.checkpoint_files(model_dir)) == [4, 8]
+    assert sorted(checkpoint_files(model_dir)) == [4, 8]
     assert os.listdir(os.path.join(model_dir, "damaged")) == ["ckpt-12"]
     assert tf.train.latest_checkpoint(model_dir) == os.path.join(model_dir, "ckpt-8")
 
@@ -329,7 +330,7 @@ def test_memory_damaged_everywhere_restores_the_weights_with_zero_memory(base, t
 
 def test_state_file_naming_missing_files(base, tmp_path):
     model_dir = copy_of(base, tmp_path)
-    for name in checkpointing.checkpoint_files(model_dir)[12]:
+    for name in checkpoint_files(model_dir)[12]:
         os.remove(os.path.join(model_dir, name))
     step, _, restored, _ = restore_fresh(model_dir, tmp_path)
     assert step == 8
@@ -361,8 +362,8 @@ def test_leftovers_of_interrupted_saves_are_cleaned_before_the_next_save(base, t
     os.makedirs(os.path.join(model_dir, "ckpt-20_temp"))  # e.g. left by a concurrent crash
     ckpts.save(16, [memory])
     assert not os.path.exists(os.path.join(model_dir, "ckpt-20_temp"))
-    assert sorted(checkpointing.checkpoint_files(model_dir)) == [4, 8, 12, 16]
-    assert sorted(checkpoint_memory.memory_steps(model_dir, 0)) == [4, 8, 12, 16]
+    assert sorted(checkpoint_files(model_dir)) == [4, 8, 12, 16]
+    assert sorted(worker_memory.memory_steps(model_dir, 0)) == [4, 8, 12, 16]
 
 
 def test_failed_best_copy_leaves_best_intact(base, tmp_path, monkeypatch):
@@ -370,6 +371,7 @@ def test_failed_best_copy_leaves_best_intact(base, tmp_path, monkeypatch):
     best = os.path.join(model_dir, "best")
     before = {n: open(os.path.join(best, n), "rb").read() for n in os.listdir(best)}
     _, _, _, ckpts = restore_fresh(model_dir, tmp_path)
+    keep = KeepBest(ckpts.best, "word")  # the synthetic corpus is word-level
     original = tf.train.CheckpointManager.save
 
     def full_disk(manager, *args, **kwargs):
@@ -380,13 +382,14 @@ def test_failed_best_copy_leaves_best_intact(base, tmp_path, monkeypatch):
     monkeypatch.setattr(tf.train.CheckpointManager, "save", full_disk)
     with pytest.raises(CheckpointIOError, match=rf"^no space left on {model_dir}: "
                        r"the best checkpoint \(step 16\) could not be written"):
-        ckpts.maybe_save_best(16, -1.0, {})
+        keep.consider(16, -1.0)
+    assert keep.best_step == json.loads(before["best.json"])["step"]  # the record unchanged
     assert {n: open(os.path.join(best, n), "rb").read() for n in os.listdir(best)} == before
     assert not [n for n in os.listdir(model_dir) if n.startswith(".best")]
     monkeypatch.setattr(tf.train.CheckpointManager, "save", original)
-    assert ckpts.maybe_save_best(16, -1.0, {})  # and a working save swaps the new one in
+    assert keep.consider(16, -1.0)  # and a working save swaps the new one in
     assert json.load(open(os.path.join(best, "best.json")))["step"] == 16
-    assert sorted(checkpointing.checkpoint_files(best)) == [16]
+    assert sorted(checkpoint_files(best)) == [16]
 
 
 def test_load_model_past_a_garbage_state_file_and_on_a_damaged_checkpoint(base, tmp_path):
@@ -397,7 +400,7 @@ def test_load_model_past_a_garbage_state_file_and_on_a_damaged_checkpoint(base, 
     assert txl_tf.latest_checkpoint(model_dir) == os.path.join(model_dir, "ckpt-12")
     assert txl_tf.load_model(model_dir).config.d_model == TINY["d_model"]
     os.truncate(os.path.join(model_dir, DATA_FILE.format(12)), 1000)
-    with pytest.raises(txl_tf.model_dir.CheckpointReadError,
+    with pytest.raises(txl_tf.model_files.CheckpointReadError,
                        match=rf"^the checkpoint {model_dir}/ckpt-12 cannot be read: its files are "
                        r"damaged or not a TF checkpoint \(Read less bytes than requested\)\.$"):
         txl_tf.load_model(model_dir)

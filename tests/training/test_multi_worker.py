@@ -33,7 +33,7 @@ import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
 import tf_records
-from txl_tf.training import checkpoint_memory
+from txl_tf.training.checkpoints import worker_memory
 from runners.tools.launch_local_cluster import kill_workers, tf_configs
 from txl_tf.training import TrainOptions, train
 
@@ -166,7 +166,7 @@ def state(model_dir):
 
 def memory(model_dir, workers):
     """The memory of every worker after the last step, concatenated in global replica order."""
-    parts = [checkpoint_memory.read_memory(model_dir, w, STEPS) for w in range(workers)]
+    parts = [worker_memory.read_memory(model_dir, w, STEPS) for w in range(workers)]
     assert all(p is not None for p in parts), parts
     return [np.concatenate(layer, axis=0) for layer in zip(*parts)]
 
@@ -293,7 +293,7 @@ def test_only_the_chief_writes_into_model_dir(two_workers):
     assert "step 24/24" in chief_log and "step 24/24" not in other_log
     model_dir = two_workers["model_dir"]
     # The chief wrote the memory of both workers (the non-chief has none of its own to write).
-    steps = [sorted(checkpoint_memory.memory_steps(model_dir, w)) for w in range(2)]
+    steps = [sorted(worker_memory.memory_steps(model_dir, w)) for w in range(2)]
     assert steps[0] == steps[1] and steps[0][-1] == STEPS, steps
     assert set(steps[0]) <= set(range(SAVE_STEPS, STEPS + 1, SAVE_STEPS)), steps
     names = sorted(os.listdir(model_dir))

@@ -20,7 +20,7 @@ from tensorboard.backend.event_processing import event_accumulator
 
 import tf_records
 import txl_tf
-from txl_tf.training import checkpoint_memory
+from txl_tf.training.checkpoints import worker_memory
 from tf_records import DataOptions, PreparedData
 from txl_tf.training import TrainError, TrainOptions, train
 
@@ -41,8 +41,8 @@ def assert_same_state(dir_a, dir_b, step, atol=1e-5):
     assert a.keys() == b.keys() and len(a) > 10
     for name in a:
         np.testing.assert_allclose(a[name], b[name], atol=atol, rtol=1e-4, err_msg=name)
-    mem_a = checkpoint_memory.read_memory(dir_a, 0, step)
-    mem_b = checkpoint_memory.read_memory(dir_b, 0, step)
+    mem_a = worker_memory.read_memory(dir_a, 0, step)
+    mem_b = worker_memory.read_memory(dir_b, 0, step)
     assert mem_a is not None and mem_b is not None
     for x, y in zip(mem_a, mem_b):
         np.testing.assert_allclose(x, y, atol=1e-4, rtol=1e-4)

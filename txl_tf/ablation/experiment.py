@@ -28,7 +28,7 @@ from typing import Callable, List, Sequence
 
 import tensorflow as tf
 
-from txl_tf import model_dir as model_files
+from txl_tf import model_files
 from txl_tf.ablation import attention_length
 from txl_tf.ablation.options import AblationOptions
 from txl_tf.ablation.variants import Variant, select_variants, variant_config

@@ -15,7 +15,7 @@ from txl_tf import TransformerXL, TransformerXLConfig, save_model
 from txl_tf.convert import huggingface, tf1_checkpoint
 from txl_tf.convert.assignment import assign_all, model_variables
 from txl_tf.convert.errors import WeightImportError
-from txl_tf.model_dir import write_text_atomic
+from txl_tf.atomic_writes import write_text_atomic
 
 IMPORT_INFO_FILE = "import.json"
 

@@ -31,7 +31,7 @@ class GenerateOptions:
       output_ids: Add the generated token ids to the JSON result.
     """
     model_dir: Optional[str] = None
-    checkpoint: str = "latest"  # txl_tf.model_dir.LATEST (this module stays TensorFlow-free)
+    checkpoint: str = "latest"  # txl_tf.model_files.LATEST (this module stays TensorFlow-free)
     prompt: Optional[str] = None
     prompt_file: Optional[str] = None
     vocab_file: Optional[str] = None

@@ -25,7 +25,7 @@ from typing import Callable, Optional
 
 import tensorflow as tf
 
-from txl_tf import model_dir as model_files
+from txl_tf import model_files
 from txl_tf.inference import evaluation
 from txl_tf.inference.eval_options import (LAST_SEGMENTS, SPLITS,  # noqa: F401
                                            EvalInputError, EvalOptions)

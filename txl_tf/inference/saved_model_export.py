@@ -21,7 +21,8 @@ from typing import Callable, Optional
 
 import tensorflow as tf
 
-from txl_tf import model_dir as model_files
+from txl_tf import model_files
+from txl_tf.atomic_writes import write_text_atomic
 from txl_tf.config import ConfigError
 from txl_tf.inference.export_options import (INFO_FILE, ExportInputError,  # noqa: F401
                                              ExportOptions, ExportRuntimeError)
@@ -190,7 +191,7 @@ def write_server_config(export_dir, model_name, limits):
              server_config.BATCHING_PARAMETERS: server_config.batching_parameters_text(limits)}
     try:
         for name, text in files.items():
-            model_files.write_text_atomic(os.path.join(base, name), text)
+            write_text_atomic(os.path.join(base, name), text)
     except OSError as error:
         raise ExportRuntimeError(f"writing {base} failed: {error.strerror}.") from None
     return {name: os.path.join(base, name) for name in files}

@@ -14,7 +14,7 @@ from typing import Callable, Optional, Protocol
 
 import numpy as np
 
-from txl_tf import model_dir as model_files
+from txl_tf import model_files
 from txl_tf.inference.generate_options import GenerateInputError, GenerateOptions  # noqa: F401
 from txl_tf.inference.generation import Generator
 

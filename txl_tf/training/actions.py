@@ -6,10 +6,11 @@ Each action is called after every loop with its `LoopOutput` and acts when its i
   `LogProgress`    console line and TensorBoard training scalars (loss, bpc/ppl, learning_rate,
                    grad_norm, tokens_per_sec) over the steps since the last line; also where a
                    loop ends after the heartbeat's silence (`txl_tf/training/heartbeat.py`);
-  `Evaluate`       validation loss: TensorBoard scalars and a console line;
-  `SaveCheckpoint` training checkpoint with every worker's memory;
+  `Evaluate`       validation loss: TensorBoard scalars and a console line (and
+                   `output.valid_loss` for the actions after it);
+  `SaveCheckpoint` training checkpoint with every worker's memory (and `output.saved`);
   `KeepBest`       after a save at an evaluated step: model_dir/best/ when the validation loss
-                   is the best so far;
+                   is the best so far (its own record of the best, kept in best/best.json);
   `HParamsMetrics` the losses just logged or validated as the metrics of the run's session of
                    TensorBoard's HPARAMS dashboard (`txl_tf/training/hparams_session.py`).
 """
@@ -17,12 +18,12 @@ from typing import Callable, Optional
 
 from absl import logging
 
-from txl_tf.training.checkpoints import TrainCheckpoints
+from txl_tf.training.checkpoints import BestCheckpoint, TrainCheckpoints
 from txl_tf.training.controller import LoopOutput, due
 from txl_tf.training.hparams_session import HParamsSession
 from txl_tf.training.heartbeat import Heartbeat
 from txl_tf.loss_report import format_loss
-from txl_tf.training.summaries import RunSummaries, metric_value
+from txl_tf.training.summaries import RunSummaries, metric_name, metric_value
 from txl_tf.training.trainer import LoopStats
 
 
@@ -138,6 +139,7 @@ class Evaluate:
             return
         stats = self.evaluate()
         self.last_step, self.last_loss = output.step, stats.loss
+        output.valid_loss = stats.loss
         self.summaries.valid(output.step, stats.loss)
         if self.echo:
             print(f"valid at step {output.step}: "
@@ -162,40 +164,76 @@ class SaveCheckpoint:
         self.every = every
         self.train_steps = train_steps
         self.memories = memories
-        self.last_step: Optional[int] = None
 
     def __call__(self, output: LoopOutput) -> None:
         if not due(output.step, self.every, self.train_steps):
             return
         path = self.checkpoints.save(output.step, self.memories(output.mems))
-        self.last_step = output.step
+        output.saved = True
         logging.info("saved %s", path)
 
 
 class KeepBest:
-    """After a save at a step that was evaluated: model_dir/best/ when the validation loss is
-    the best so far (`TrainCheckpoints.maybe_save_best`), with the data's vocabulary files
+    """After a save at a step that was evaluated (`output.saved` and `output.valid_loss`):
+    model_dir/best/ when the validation loss is the best so far, with the data's vocabulary files
     (`copy_data_files(directory)`, e.g. `DataSource.copy_to`) so that best/ is a complete model
-    directory."""
+    directory.
+
+    The action keeps its own record of the best evaluation (`best_step`, `best_loss`): read from
+    best/best.json at its first evaluation (a resumed run continues the record), written there
+    with every new best/, and changed only once best/ was written whole. Only the chief keeps
+    best/; on other workers the action does nothing.
+
+    Args:
+      best: the run's `BestCheckpoint` (`TrainCheckpoints.best`).
+      level: the data's level; best.json adds the loss in its unit (bpc, ppl, ...).
+      copy_data_files: writes the data's vocabulary files into a directory.
+
+    Example:
+      >>> keep = KeepBest(checkpoints.best, "char", data.copy_to)
+      >>> keep.consider(step=600, loss=0.85)  # True: best/ now holds step 600
+    """
     every = 0
 
-    def __init__(self, checkpoints: TrainCheckpoints, save: SaveCheckpoint,
-                 evaluation: Evaluate, level: str,
+    def __init__(self, best: BestCheckpoint, level: str,
                  copy_data_files: Optional[Callable[[str], None]] = None):
-        self.checkpoints = checkpoints
-        self.save = save
-        self.evaluation = evaluation
+        self.best = best
         self.level = level
         self.copy_data_files = copy_data_files
+        self.best_step: Optional[int] = None
+        self.best_loss: Optional[float] = None
+        self._record_read = False
 
     def __call__(self, output: LoopOutput) -> None:
-        if not output.step == self.save.last_step == self.evaluation.last_step:
+        if output.saved and output.valid_loss is not None:
+            self.consider(output.step, output.valid_loss)
+
+    def consider(self, step: int, loss: float) -> bool:
+        """Write best/ with the model at `step` when `loss` (nats per token) is below the best
+        so far; returns whether it did.
+
+        Raises:
+          CheckpointIOError: best/ could not be written; it and the record are as they were.
+        """
+        if not self.best.is_chief:
+            return False
+        self._read_record()
+        if self.best_loss is not None and not loss < self.best_loss:
+            return False
+        record = {"step": step, "valid_loss": loss,
+                  metric_name(self.level): metric_value(loss, self.level)}
+        self.best.write(step, record, self.copy_data_files)
+        self.best_step, self.best_loss = step, loss
+        return True
+
+    def _read_record(self) -> None:
+        """The best so far from best/best.json, once (none when it is missing or unreadable)."""
+        if self._record_read:
             return
-        loss = self.evaluation.last_loss
-        metric = self.evaluation.summaries.metric
-        self.checkpoints.maybe_save_best(output.step, loss,
-                                         {metric: metric_value(loss, self.level)},
-                                         self.copy_data_files)
+        self._record_read = True
+        record = self.best.read()
+        if record is not None:
+            self.best_step, self.best_loss = record.get("step"), record["valid_loss"]
 
 
 class HParamsMetrics:

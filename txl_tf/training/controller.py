@@ -36,12 +36,17 @@ class LoopOutput:
       seconds: its wall time (the first call of a process includes tracing).
       stats: what the call measured.
       mems: the per-replica memory after the call (L tensors [B, M, D] per replica).
+      valid_loss: the validation loss at `step`, set by the `Evaluate` action when it ran
+        (None: no evaluation at this step).
+      saved: whether the `SaveCheckpoint` action saved a training checkpoint at `step`.
     """
     step: int
     num_steps: int
     seconds: float
     stats: LoopStats
     mems: list
+    valid_loss: Optional[float] = None
+    saved: bool = False
 
 
 class Action(Protocol):

@@ -28,11 +28,13 @@ from absl import logging
 import txl_tf
 from txl_tf.config import ConfigError, check_against_saved
 from txl_tf.loss_report import format_value, loss_fields, verdict
-from txl_tf.model_dir import write_json_atomic, write_text_atomic
+from txl_tf import model_files
+from txl_tf.atomic_writes import write_json_atomic, write_text_atomic
+from txl_tf.checkpoint_probes import checkpoint_problem
 from txl_tf.training import actions as actions_lib
 from txl_tf.training import batch_fit
 from txl_tf.training import checkpoints as checkpoints_lib
-from txl_tf.training.checkpoint_memory import gather_worker_memory
+from txl_tf.training.checkpoints.worker_memory import gather_worker_memory
 from txl_tf.training import distribute
 from txl_tf.training import resume_check
 from txl_tf.training.controller import Controller
@@ -171,14 +173,14 @@ def _check_init_checkpoint(path: str, config) -> None:
     damaged, before anything is written."""
     checkpoint = checkpoint_prefix(path, config)
     directory = os.path.dirname(checkpoint)
-    if os.path.isfile(os.path.join(directory, txl_tf.model_dir.CONFIG_FILE)):
+    if os.path.isfile(os.path.join(directory, model_files.CONFIG_FILE)):
         try:
             check_against_saved(config, txl_tf.load_config(directory), "its config.json")
         except ConfigError as error:
             raise TrainError(f"--init_checkpoint={path}: the checkpoint {checkpoint} does not "
                              f"fit a model of this configuration ({' '.join(str(error).split())})"
                              ) from None
-    problem = txl_tf.model_dir.checkpoint_problem(checkpoint)
+    problem = checkpoint_problem(checkpoint)
     if problem:
         raise TrainError(f"--init_checkpoint={path}: the checkpoint {checkpoint} cannot be "
                          f"read: {problem}; give an intact checkpoint.")
@@ -189,8 +191,8 @@ def _check_against_record(run: _Run) -> Optional[int]:
     against model_dir's record (`resume_check`): a changed shape or --tgt_len is refused, a
     changed training setting noted in one line each, before anything is written."""
     o = run.options
-    config_path = os.path.join(o.model_dir, txl_tf.model_dir.CONFIG_FILE)
-    latest = (txl_tf.model_dir.latest_checkpoint(o.model_dir)
+    config_path = os.path.join(o.model_dir, model_files.CONFIG_FILE)
+    latest = (model_files.latest_checkpoint(o.model_dir)
               if os.path.exists(config_path) else None)
     if latest is None and o.init_checkpoint:  # a new run: its warm start is checked first
         _check_init_checkpoint(o.init_checkpoint, run.config)
@@ -346,8 +348,7 @@ def _build_controller(run: _Run, summaries: RunSummaries, step: int, mems) -> Co
     evaluation = actions_lib.Evaluate(evaluate, summaries, o.eval_steps, o.train_steps,
                                       echo=place.is_chief)
     save = actions_lib.SaveCheckpoint(run.checkpoints, o.save_steps, o.train_steps, memories)
-    best = actions_lib.KeepBest(run.checkpoints, save, evaluation, run.data.level,
-                                run.data.copy_to)
+    best = actions_lib.KeepBest(run.checkpoints.best, run.data.level, run.data.copy_to)
     run.actions = dict(throughput=actions_lib.Throughput(), log=log, evaluation=evaluation,
                        save=save, best=best,
                        hparams=actions_lib.HParamsMetrics(run.hparams, log, evaluation))

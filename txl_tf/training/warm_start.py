@@ -4,6 +4,7 @@ import os
 import tensorflow as tf
 
 import txl_tf
+from txl_tf import model_files
 from txl_tf.config import check_against_saved
 from txl_tf.training.options import TrainError
 
@@ -19,7 +20,7 @@ def checkpoint_prefix(path: str, config) -> str:
     """
     flag = f"--init_checkpoint={path}"
     if os.path.isdir(path):
-        if os.path.exists(os.path.join(path, txl_tf.model_dir.CONFIG_FILE)):
+        if os.path.exists(os.path.join(path, model_files.CONFIG_FILE)):
             check_against_saved(config, txl_tf.load_config(path), flag)
         checkpoint = txl_tf.latest_checkpoint(path)
         if checkpoint is None:

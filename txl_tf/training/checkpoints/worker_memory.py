@@ -3,7 +3,7 @@
 `model_dir/memory/worker-<w>/step-<step>/memory.*` is a TF checkpoint of L variables
 `layer_0`... of shape [per_host_batch, M, D]: worker w's local replicas concatenated in replica
 order. Each step's directory is written whole into a temporary directory and renamed into place
-(see `txl_tf.training.checkpoints` for how it pairs with the training checkpoint).
+(see `txl_tf.training.checkpoints.saving` for how it pairs with the training checkpoint).
 """
 import os
 import shutil
@@ -14,8 +14,9 @@ from typing import List, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from txl_tf.model_dir import atomic_directory, first_line, is_damage_error
-from txl_tf.training.checkpoint_errors import CheckpointIOError
+from txl_tf.atomic_writes import atomic_directory
+from txl_tf.checkpoint_probes import first_line, is_damage_error
+from txl_tf.training.checkpoints.errors import CheckpointIOError
 
 MEMORY_DIR = "memory"
 # Memory is kept for every kept training checkpoint, so each one resumes exactly. It can

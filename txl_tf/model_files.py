@@ -1,4 +1,4 @@
-"""A txl-tf model directory: the only file I/O of the `txl_tf` package.
+"""The files of a txl-tf model directory: what it holds, and saving, choosing and loading them.
 
 Layout of `model_dir`:
   config.json           the `TransformerXLConfig` (JSON, written atomically);
@@ -16,19 +16,18 @@ Runners may add their own files (vocabulary, TensorBoard logs); this module igno
 Which checkpoint a reader takes (`choose_checkpoint`): "latest" (the default), "best", "ckpt-N"
 (in model_dir, else in model_dir/best/), or a checkpoint path prefix.
 """
-import contextlib
 import dataclasses
 import gc
 import json
-import logging
 import os
 import re
-import shutil
-import uuid
-from typing import Dict, List, Optional
+from typing import Optional
 
 import tensorflow as tf
 
+from txl_tf.atomic_writes import write_json_atomic
+from txl_tf.checkpoint_probes import (checkpoint_files, first_line, is_damage_error,
+                                      quiet_tf_warnings)
 from txl_tf.config import TransformerXLConfig
 from txl_tf.model import TransformerXL
 
@@ -44,135 +43,6 @@ class ModelDirError(FileNotFoundError):
 
 class CheckpointReadError(ModelDirError):
     """A checkpoint whose files are missing, truncated or not a TF checkpoint at all."""
-
-
-# Errors of reading a damaged checkpoint: a missing/garbage .index (NotFoundError, DataLossError
-# "not an sstable"), a truncated .data file (IndexError "Read less bytes than requested"), a
-# checksum mismatch (DataLossError). InvalidArgumentError is a shape mismatch, not damage.
-DAMAGE_ERRORS = (tf.errors.NotFoundError, tf.errors.DataLossError, tf.errors.OutOfRangeError,
-                 tf.errors.UnknownError, IndexError, OSError)
-
-
-def is_damage_error(error: BaseException) -> bool:
-    """Whether `error`, raised while reading a checkpoint, means its files are damaged."""
-    if isinstance(error, tf.errors.InvalidArgumentError):
-        return False
-    return isinstance(error, DAMAGE_ERRORS) or type(error) is tf.errors.OpError
-
-
-@contextlib.contextmanager
-def quiet_tf_warnings():
-    """TensorFlow's own Python warnings off inside the block (e.g. the "Value in checkpoint
-    could not be found" lines of a failed restore, or a state file it cannot parse, which the
-    caller reports in one line of its own)."""
-    logger = tf.get_logger()
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
-def first_line(error: BaseException, limit: int = 240) -> str:
-    """The first line of an error message, at most `limit` characters."""
-    lines = str(error).strip().splitlines()
-    text = lines[0] if lines else type(error).__name__
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-_CHECKPOINT_FILE = re.compile(r"^(?P<name>.+)-(?P<number>\d+)\.(index|data-\d+-of-\d+)$")
-
-
-def checkpoint_problem(checkpoint_path: str) -> Optional[str]:
-    """Why the checkpoint `checkpoint_path` (a prefix) cannot be read, or None when every tensor
-    of it reads back with its checksum. Reads one tensor at a time; changes no variable."""
-    if not tf.io.gfile.exists(checkpoint_path + ".index"):
-        return f"{os.path.basename(checkpoint_path)}.index is missing"
-    try:
-        reader = tf.train.load_checkpoint(checkpoint_path)
-        for name in reader.get_variable_to_shape_map():
-            reader.get_tensor(name)
-    except Exception as error:  # noqa: BLE001 - classified just below
-        if not is_damage_error(error):
-            raise
-        return f"its files cannot be read ({first_line(error, 160)})"
-    return None
-
-
-def checkpoint_files(directory: str, name: str = "ckpt") -> Dict[int, List[str]]:
-    """The checkpoint files of `directory` by checkpoint number, found by listing it (the
-    `checkpoint` state file is not needed): {60: ["ckpt-60.data-00000-of-00001",
-    "ckpt-60.index"], ...}."""
-    found = {}
-    if not os.path.isdir(directory):
-        return found
-    for entry in sorted(os.listdir(directory)):
-        match = _CHECKPOINT_FILE.match(entry)
-        if match and match.group("name") == name:
-            found.setdefault(int(match.group("number")), []).append(entry)
-    return found
-
-
-TMP_PREFIX = ".tmp-"  # temporary files of an atomic write; a name no other file of model_dir has
-
-
-def write_text_atomic(path: str, text: str) -> None:
-    """Write `text` through a temporary file in the same directory, then rename it into place:
-    readers see the old file or the new one, never a part. The temporary file is
-    `.tmp-<pid>-<random>-<name>` (opened with "x", not mkstemp whose files are 0600: the umask
-    applies) and is removed when the write fails.
-
-    Raises:
-      OSError: the write failed (its `filename` is `path`, also for e.g. ENOSPC from write()).
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory,
-                       f"{TMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex}-{os.path.basename(path)}")
-    try:
-        with open(tmp, "x") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException as error:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        if isinstance(error, OSError) and error.filename is None:
-            raise OSError(error.errno, error.strerror, path) from None
-        raise
-
-
-def write_json_atomic(path: str, payload) -> None:
-    """Write `payload` as indented, key-sorted JSON with `write_text_atomic`."""
-    write_text_atomic(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
-
-
-@contextlib.contextmanager
-def atomic_directory(path: str, tmp_name: str, old_name: str):
-    """Write a whole directory, then swap it in as `path`: readers see the old one or the new
-    one, never a part.
-
-    Yields an empty directory `tmp_name` beside `path` (made with the umask). When the block
-    ends normally, a previous `path` is renamed to `old_name`, the new directory to `path`, and
-    the old one deleted (a process killed between the two renames leaves `old_name`, from which
-    the caller may restore `path`). When the block or the swap fails, the new directory is
-    deleted and the error raised.
-    """
-    parent = os.path.dirname(os.path.abspath(path))
-    tmp, old = os.path.join(parent, tmp_name), os.path.join(parent, old_name)
-    os.makedirs(parent, exist_ok=True)
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.mkdir(tmp)  # not mkdtemp (0700): the umask applies, as to every file of a model_dir
-    try:
-        yield tmp
-        shutil.rmtree(old, ignore_errors=True)
-        if os.path.exists(path):
-            os.replace(path, old)
-        os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def save_config(config: TransformerXLConfig, model_dir: str) -> str:
