@@ -98,6 +98,16 @@ def test_backup_and_restore_resumes_with_the_memory(tmp_path):
     assert resumed.optimizer.iterations.numpy() == EPOCHS * STEPS
 
 
+@pytest.mark.parametrize("save_freq, steps_per_epoch", [(2, None), ("epoch", 2)])
+def test_backup_that_cannot_resume_exactly_is_refused(tmp_path, save_freq, steps_per_epoch):
+    lm = new_lm()
+    backup = keras.callbacks.BackupAndRestore(str(tmp_path), save_freq=save_freq)
+    with pytest.raises(ValueError, match="BackupAndRestore") as error:
+        lm.fit(data(), epochs=2, steps_per_epoch=steps_per_epoch, verbose=0, callbacks=[backup])
+    assert "\n" not in str(error.value)
+    assert lm.optimizer.iterations.numpy() == 0
+
+
 def test_without_the_memory_the_resumed_run_differs(tmp_path):
     """The control of the test above: restoring everything but the memory gives other losses."""
     whole, record = new_lm(), Record()

@@ -70,6 +70,27 @@ def _as_batch(data):
     return {"inputs": tf.cast(inputs, tf.int32), "labels": tf.cast(labels, tf.int32)}
 
 
+def _check_backup(callbacks, steps_per_epoch):
+    """`BackupAndRestore` resumes at the start of the epoch it saved, and `fit` starts the
+    dataset from its first batch: exact only when every epoch is one whole pass.
+
+    Raises:
+      ValueError: a `BackupAndRestore` saving mid-epoch or epochs of `steps_per_epoch` steps.
+    """
+    for callback in callbacks or []:
+        if not isinstance(callback, keras.callbacks.BackupAndRestore):
+            continue
+        if callback.save_freq != "epoch":
+            raise ValueError(
+                f"BackupAndRestore(save_freq={callback.save_freq}) would resume an epoch from its "
+                "first batch with the memory of a later one; use save_freq='epoch'.")
+        if steps_per_epoch:
+            raise ValueError(
+                "BackupAndRestore with steps_per_epoch would resume at the dataset's first batch "
+                "with the memory of a later one; make every epoch one pass over the dataset "
+                "(e.g. dataset.take(steps)) and leave steps_per_epoch out.")
+
+
 @keras.saving.register_keras_serializable(package="txl_tf")
 class TransformerXLCausalLM(keras.Model):
     """Transformer-XL as a Keras causal language model: `compile`, then `fit` over contiguous
@@ -195,8 +216,10 @@ class TransformerXLCausalLM(keras.Model):
 
         Raises:
           ContiguousBatchError: a dataset that would break the recurrence.
+          ValueError: a `BackupAndRestore` that could not resume exactly (see `_check_backup`).
         """
         self._require_compiled("fit")
+        _check_backup(kwargs.get("callbacks"), kwargs.get("steps_per_epoch"))
         streams = self._streams(x, y)
         if self.memory.streams not in (None, streams):
             raise ContiguousBatchError(
