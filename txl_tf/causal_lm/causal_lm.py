@@ -175,6 +175,22 @@ class TransformerXLCausalLM(keras.Model):
                                 growth_interval=growth_interval, half_loss=half_loss,
                                 jit_compile=bool(jit_compile))
         self._evaluator = Evaluator(self.backbone, strategy=strategy)
+        self._fit_settings = dict(clip=clip, half_loss=half_loss, loss_scaling=loss_scaling,
+                                  initial_loss_scale=initial_loss_scale,
+                                  growth_interval=growth_interval,
+                                  grad_accum_steps=grad_accum_steps, jit_compile=bool(jit_compile))
+
+    def get_compile_config(self):
+        """What `compile_from_config` needs to compile again (a `.keras` file keeps it)."""
+        if self._trainer is None:
+            return None
+        return {"optimizer": keras.optimizers.serialize(self.optimizer),
+                "steps_per_execution": self.steps_per_execution,
+                "run_eagerly": self.run_eagerly, **self._fit_settings}
+
+    def compile_from_config(self, config):
+        config = dict(config)
+        self.compile(optimizer=keras.optimizers.deserialize(config.pop("optimizer")), **config)
 
     # -------------------------------------------------------------------------------- steps
     def _report(self, nll_sum, tokens, **extra):
