@@ -50,14 +50,18 @@ def trainer_run(strategy, replicas, config=CONFIG, loss_scaling=False):
 
 def fit_run(strategy, config=CONFIG, steps_per_execution=1):
     """The same with fit: a stock keras Adam (same settings as the Trainer's), epochs of
-    `steps_per_execution` steps, so that each epoch's loss is the mean of its steps."""
+    `steps_per_execution` steps, so that each epoch's loss is the mean of its steps (one epoch
+    of all the steps when steps_per_execution does not divide them)."""
     with strategy.scope():
         lm = txl_tf.TransformerXLCausalLM(new_backbone(config))
         lm.compile(optimizer=keras.optimizers.Adam(LR, beta_1=0.9, beta_2=0.999, epsilon=1e-8),
                    clip=CLIP, steps_per_execution=steps_per_execution)
     data = tf_records.dataset_from_tokens(TOKENS, GLOBAL_BATCH, config.tgt_len)
-    history = lm.fit(data, epochs=STEPS // steps_per_execution,
-                     steps_per_epoch=steps_per_execution, verbose=0)
+    if STEPS % steps_per_execution:  # one pass, its last execution shorter
+        history = lm.fit(data, epochs=1, verbose=0)
+    else:
+        history = lm.fit(data, epochs=STEPS // steps_per_execution,
+                         steps_per_epoch=steps_per_execution, verbose=0)
     return dict(losses=np.array(history.history["loss"]),
                 weights=[v.numpy() for v in lm.backbone.trainable_variables],
                 memory=lm.memory_to_host(), lm=lm)
@@ -74,7 +78,8 @@ def assert_close(actual, expected, rtol):
 
 
 def assert_same_run(fit, trainer, steps_per_execution=1, rtol=1e-5):
-    expected = trainer["losses"].reshape(-1, steps_per_execution).mean(axis=1)
+    steps = steps_per_execution if STEPS % steps_per_execution == 0 else STEPS
+    expected = trainer["losses"].reshape(-1, steps).mean(axis=1)
     np.testing.assert_allclose(fit["losses"], expected, rtol=rtol)
     assert len(fit["weights"]) == len(trainer["weights"])
     for a, b in zip(fit["weights"], trainer["weights"]):
@@ -106,6 +111,14 @@ def test_fit_equals_trainer_on_two_replicas(two_cpu_devices, one_device_trainer)
     assert_same_run(fit_run(tf.distribute.MirroredStrategy(two_cpu_devices)), trainer)
     # two replicas train the same model as one device (the memory moved with its streams)
     assert_same_run(trainer, one_device_trainer, rtol=1e-4)
+
+
+def test_fit_with_steps_per_execution_on_two_replicas(two_cpu_devices):
+    """Executions of 4 steps over 6 batches: the second execution stops at the data's end."""
+    trainer = trainer_run(tf.distribute.MirroredStrategy(two_cpu_devices), 2)
+    run = fit_run(tf.distribute.MirroredStrategy(two_cpu_devices), steps_per_execution=4)
+    assert_same_run(run, trainer, steps_per_execution=4)
+    assert run["lm"].optimizer.iterations.numpy() == STEPS
 
 
 def test_fit_with_mixed_precision_equals_trainer():

@@ -214,6 +214,56 @@ class TransformerXLCausalLM(keras.Model):
         self.eval_memory.write(new_mems)
         return self._report(nll_sum, tokens)
 
+    # ------------------------------------------------------------------ steps_per_execution
+    def _multi_step_function(self, step_function):
+        """Up to `steps_per_execution` steps in one `tf.function`, fewer at the end of the data.
+
+        Keras' own loop runs each step inside a `tf.cond`, whose inputs MirroredStrategy's
+        replica threads cannot be fed; here every step runs in the body of a `tf.while_loop`
+        whose condition is that the next element exists (read one step ahead, as Keras does).
+        The logs are those of the last step.
+        """
+        strategy = self.distribute_strategy
+        n = self.steps_per_execution
+
+        def one_step(data):
+            logs = strategy.run(step_function, args=(data,))
+            # every replica returns the same (all-reduced) logs
+            return tf.nest.map_structure(lambda v: strategy.experimental_local_results(v)[0],
+                                         logs)
+
+        @tf.function(reduce_retracing=True)
+        def multi_step(iterator):
+            logs = one_step(next(iterator))  # no data at all: OutOfRangeError ends the epoch
+
+            def more(i, element, logs):
+                return tf.logical_and(i < n, element.has_value())
+
+            def step(i, element, logs):
+                logs = one_step(element.get_value())
+                element = tf.cond(i + 1 < n, iterator.get_next_as_optional, lambda: element)
+                return i + 1, element, logs
+
+            _, _, logs = tf.while_loop(more, step,
+                                       (tf.constant(1), iterator.get_next_as_optional(), logs))
+            return logs
+
+        return multi_step
+
+    def make_train_function(self, force=False):
+        if self.steps_per_execution == 1 or self.run_eagerly:
+            return super().make_train_function(force)
+        if self.train_function is None or force:
+            self.train_function = self._multi_step_function(self.train_step)
+        return self.train_function
+
+    def make_test_function(self, force=False):
+        if self.steps_per_execution == 1 or self.run_eagerly:
+            return super().make_test_function(force)
+        if self.test_function is None or force:
+            self.test_function = self._multi_step_function(self.test_step)
+        return self.test_function
+
     # ---------------------------------------------------------------------------- fit/evaluate
     def _streams(self, dataset, y):
         """The per-replica batch of `dataset` (checked: contiguous, fixed batch size)."""
