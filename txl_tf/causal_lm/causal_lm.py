@@ -87,8 +87,8 @@ def _check_backup(callbacks, steps_per_epoch):
         if steps_per_epoch:
             raise ValueError(
                 "BackupAndRestore with steps_per_epoch would resume at the dataset's first batch "
-                "with the memory of a later one; make every epoch one pass over the dataset "
-                "(e.g. dataset.take(steps)) and leave steps_per_epoch out.")
+                "with the memory of a later one; make every epoch one whole pass over the "
+                "dataset and leave steps_per_epoch out.")
 
 
 @keras.saving.register_keras_serializable(package="txl_tf")
