@@ -175,3 +175,21 @@ def test_memory_is_reset_only_by_reset_memory_at_epoch_start():
     assert not reset_record.starts[1].any()
     np.testing.assert_array_equal(reset_record.ends[0], carried_record.ends[0])
     assert reset_record.batches[STEPS] != carried_record.batches[STEPS]
+
+
+def test_saved_memory_moves_between_replica_counts(tmp_path, two_cpu_devices):
+    """Weights saved on two replicas (each with its own 2 streams' memory) load on one device
+    with all 4 streams' memory in order: training goes on with the same losses."""
+    with tf.distribute.MirroredStrategy(two_cpu_devices).scope():
+        two = new_lm()
+    two.fit(data(), epochs=1, verbose=0)
+    path = str(tmp_path / "two.weights.h5")
+    two.save_weights(path)
+    one = new_lm(seed=4)
+    one.load_weights(path)
+    np.testing.assert_array_equal(one.memory_to_host(), two.memory_to_host())
+    assert np.abs(one.memory_to_host()).max() > 0.1
+    losses = [lm.fit(data(), epochs=1, verbose=0).history["loss"][0] for lm in (two, one)]
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+    two.reset_memory()
+    assert not two.memory_to_host().any()
