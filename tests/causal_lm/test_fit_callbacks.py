@@ -193,3 +193,21 @@ def test_saved_memory_moves_between_replica_counts(tmp_path, two_cpu_devices):
     np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
     two.reset_memory()
     assert not two.memory_to_host().any()
+
+
+def test_weights_file_holds_the_loss_scale(tmp_path):
+    """The dynamic loss scale (doubled every `growth_interval` finite steps) is saved and
+    loaded with the weights, so that a resumed mixed-precision run scales as before."""
+    lm = new_lm()
+    lm.compile(optimizer=keras.optimizers.Adam(1e-2), loss_scaling=True,
+               initial_loss_scale=4.0, growth_interval=2)
+    lm.fit(data(), epochs=1, verbose=0)
+    assert lm._trainer.loss_scale.numpy() == 4.0 * 2 ** (STEPS // 2)
+    path = str(tmp_path / "scaled.weights.h5")
+    lm.save_weights(path)
+    fresh = new_lm()
+    fresh.compile(optimizer=keras.optimizers.Adam(1e-2), loss_scaling=True,
+                  initial_loss_scale=4.0, growth_interval=2)
+    fresh.load_weights(path)
+    assert fresh._trainer.loss_scale.numpy() == lm._trainer.loss_scale.numpy()
+    assert fresh._trainer.good_steps.numpy() == lm._trainer.good_steps.numpy() == STEPS % 2
