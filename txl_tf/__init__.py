@@ -1,7 +1,8 @@
 """txl-tf: Transformer-XL (Dai et al., ACL 2019) for TensorFlow 2 / Keras 3.
 
 Public API:
-  TransformerXLConfig, TransformerXL, load_model (checkpoint="latest" | "best" | "ckpt-N"),
+  TransformerXLConfig, TransformerXL, TransformerXLCausalLM (a keras.Model whose fit() carries
+  the memory), load_model (checkpoint="latest" | "best" | "ckpt-N"),
   choose_checkpoint, save_model and the layers
   RelativePositionalEncoding, RelativeMultiHeadAttention, PositionwiseFeedForward,
   TransformerXLBlock, AdaptiveEmbedding, AdaptiveSoftmax; functions rel_shift,
@@ -39,6 +40,7 @@ _EXPORTS = {
     "rel_shift": "txl_tf.layers.relative_attention",
     "TransformerXL": "txl_tf.model",
     "TransformerXLBlock": "txl_tf.layers.transformer_xl_block",
+    "TransformerXLCausalLM": "txl_tf.causal_lm.causal_lm",
 }
 __all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"

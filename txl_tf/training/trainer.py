@@ -166,6 +166,19 @@ class Trainer:
             return self._compiled_function("_replica_train_step")
         return self._replica_train_step
 
+    def replica_train_step(self, batch, mems):
+        """One training step of one replica, in replica context (what `train` runs under
+        `strategy.run` each step): forward, backward, cross-replica sum, clip, apply.
+
+        Args:
+          batch: {"inputs", "labels"} int32 [B, Q]; mems: L x float32 [B, M, D].
+
+        Returns:
+          (new memory L x [B, M, D], this replica's summed NLL, its target tokens, the pre-clip
+          global norm of the summed gradient, 1.0 if the update was skipped else 0.0).
+        """
+        return self._step_function()(batch, mems)
+
     def _replica_gradients(self, batch, mems, weights, counted):
         """One replica's forward and backward, accumulated over `grad_accum_steps` chunks.
 
