@@ -25,8 +25,10 @@ from tf_records.graph_text import GraphText
 from tf_records.prompt_text import PromptText
 from tf_records.tokenize import decode_ids
 
-# corpus-info.json fields that `write_model_vocab` derives from the vocabulary itself
-_DERIVED_INFO = ("level", "text_rules", "vocab_size", "vocab_checksum")
+# corpus-info.json fields that `write_model_vocab` derives from the vocabulary itself (the text
+# rules of an imported model's "rules" are written as "text_rules"), and its own arguments
+_DERIVED_INFO = ("level", "text_rules", "rules", "vocab_size", "vocab_checksum", "directory",
+                 "vocab")
 
 
 class PreprocessorError(VocabularyError):

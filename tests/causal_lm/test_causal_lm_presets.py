@@ -13,7 +13,10 @@ import pytest
 import tensorflow as tf
 
 import txl_tf
-from causal_lm_support import REPO, causal_lm, from_preset, model_dir, trained_model_dir
+import reference_numpy
+from causal_lm_support import (REPO, causal_lm, from_preset, model_dir, run_runner,
+                               trained_model_dir)
+from import_helpers import write_tf1_checkpoint
 from tf_records.causal_lm_preprocessor import CausalLMPreprocessor
 from txl_tf.causal_lm import presets
 from txl_tf.causal_lm.errors import CausalLMInputError
@@ -186,3 +189,28 @@ def test_bad_arguments_give_one_clear_error(tmp_path):
         with pytest.raises(CausalLMInputError, match=message) as error:
             call()
         assert "\n" not in str(error.value), str(error.value)
+
+
+def test_import_weights_writes_a_preset_of_the_imported_model(tmp_path):
+    """runners/import_weights.py --preset_dir: the TF1 checkpoint's model, as a preset."""
+    cfg = dict(n_layer=1, d_model=8, n_head=2, d_head=4, d_inner=16, n_token=6, div_val=1,
+               cutoffs=[])
+    prefix = write_tf1_checkpoint(str(tmp_path / "model.ckpt-0"),
+                                  reference_numpy.random_tf1_params(cfg, np.random.default_rng(0)))
+    (tmp_path / "vocab.txt").write_text("<eos>\nthe\ncat\nsat\non\nmat\n")
+    (tmp_path / "corpus-info.json").write_text(json.dumps(
+        {"vocab_size": 6, "cutoffs": [0, 6], "dataset": "wt103"}))
+    model, preset = str(tmp_path / "model"), str(tmp_path / "preset")
+    proc = run_runner("import_weights", [
+        "--source=tf1", f"--checkpoint={prefix}", f"--vocab_file={tmp_path / 'vocab.txt'}",
+        f"--corpus_info={tmp_path / 'corpus-info.json'}", f"--model_dir={model}",
+        f"--preset_dir={preset}", "--tgt_len=5", "--mem_len=7"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"wrote the preset {preset}" in proc.stdout
+    lm = from_preset(preset)
+    ids = np.array([[1, 2, 3, 0, 4, 5]], np.int32)
+    expected = txl_tf.load_model(model)
+    np.testing.assert_array_equal(lm.backbone(ids)["log_probs"], expected(ids)["log_probs"])
+    np.testing.assert_array_equal(lm.preprocessor.tokenize("the cat sat\non"), [1, 2, 3, 0, 4])
+    with open(os.path.join(preset, "metadata.json")) as f:
+        assert json.load(f)["source"]["import"]["source"] == "tf1"
