@@ -6,6 +6,8 @@
   python runners/import_weights.py --source=huggingface --input_dir=transfo-xl-wt103 \
       --model_dir=models/wt103-hf  # config.json + model.safetensors, tf_model.h5 or .bin
 
+--preset_dir also writes a Keras preset of the result (`txl_tf.causal_lm.presets`).
+
 txl_tf/convert infers the configuration (run settings from the flags when given) and maps the
 weights; tf_records reads the vocabulary pickle without running code from it and writes vocab.txt
 and corpus-info.json. `txl_tf.load_model(model_dir)` and every runner read the result.
@@ -26,6 +28,8 @@ flags.DEFINE_string("checkpoint", None, "--source=tf1: the TF1 checkpoint prefix
 flags.DEFINE_string("input_dir", None, "--source=huggingface: directory with config.json and "
                     "model.safetensors, tf_model.h5 or pytorch_model.bin.")
 flags.DEFINE_string("model_dir", None, "Output txl-tf model directory (new or empty).")
+flags.DEFINE_string("preset_dir", None, "Also write a Keras preset of the imported model here "
+                    "(new, empty or a preset; TransformerXLCausalLM.from_preset reads it).")
 flags.DEFINE_string("corpus_info", None, "The reference corpus-info.json (vocab_size, cutoffs, "
                     "dataset) shipped with the weights; checked against the checkpoint.")
 flags.DEFINE_string("vocab_pickle", None, "A released vocabulary pickle (cache.pkl); read "
@@ -79,7 +83,7 @@ def main(argv):
         raise app.UsageError("--source=tf1 needs --checkpoint.")
     if FLAGS.source == "huggingface" and not FLAGS.input_dir:
         raise app.UsageError("--source=huggingface needs --input_dir.")
-    cli.check_directories(model_dir=FLAGS.model_dir)
+    cli.check_directories(model_dir=FLAGS.model_dir, preset_dir=FLAGS.preset_dir)
     with cli.locked(FLAGS.model_dir):  # one import into a directory at a time
         _import_into_model_dir()
 
@@ -109,11 +113,15 @@ def _import_into_model_dir():
         print(f"ignored source variables: {sorted(report['ignored'])}")
     print(f"wrote {path}" + (" and vocab.txt, corpus-info.json" if symbols else
                              " (no vocabulary given: pass --vocab_pickle or --vocab_file)"))
+    if FLAGS.preset_dir:
+        from txl_tf.causal_lm.presets import preset_from_model_dir  # TensorFlow: after the flags
+        print(f"wrote the preset {preset_from_model_dir(FLAGS.model_dir, FLAGS.preset_dir)}")
 
 
 if __name__ == "__main__":
     cli.run(main, groups={"The weights": ["source", "checkpoint", "input_dir", "corpus_info",
                                           "vocab_pickle", "vocab_file", "dataset",
                                           "cluster_order", "same_length_semantics"],
-                          "The model directory written": ["model_dir", *RUN_SETTINGS]},
+                          "The model directory written": ["model_dir", "preset_dir",
+                                                          *RUN_SETTINGS]},
             required=("source", "model_dir"))

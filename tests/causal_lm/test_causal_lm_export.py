@@ -1,0 +1,152 @@
+"""`txl_tf.causal_lm.export.export`: the SavedModel of runners/export.py (run as a user runs it)
+for the same model and settings, loaded by TF's session-based loader (as TF Serving loads it);
+its generate_text continues a prompt as `generate` does. Bad inputs give one clear error."""
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow_serving.apis import prediction_log_pb2
+
+from causal_lm_support import REPO, causal_lm, from_preset, model_dir, run_runner
+from txl_tf.causal_lm.errors import CausalLMInputError
+from txl_tf.causal_lm.export import export
+from txl_tf.causal_lm.generation import generate
+from txl_tf.causal_lm.sampler import Sampler
+from txl_tf.inference.export_options import ExportInputError
+
+SETTINGS = dict(mem_len=6, clamp_len=5, same_length=True, gen_mem_len=40, warmup_requests=1)
+# Written by the runner and by export() from the same model, except where they say so.
+PER_EXPORT = ("checkpoint", "checkpoint_name", "checkpoint_step")
+
+SESSION = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the text signatures' ops)
+    path, output = sys.argv[1:3]
+    sess = tf.compat.v1.Session(graph=tf.Graph())
+    meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], path)
+    sampling = dict(num_tokens=np.array([8, 8], np.int32),
+                    temperature=np.array([0.0, 0.9], np.float32),
+                    top_k=np.array([0, 4], np.int32), top_p=np.array([1.0, 0.9], np.float32),
+                    seed=np.array([3, 4], np.int64))
+    requests = {
+        "score": dict(tokens=np.array([[1, 2, 3], [4, 5, 6]], np.int32),
+                      mems=np.zeros([2, 2, 6, 16], np.float32)),
+        "generate": dict(prompt=np.array([[5, 6, 7], [8, 9, 10]], np.int32), **sampling),
+        "generate_text": dict(text=np.array([b"w1 w2 w3", b"w4 nope w5"]), **sampling)}
+    out = {}
+    for name, feeds in requests.items():
+        sig = meta.signature_def[name]
+        result = sess.run({k: v.name for k, v in sig.outputs.items()},
+                          {sig.inputs[k].name: v for k, v in feeds.items()})
+        for key, value in result.items():
+            out[f"{name}/{key}"] = value.astype("S") if value.dtype == object else value
+    np.savez(output, **out)
+    print(json.dumps(sorted(meta.signature_def)))
+""")
+
+
+def through_session(path, root, tag):
+    """The outputs of score, generate and generate_text of the export at `path`, run by the
+    session-based loader in a fresh process: ({name/output: array}, signature names)."""
+    script = os.path.join(root, "session.py")
+    with open(script, "w") as f:
+        f.write(SESSION)
+    out = os.path.join(root, f"{tag}.npz")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=REPO)
+    proc = subprocess.run([sys.executable, script, path, out], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return dict(np.load(out)), json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def info_of(path):
+    with open(os.path.join(path, "assets.extra", "txl_export.json")) as f:
+        return json.load(f)
+
+
+def warmup_of(path):
+    """The export's warmup requests as PredictionLog protos (their maps have no byte order)."""
+    records = tf.data.TFRecordDataset(
+        os.path.join(path, "assets.extra", "tf_serving_warmup_requests"))
+    return [prediction_log_pb2.PredictionLog.FromString(r.numpy()) for r in records]
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("export"))
+    path, model = model_dir(os.path.join(root, "model"), "word", seed=3, clamp_len=5)
+    flags = [f"--{k}={v}" for k, v in SETTINGS.items() if k != "same_length"]
+    proc = run_runner("export", [f"--model_dir={path}", f"--export_dir={root}/runner/txl",
+                                 "--same_length"] + flags)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runner = json.loads(proc.stdout.strip().splitlines()[-1])
+    lm = from_preset(path)
+    keras_export = export(lm, os.path.join(root, "keras", "txl"), **SETTINGS)
+    return dict(root=root, lm=lm, model=model, runner=runner, keras=keras_export)
+
+
+def test_same_saved_model_as_export_py(exports):
+    runner, keras_export = exports["runner"], exports["keras"]
+    a, b = info_of(runner["export_path"]), info_of(keras_export["export_path"])
+    assert {k: v for k, v in a.items() if k not in PER_EXPORT} == {
+        k: v for k, v in b.items() if k not in PER_EXPORT}
+    assert b["model_name"] == "txl" and b["version"] == 1
+    with open(os.path.join(runner["export_path"], "assets", "vocab.txt"), "rb") as f, \
+            open(os.path.join(keras_export["export_path"], "assets", "vocab.txt"), "rb") as g:
+        assert f.read() == g.read()
+    assert warmup_of(runner["export_path"]) == warmup_of(keras_export["export_path"])
+    for name in ("models.config", "batching_parameters.txt"):
+        assert os.path.isfile(os.path.join(exports["root"], "keras", "txl", name))
+    root = exports["root"]
+    ours, signatures = through_session(keras_export["export_path"], root, "keras")
+    theirs, their_signatures = through_session(runner["export_path"], root, "runner")
+    assert signatures == their_signatures
+    assert set(runner["signatures"]) < set(signatures)
+    assert sorted(ours) == sorted(theirs)
+    for key in ours:
+        np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)
+
+
+def test_session_loaded_export_generates_as_generate(exports):
+    ours, _ = through_session(exports["keras"]["export_path"], exports["root"], "check")
+    lm = exports["lm"]
+    model = exports["model"]
+    out = model(tf.constant([[1, 2, 3], [4, 5, 6]]), mems=model.init_mems(2, 6), mem_len=6,
+                clamp_len=5, same_length=True)
+    np.testing.assert_allclose(ours["score/log_probs"], out["log_probs"], atol=1e-5)
+    rows = [dict(sampler="greedy"), dict(sampler=Sampler(temperature=0.9, top_k=4, top_p=0.9,
+                                                         seed=4))]
+    for i, (prompt, kw) in enumerate(zip(["w1 w2 w3", "w4 nope w5"], rows)):
+        n = len(lm.preprocessor.tokenize(prompt))
+        with pytest.warns(UserWarning) if "nope" in prompt else contextlib.nullcontext():
+            text = generate(lm, prompt, max_length=n + 8, mem_len=40, clamp_len=5,
+                            strip_prompt=True, **kw)
+        assert ours["generate_text/text"][i].decode("utf-8") == text
+
+
+def test_bad_inputs_give_one_clear_error(exports, tmp_path):
+    lm = exports["lm"]
+    cases = [
+        (lambda: export(lm, tmp_path / "x", gen_len=3), CausalLMInputError,
+         "unknown export setting"),
+        (lambda: export(causal_lm(lm.backbone), tmp_path / "x", text_signatures=True),
+         CausalLMInputError, "text_signatures=True needs a preprocessor"),
+        (lambda: export(lm, tmp_path / "x", limits={"max_seq_len": 3}), CausalLMInputError,
+         "limits must be"),
+        (lambda: export(lm, os.path.join(exports["root"], "keras", "txl"), version=1),
+         ExportInputError, "exists; pass --overwrite"),
+        (lambda: export(lm, ""), ExportInputError, "export_dir is required"),
+    ]
+    for call, kind, message in cases:
+        with pytest.raises(kind, match=message) as error:
+            call()
+        assert "\n" not in str(error.value)
+    assert not os.path.exists(tmp_path / "x")

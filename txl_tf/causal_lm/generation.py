@@ -1,0 +1,181 @@
+"""`generate(causal_lm, inputs, ...)`: strings in and strings out, or ids in and ids out.
+
+The tokens come from `txl_tf.inference.generation.Generator` (the cached decoding of
+runners/generate.py: the prompt read in segments with memory, then one forward pass of length 1
+per new token, the whole loop one graph call) and `sampling.choose`, so that a prompt gives the
+same continuation as `generate.py --model_dir=... --seed=... --nostream` with the same settings.
+Prompts of different lengths are generated in groups of equal length (the model has no padding
+mask; a row's tokens never depend on the other rows of its batch).
+
+`max_length` counts tokens as keras-hub does: the prompt and its continuation together.
+
+Example:
+  >>> generate(causal_lm, ["The meaning of life is"], max_length=60, sampler="top_k")
+  ['The meaning of life is ...']
+  >>> generate(causal_lm, np.array([[5, 6, 7]]), max_length=10)    # int32 [1, 10]
+"""
+import collections
+import warnings
+import weakref
+
+import numpy as np
+import tensorflow as tf
+
+from txl_tf.causal_lm.errors import CausalLMInputError
+from txl_tf.causal_lm.sampler import get_sampler
+from txl_tf.inference.generation import Generator
+
+DEFAULT_NEW_TOKENS = 100  # generate.py's default --num_tokens
+
+# backbone -> {(seg_len, mem_len, clamp_len, same_length): Generator}: its graphs are traced once
+_GENERATORS = weakref.WeakKeyDictionary()
+
+
+def generator_of(backbone, seg_len=None, mem_len=None, clamp_len=None, same_length=False):
+    """The `Generator` of `backbone` with these settings, made once and kept with it."""
+    key = (seg_len, mem_len, clamp_len, bool(same_length))
+    kept = _GENERATORS.setdefault(backbone, {})
+    if key not in kept:
+        try:
+            kept[key] = Generator(backbone, seg_len=seg_len, mem_len=mem_len,
+                                  clamp_len=clamp_len, same_length=same_length)
+        except ValueError as error:
+            raise CausalLMInputError(f"{error} Pass mem_len >= 1.") from None
+    return kept[key]
+
+
+def _strings(inputs):
+    """(list of str, single) when `inputs` is text, else None."""
+    if isinstance(inputs, tf.Tensor) and inputs.dtype == tf.string:
+        inputs = inputs.numpy()
+        inputs = inputs.decode("utf-8") if inputs.ndim == 0 else [
+            s.decode("utf-8") for s in inputs.reshape([-1])]
+    if isinstance(inputs, str):
+        return [inputs], True
+    if isinstance(inputs, (list, tuple)) and inputs and all(isinstance(s, str) for s in inputs):
+        return list(inputs), False
+    return None
+
+
+def _ids(inputs, n_token):
+    """int32 [B, P] prompts of an id input; errors name the problem."""
+    try:
+        ids = np.asarray(inputs.numpy() if isinstance(inputs, tf.Tensor) else inputs)
+    except ValueError:
+        ids = np.asarray([], object)
+    if ids.dtype.kind not in "iu" or ids.ndim not in (1, 2) or ids.size == 0:
+        raise CausalLMInputError(
+            "generate takes a prompt string, a list of strings, or token ids int [P] or [B, P] "
+            f"with P >= 1 (equal lengths), got {type(inputs).__name__}"
+            f"{' of shape ' + str(ids.shape) if ids.dtype != object else ''}.")
+    if ids.min() < 0 or ids.max() >= n_token:
+        raise CausalLMInputError(f"token ids must be in [0, {n_token}) (the model's n_token), "
+                                 f"got {ids.min()} .. {ids.max()}.")
+    return ids.astype(np.int32)
+
+
+def _tokenize(preprocessor, texts):
+    if preprocessor is None:
+        raise CausalLMInputError("the model has no preprocessor to read text; give token ids, "
+                                 "or a preprocessor (from_preset of a directory with a "
+                                 "vocabulary, or preprocessor=).")
+    prompts = []
+    for i, text in enumerate(texts):
+        ids = preprocessor.tokenize(text)
+        if len(ids) == 0:
+            raise CausalLMInputError(f"prompt {i} ({text!r}) has no tokens; give at least one "
+                                     "symbol.")
+        unknown = preprocessor.unknown_symbols(text)
+        if unknown:
+            warnings.warn(f"prompt {i}: {len(unknown)} symbol(s) not in the vocabulary, read as "
+                          f"the unknown symbol: {', '.join(map(repr, unknown[:10]))}",
+                          stacklevel=3)
+        prompts.append(ids)
+    return prompts
+
+
+def _new_tokens(lengths, max_length):
+    """Tokens to generate after a prompt of each length."""
+    if max_length is None:
+        return {n: DEFAULT_NEW_TOKENS for n in lengths}
+    if isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer)):
+        raise CausalLMInputError(f"max_length must be an int (prompt + generated tokens), got "
+                                 f"{max_length!r}.")
+    if max_length < max(lengths):
+        raise CausalLMInputError(f"max_length={max_length} is shorter than the longest prompt "
+                                 f"({max(lengths)} tokens); give max_length >= {max(lengths)} "
+                                 "(it counts the prompt and the generated tokens).")
+    return {n: int(max_length) - n for n in lengths}
+
+
+def continue_prompts(backbone, prompts, new_tokens, sampler, **settings) -> list:
+    """The generated ids of every prompt, prompts of equal length in one batch.
+
+    Args:
+      backbone: the `TransformerXL`.
+      prompts: list of int32 [P_i] prompts.
+      new_tokens: {P: tokens to generate after a prompt of P tokens}.
+      sampler: the `Sampler`.
+      **settings: seg_len, mem_len, clamp_len, same_length of `Generator`.
+
+    Returns:
+      list of int32 [new_tokens[P_i]] arrays, in the order of `prompts`.
+    """
+    gen = generator_of(backbone, **settings)
+    groups = collections.defaultdict(list)
+    for i, prompt in enumerate(prompts):
+        groups[len(prompt)].append(i)
+    out = [None] * len(prompts)
+    for length, rows in groups.items():
+        batch = np.stack([prompts[i] for i in rows])
+        generated = gen.generate(batch, new_tokens[length], **sampler.settings())
+        for i, row in zip(rows, generated):
+            out[i] = row.astype(np.int32)
+    return out
+
+
+def generate(causal_lm, inputs, max_length=None, sampler="greedy", seed=None,
+             strip_prompt=False, seg_len=None, mem_len=None, clamp_len=None, same_length=False):
+    """Continues prompts with the model's cached decoding.
+
+    Args:
+      causal_lm: an object with `.backbone` (a `TransformerXL`) and `.preprocessor` (None, or
+        an object with `tokenize`, `unknown_symbols` and `continuation`, e.g.
+        `tf_records.causal_lm_preprocessor.CausalLMPreprocessor`).
+      inputs: a str, a list of str (or a tf.string tensor), or token ids int [P] or [B, P].
+      max_length: tokens of a prompt and its continuation together (default: the prompt + 100).
+      sampler: "greedy", "top_k", "top_p", "random" or a `Sampler(temperature, top_k, top_p,
+        seed)`.
+      seed: replaces the sampler's seed.
+      strip_prompt: return the continuation only (what generate.py prints).
+      seg_len, mem_len, clamp_len, same_length: as generate.py's flags (default: the model's
+        tgt_len, mem_len, clamp_len; False).
+
+    Returns:
+      Text in: a str per prompt (a str for a str), each the prompt followed by its
+      continuation. Ids in: int32 numpy [B, max_length] ([max_length] for [P]); with
+      strip_prompt, [B, max_length - P].
+
+    Raises:
+      CausalLMInputError: inputs of another kind, empty prompts, ids out of range, a bad
+        sampler or max_length, text without a preprocessor.
+    """
+    sampler = get_sampler(sampler, seed)
+    backbone = causal_lm.backbone
+    texts = _strings(inputs)
+    if texts is not None:
+        prompts = _tokenize(causal_lm.preprocessor, texts[0])
+    else:
+        ids = _ids(inputs, backbone.config.n_token)
+        prompts = list(ids.reshape([-1, ids.shape[-1]]))
+    new_tokens = _new_tokens({len(p) for p in prompts}, max_length)
+    generated = continue_prompts(backbone, prompts, new_tokens, sampler, seg_len=seg_len,
+                             mem_len=mem_len, clamp_len=clamp_len, same_length=same_length)
+    if texts is None:
+        rows = np.stack(generated if strip_prompt else [np.concatenate([p, g]) for p, g in
+                                                         zip(prompts, generated)])
+        return rows[0] if ids.ndim == 1 else rows
+    pre = causal_lm.preprocessor
+    outputs = [("" if strip_prompt else text) + pre.continuation(p, g)
+               for text, p, g in zip(texts[0], prompts, generated)]
+    return outputs[0] if texts[1] else outputs
