@@ -1,4 +1,4 @@
-"""A stand-in for `txl_tf.TransformerXLCausalLM` and tiny model directories of every text level,
+"""`txl_tf.TransformerXLCausalLM` builders and tiny model directories of every text level,
 shared by the tests of `txl_tf/causal_lm/` (generation, presets, export).
 
 `causal_lm(backbone, preprocessor)` is the one place that builds the object the functions take
@@ -11,14 +11,12 @@ Example:
 import os
 import subprocess
 import sys
-import types
 
 import txl_tf
 from tf_records.causal_lm_preprocessor import CausalLMPreprocessor
 from tf_records.model_vocab import write_model_vocab
 from tf_records.tokenize import TextRules
 from tf_records.vocabulary import Vocabulary
-from txl_tf.causal_lm import presets
 
 from tiny import TRAIN_FLAGS, tiny_model
 
@@ -29,13 +27,13 @@ CHARS = ["\n", " "] + [chr(c) for c in range(ord("a"), ord("z") + 1)] + ["é"]
 
 
 def causal_lm(backbone, preprocessor=None):
-    """The object the causal_lm functions take: `.backbone` and `.preprocessor`."""
-    return types.SimpleNamespace(backbone=backbone, preprocessor=preprocessor)
+    """`txl_tf.TransformerXLCausalLM(backbone, preprocessor)`."""
+    return txl_tf.TransformerXLCausalLM(backbone, preprocessor=preprocessor)
 
 
 def from_preset(preset, **kwargs):
-    """`TransformerXLCausalLM.from_preset(preset, **kwargs)` with the stand-in."""
-    return causal_lm(*presets.load_preset(preset, **kwargs))
+    """`TransformerXLCausalLM.from_preset(preset, **kwargs)`."""
+    return txl_tf.TransformerXLCausalLM.from_preset(preset, **kwargs)
 
 
 def vocabulary(level):

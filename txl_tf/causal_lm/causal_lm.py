@@ -346,6 +346,35 @@ class TransformerXLCausalLM(keras.Model):
             self._trainer.loss_scale.assign(np.asarray(store["loss_scale"]))
             self._trainer.good_steps.assign(np.asarray(store["good_steps"]))
 
+    def generate(self, inputs, max_length=None, sampler="greedy", seed=None,
+                 strip_prompt=False, seg_len=None, mem_len=None, clamp_len=None,
+                 same_length=False):
+        """Continues prompts: strings in, strings out (ids [P] or [B, P] in, ids out);
+        see `txl_tf.causal_lm.generation.generate`."""
+        from txl_tf.causal_lm import generation
+        return generation.generate(self, inputs, max_length, sampler, seed, strip_prompt,
+                                   seg_len, mem_len, clamp_len, same_length)
+
+    def save_to_preset(self, preset_dir, training_data=None):
+        """Writes a preset (config.json, model.weights.h5, the preprocessor and its vocabulary,
+        metadata.json); see `txl_tf.causal_lm.presets.save_to_preset`."""
+        from txl_tf.causal_lm import presets
+        return presets.save_to_preset(self, preset_dir, training_data)
+
+    @classmethod
+    def from_preset(cls, preset, checkpoint="latest", preprocessor=None):
+        """The causal LM of a preset or of a txl-tf model directory (`checkpoint`: latest,
+        best or ckpt-N); see `txl_tf.causal_lm.presets.load_preset`."""
+        from txl_tf.causal_lm import presets
+        backbone, preprocessor = presets.load_preset(preset, checkpoint, preprocessor)
+        return cls(backbone, preprocessor=preprocessor)
+
+    def export(self, export_dir, limits=None, **settings):
+        """Writes the SavedModel of runners/export.py (TF Serving); returns export.py's dict.
+        See `txl_tf.causal_lm.export.export`."""
+        from txl_tf.causal_lm import export as export_lib
+        return export_lib.export(self, export_dir, limits, **settings)
+
     def get_config(self):
         config = {"name": self.name, "trainable": self.trainable,
                   "backbone": keras.saving.serialize_keras_object(self.backbone)}
