@@ -41,12 +41,11 @@ The stream position needs no file: every stream advances one segment per step, s
 is the step itself (`tf_records.make_input_fn(..., start_step=step)`).
 """
 from txl_tf.training.checkpoints.best_checkpoint import BestCheckpoint
-from txl_tf.training.checkpoints.damaged import DAMAGED_DIR
 from txl_tf.training.checkpoints.errors import CheckpointError, CheckpointIOError
-from txl_tf.training.checkpoints.saving import clean_temporary, dropout_rng_state
+from txl_tf.training.checkpoints.saving import dropout_rng_state
 from txl_tf.training.checkpoints.train_checkpoints import TrainCheckpoints
 
 SCHEDULE_FILE = "schedule.json"
 
-__all__ = ["BestCheckpoint", "CheckpointError", "CheckpointIOError", "DAMAGED_DIR",
-           "SCHEDULE_FILE", "TrainCheckpoints", "clean_temporary", "dropout_rng_state"]
+__all__ = ["BestCheckpoint", "CheckpointError", "CheckpointIOError", "SCHEDULE_FILE",
+           "TrainCheckpoints", "dropout_rng_state"]

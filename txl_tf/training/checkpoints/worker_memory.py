@@ -50,7 +50,7 @@ def memory_workers(model_dir: str) -> List[int]:
 def write_memory(model_dir: str, worker: int, step: int, arrays: Sequence[np.ndarray],
                  keep: Optional[int] = None) -> str:
     """Atomically write worker `worker`'s memory after `step` (a temporary directory renamed
-    to `step-<step>`). With `keep`, only the newest `keep` steps are kept (`TrainCheckpoints`
+    to `step-<step>`). With `keep`, only the newest `keep` steps are kept (`CheckpointSaver`
     prunes after the training checkpoint landed instead)."""
     final = os.path.join(memory_dir(model_dir, worker), f"step-{step}")
     # A step-<step> already there is from an earlier attempt whose checkpoint never landed.
