@@ -18,7 +18,7 @@ import tempfile
 
 import keras
 
-from txl_tf import model_dir as model_files
+from txl_tf import model_files
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.inference.export_options import ExportInputError, ExportOptions
 from txl_tf.inference.saved_model_export import export_model

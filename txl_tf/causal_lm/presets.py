@@ -30,7 +30,8 @@ import keras
 import tensorflow as tf
 
 import txl_tf
-from txl_tf import model_dir as model_files
+from txl_tf import model_files
+from txl_tf.atomic_writes import atomic_directory, write_json_atomic
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.config import ConfigError
 from txl_tf.model import TransformerXL
@@ -99,15 +100,15 @@ def save_to_preset(causal_lm, preset_dir, training_data=None, source=None) -> st
     backbone = _built(causal_lm.backbone)
     meta = metadata(causal_lm, training_data, source)
     name = os.path.basename(path)
-    with model_files.atomic_directory(path, f".{name}.tmp-{os.getpid()}",
+    with atomic_directory(path, f".{name}.tmp-{os.getpid()}",
                                       f".{name}.old-{os.getpid()}") as tmp:
         model_files.save_config(backbone.config, tmp)
         backbone.save_weights(os.path.join(tmp, WEIGHTS_FILE))
         if causal_lm.preprocessor is not None:
             spec = keras.saving.serialize_keras_object(causal_lm.preprocessor)
-            model_files.write_json_atomic(os.path.join(tmp, PREPROCESSOR_FILE), spec)
+            write_json_atomic(os.path.join(tmp, PREPROCESSOR_FILE), spec)
             causal_lm.preprocessor.save_assets(tmp)
-        model_files.write_json_atomic(os.path.join(tmp, METADATA_FILE), meta)
+        write_json_atomic(os.path.join(tmp, METADATA_FILE), meta)
     return path
 
 
