@@ -19,11 +19,11 @@ Example:
 import keras
 import numpy as np
 
-from tf_records import model_vocab
+from tf_records.vocab import model_vocab
 from tf_records.errors import VocabularyError
-from tf_records.graph_text import GraphText
-from tf_records.prompt_text import PromptText
-from tf_records.tokenize import decode_ids
+from tf_records.text.graph import GraphText
+from tf_records.text.prompt import PromptText
+from tf_records.text.tokenize import decode_ids
 
 # corpus-info.json fields that `write_model_vocab` derives from the vocabulary itself (the text
 # rules of an imported model's "rules" are written as "text_rules"), and its own arguments

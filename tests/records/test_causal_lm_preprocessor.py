@@ -10,8 +10,8 @@ import pytest
 
 from causal_lm_support import vocabulary
 from tf_records.causal_lm_preprocessor import CausalLMPreprocessor, PreprocessorError
-from tf_records.model_vocab import load_model_vocab, write_model_vocab
-from tf_records.prompt_text import PromptText
+from tf_records.vocab.model_vocab import load_model_vocab, write_model_vocab
+from tf_records.text.prompt import PromptText
 
 TEXTS = {"word": "w1 w2 zz\nw3 w4\n", "char": "ab é\ncz", "byte": "héllo\n\x00"}
 

@@ -14,9 +14,9 @@ import sys
 
 import txl_tf
 from tf_records.causal_lm_preprocessor import CausalLMPreprocessor
-from tf_records.model_vocab import write_model_vocab
-from tf_records.tokenize import TextRules
-from tf_records.vocabulary import Vocabulary
+from tf_records.vocab.model_vocab import write_model_vocab
+from tf_records.text.tokenize import TextRules
+from tf_records.vocab.vocabulary import Vocabulary
 
 from tiny import TRAIN_FLAGS, tiny_model
 

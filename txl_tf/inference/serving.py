@@ -29,7 +29,7 @@ Row b of a sampled generation uses the stateless seeds (seed[b], t) for its toke
 rows share its batch.
 The vocabulary file is an asset (assets/vocab.txt); `vocab_file` holds its path after loading.
 The text signatures tokenize with a text codec given by the exporter (runners/export.py gives
-`tf_records.graph_text.GraphText`): any `tf.Module` with `encode(text [], continuing) -> int32
+`tf_records.text.graph.GraphText`): any `tf.Module` with `encode(text [], continuing) -> int32
 ids [n]` and `decode(ids [n]) -> string []`.
 
 Every request is validated inside the graph before any model work (InvalidArgumentError

@@ -22,7 +22,7 @@ from txl_tf.inference.generation import Generator
 
 
 class TextRules(Protocol):
-    """The model's text rules for prompts (`tf_records.prompt_text.PromptText`)."""
+    """The model's text rules for prompts (`tf_records.text.prompt.PromptText`)."""
     level: str
     unk_symbol: Optional[str]
 
