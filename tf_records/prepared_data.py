@@ -162,7 +162,8 @@ class PreparedData:
         """
         o = self.options
         return prepare(o.dataset, self.data_dir, layouts=layouts, raw_path=o.raw_path,
-                       download=o.download, progress=progress, seed=seed, **o.corpus_options)
+                       download=o.download, progress=progress, seed=seed,
+                       corpus_options=o.corpus_options)
 
     def ensure_records(self, layouts: dict, may_prepare: bool = True,
                        wait_seconds: float = 0.0, vocab_size: Optional[int] = None) -> dict:
@@ -236,7 +237,7 @@ class PreparedData:
         try:
             prepare(o.dataset, self.data_dir, layouts={s: layouts[s] for s in missing},
                     raw_path=o.raw_path, download=o.download, progress=building,
-                    **o.corpus_options)
+                    corpus_options=o.corpus_options)
         except DownloadError:
             raise
         except CorpusError as error:
@@ -304,7 +305,7 @@ class PreparedData:
         try:
             dataset, options = recorded_corpus(self.data_dir)
             prepare(dataset, self.data_dir, layouts={split: layout}, download=False,
-                    progress=progress, **options)
+                    progress=progress, corpus_options=options)
         except DataError:
             raise error from None
 
