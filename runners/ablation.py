@@ -25,6 +25,7 @@ from runners.cli import dataclass_flags
 from runners.cli.train_flags import config_fn, define_flags, options_from_flags, set_up_devices
 from tf_records import PreparedData
 from txl_tf.ablation.options import AblationOptions
+from txl_tf.attention_variants import ATTENTION_VARIANTS
 
 FLAGS = flags.FLAGS
 
@@ -47,6 +48,7 @@ PRESETS = {
 
 
 VARIANT_FLAGS = ("attn_type", "half_loss")  # what each variant sets for itself
+ENCODING_NAMES = ", ".join(f"{v.name} = attn_type {v.attn_type}" for v in ATTENTION_VARIANTS)
 
 
 def define_ablation_flags(fv=flags.FLAGS) -> dict:
@@ -76,8 +78,7 @@ def main(argv):
     for name in VARIANT_FLAGS:
         if dataclass_flags.given(FLAGS, name):
             raise app.UsageError(f"--{name} is set by each variant (--variants picks them: "
-                                 "ours = attn_type 0, shaw = 1, vaswani = 2, alrfou = 3; -half = "
-                                 f"the half loss); drop --{name}.")
+                                 f"{ENCODING_NAMES}; -half = the half loss); drop --{name}.")
     cli.check_directories(root=FLAGS.root, data_dir=FLAGS.data_dir)
     cli.check_files(raw_path=FLAGS.raw_path)
     data_options, train_options = options_from_flags(FLAGS)

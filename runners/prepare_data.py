@@ -48,8 +48,9 @@ def check_corpus_flags(dataset: str, options: dict) -> None:
     bad = sorted(set(options) - set(known))
     if bad:
         raise app.UsageError(
-            f"--dataset={dataset} does not take {', '.join('--' + b for b in bad)}; its options "
-            f"are {', '.join('--' + o for o in sorted(known))}.")
+            f"--dataset={dataset} does not take "
+            f"{', '.join('--' + data_flags.flag_of(b) for b in bad)}; its options are "
+            f"{', '.join('--' + data_flags.flag_of(o) for o in sorted(known))}.")
 
 
 def main(argv):

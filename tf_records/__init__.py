@@ -26,7 +26,7 @@ Public API (see each module's docstring):
 - `CORPORA` / `get_corpus(name, **options)`: enwik8, text8, wt103, wt2, ptb, lm1b, text,
   builtin, synthetic.
 - `prepare(dataset, data_dir, layouts={split: RecordLayout}, raw_path=None, download=True,
-  **corpus_options) -> dict`.
+  corpus_options={...}, **more_corpus_options) -> dict`.
 - `find_records(data_dir, split, layout, vocab_size=None, verify="size") -> metadata dict`.
 - `make_input_fn(data_dir, split, layout, repeat=True, start_step=0, vocab_size=None)
   -> input_fn(input_context) -> tf.data.Dataset` of `{"inputs", "labels"}`, int32 `[B, Q]`

@@ -156,7 +156,7 @@ def _records(data_dir, split, layout, tokens, seed, progress) -> dict:
 
 
 def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progress=True,
-            seed=0, **corpus_options) -> dict:
+            seed=0, corpus_options=None, **options) -> dict:
     """Prepares `dataset` in `data_dir` and returns a summary dict.
 
     Args:
@@ -168,7 +168,9 @@ def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progr
       download: allow downloading the canonical archive when it is not in `data_dir/raw`.
       progress: show progress on stderr.
       seed: seed of the rotation offsets for `num_passes > 1`.
-      **corpus_options: options of the corpus (see each corpus module), e.g. `full_bytes=True`.
+      corpus_options: {option: value} of the corpus (see each corpus module), e.g.
+        `{"full_bytes": True}`; the way to give a corpus' own `seed`.
+      **options: more corpus options, e.g. `full_bytes=True`.
 
     Returns:
       `{"dataset", "data_dir", "level", "vocab_size", "vocab_checksum", "num_tokens":
@@ -189,6 +191,7 @@ def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progr
     """
     start = time.time()
     data_dir = os.fspath(data_dir)
+    corpus_options = {**(corpus_options or {}), **options}
     if raw_path and dataset == "text" and not corpus_options.get("train_path"):
         # For the text corpus the file is the data: make it part of the options (fingerprint).
         corpus_options["train_path"], raw_path = os.path.abspath(raw_path), None

@@ -164,7 +164,8 @@ class PreparedData:
         """
         o = self.options
         return prepare(o.dataset, self.data_dir, layouts=layouts, raw_path=o.raw_path,
-                       download=o.download, progress=progress, seed=seed, **o.corpus_options)
+                       download=o.download, progress=progress, seed=seed,
+                       corpus_options=o.corpus_options)
 
     def ensure_records(self, layouts: dict, may_prepare: bool = True,
                        wait_seconds: float = 0.0, vocab_size: Optional[int] = None) -> dict:
@@ -248,7 +249,8 @@ class PreparedData:
         _log.info("making the %s records in %s", sorted(missing), self.data_dir)
         try:
             prepare(o.dataset, self.data_dir, raw_path=o.raw_path, download=o.download,
-                    progress=building, **o.corpus_options)
+                    progress=building,
+                    corpus_options=o.corpus_options)
         except DownloadError:
             raise
         except CorpusError as error:

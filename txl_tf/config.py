@@ -10,15 +10,7 @@ import json
 import math
 from typing import Any, Mapping, Optional, Tuple
 
-# attn_type values of the reference PyTorch code (all four of the paper's ablation, Table 6).
-ATTN_TYPE_RELATIVE = 0  # Transformer-XL: relative sinusoids, u/v biases, memory.
-ATTN_TYPE_LEARNED_RELATIVE = 1  # Shaw et al.: learned relative embeddings and biases, memory.
-ATTN_TYPE_VANILLA = 2  # Vaswani et al.: absolute sinusoids at the input and layer-0 memory.
-ATTN_TYPE_LEARNED_ABSOLUTE = 3  # Al-Rfou et al.: learned absolute embeddings at every layer.
-_SUPPORTED_ATTN_TYPES = (ATTN_TYPE_RELATIVE, ATTN_TYPE_LEARNED_RELATIVE, ATTN_TYPE_VANILLA,
-                         ATTN_TYPE_LEARNED_ABSOLUTE)
-# attn_types whose weights include learned position tables of max_klen rows.
-_TABLE_ATTN_TYPES = (ATTN_TYPE_LEARNED_RELATIVE, ATTN_TYPE_LEARNED_ABSOLUTE)
+from txl_tf.attention_variants import ATTENTION_VARIANTS, attention_variant
 
 
 class ConfigError(ValueError):
@@ -59,11 +51,11 @@ class TransformerXLConfig:
       mem_len: Memory length M.
       clamp_len: Clamp relative distances (-1: none).
       same_length: Same attention length for every query.
-      attn_type: Position encoding: 0 Transformer-XL (relative sinusoids with u/v biases), 1 Shaw
-        et al. (learned relative embeddings and biases per layer), 2 vanilla Transformer
-        (absolute sinusoids of positions counted back from the newest key, clipped by
-        clamp_len, added to the input and the layer-0 memory), 3 Al-Rfou et al. (learned
-        absolute embeddings added to every layer's input).
+      attn_type: Position encoding (txl_tf/attention_variants.py): 0 Transformer-XL (relative
+        sinusoids with u/v biases), 1 Shaw et al. (learned relative embeddings and biases per
+        layer), 2 vanilla Transformer (absolute sinusoids of positions counted back from the
+        newest key, clipped by clamp_len, added to the input and the layer-0 memory), 3 Al-Rfou
+        et al. (learned absolute embeddings added to every layer's input).
       max_klen: Rows of the learned position tables of attn_type 1 and 3 (default tgt_len +
         mem_len, fixed when the config is made, so evaluation with other lengths keeps the
         trained tables; must stay unset for attn_type 0 and 2).
@@ -93,7 +85,7 @@ class TransformerXLConfig:
     mem_len: int = 70
     clamp_len: int = -1
     same_length: bool = False
-    attn_type: int = ATTN_TYPE_RELATIVE
+    attn_type: int = 0
     max_klen: Optional[int] = None
     pre_lnorm: bool = False
     init: str = "normal"
@@ -109,7 +101,7 @@ class TransformerXLConfig:
         if isinstance(cutoffs, str):
             cutoffs = [int(c) for c in cutoffs.split(",") if c.strip()]
         object.__setattr__(self, "cutoffs", tuple(int(c) for c in cutoffs))
-        if (self.max_klen is None and self.attn_type in _TABLE_ATTN_TYPES
+        if (self.max_klen is None and self._has_learned_tables()
                 and isinstance(self.tgt_len, int) and isinstance(self.mem_len, int)):
             object.__setattr__(self, "max_klen", self.tgt_len + self.mem_len)
         self._validate()
@@ -162,23 +154,35 @@ class TransformerXLConfig:
             if getattr(self, name) <= 0:
                 fail(f"{name} must be > 0, got {getattr(self, name)!r}.")
 
+    def _is_known_variant(self) -> bool:
+        return any(v.attn_type == self.attn_type for v in ATTENTION_VARIANTS)
+
+    def _has_learned_tables(self) -> bool:
+        return self._is_known_variant() and self.attention_variant.learned_tables
+
     def _validate_attn_type(self, fail):
-        if self.attn_type not in _SUPPORTED_ATTN_TYPES:
-            fail(f"attn_type={self.attn_type!r} is not implemented; use 0 (Transformer-XL), "
-                 "1 (Shaw et al.), 2 (vanilla Transformer) or 3 (Al-Rfou et al.).")
-        if self.attn_type in _TABLE_ATTN_TYPES:
+        if not self._is_known_variant():
+            known = ", ".join(f"{v.attn_type} ({v.encoding})" for v in ATTENTION_VARIANTS)
+            fail(f"attn_type={self.attn_type!r} is not implemented; use one of {known}.")
+        if self._has_learned_tables():
             if not isinstance(self.max_klen, int) or isinstance(self.max_klen, bool) \
                     or self.max_klen < 1:
                 fail(f"max_klen (rows of the learned position tables) must be a positive "
                      f"integer, got {self.max_klen!r}.")
             if self.untie_r:
-                fail(f"untie_r applies to the u/v biases of attn_type=0 only; attn_type="
-                     f"{self.attn_type} has its own biases per layer: set untie_r=False.")
+                fail(f"untie_r applies to the u/v biases of the relative sinusoids only; "
+                     f"attn_type={self.attn_type} has its own biases per layer: set "
+                     "untie_r=False.")
         elif self.max_klen is not None:
-            fail(f"max_klen is the length of the learned position tables of attn_type 1 and 3; "
-                 f"attn_type={self.attn_type} has none: leave max_klen unset (None).")
+            fail(f"max_klen is the length of learned position tables; attn_type="
+                 f"{self.attn_type} has none: leave max_klen unset (None).")
 
     # ----------------------------------------------------------------------------------------
+    @property
+    def attention_variant(self):
+        """The `AttentionVariant` record of attn_type (`txl_tf/attention_variants.py`)."""
+        return attention_variant(self.attn_type)
+
     @property
     def n_clusters(self) -> int:
         """Number of tail bins of the adaptive softmax."""

@@ -14,8 +14,7 @@ from txl_tf.layers.absolute_position_embedding import LearnedPositionEmbedding
 from txl_tf.layers.adaptive_embedding import AdaptiveEmbedding
 from txl_tf.layers.adaptive_softmax import AdaptiveSoftmax
 from txl_tf.layers.attention_mask import attention_mask
-from txl_tf.config import (ATTN_TYPE_LEARNED_ABSOLUTE, ATTN_TYPE_LEARNED_RELATIVE,
-                           ATTN_TYPE_RELATIVE, ATTN_TYPE_VANILLA, TransformerXLConfig)
+from txl_tf.config import TransformerXLConfig
 from txl_tf.layers.dropout import ReplicaDropout
 from txl_tf.layers.initializers import main_initializer, projection_initializer
 from txl_tf.layers.memory import update_memory
@@ -27,40 +26,42 @@ from txl_tf.layers.transformer_xl_block import TransformerXLBlock
 class TransformerXL(keras.Model):
     """Transformer-XL language model (Dai et al., 2019), reference TF semantics.
 
-    `config.attn_type` chooses the position encoding of the paper's ablation (Table 6), with the
-    reference PyTorch semantics; every one works with memory (mem_len > 0) and without
+    `config.attention_variant` chooses the position encoding of the paper's ablation (Table 6),
+    with the reference PyTorch semantics: one record of `txl_tf/attention_variants.py`, whose
+    mechanisms the model builds and feeds its blocks; every one works with memory (mem_len > 0) and without
     (mem_len = 0):
-      0: relative sinusoids with u/v biases (Transformer-XL).
-      1: Shaw et al. learned relative embeddings and biases, one table per layer
-         (`LearnedRelativeMultiHeadAttention`).
-      2: Vaswani et al. absolute sinusoids added to the input of layer 0. Positions count
-         backwards over the K keys of the call: key j of [memory; segment] has position K-1-j,
-         clipped to at most clamp_len when clamp_len > 0, so the newest token has position 0
-         (also without memory). The segment's word embeddings get the encodings of the last Q
-         positions (Q-1 .. 0) before dropout; the layer-0 memory gets those of the first M
-         (K-1 .. Q) added where it is read. The stored layer-0 memory is layer 0's input as
-         computed for its own segment: dropout(word embedding + encoding of its position
+      relative_sinusoids (Transformer-XL): sinusoids of the distances K-1 .. 0 and the model's
+         u/v biases, fed to every block's attention.
+      learned_relative (Shaw et al.): each block's `LearnedRelativeMultiHeadAttention` reads
+         its own tables; the model feeds it clamp_len.
+      input_sinusoids (Vaswani et al.): absolute sinusoids added to the input of layer 0.
+         Positions count backwards over the K keys of the call: key j of [memory; segment] has
+         position K-1-j, clipped to at most clamp_len when clamp_len > 0, so the newest token
+         has position 0 (also without memory). The segment's word embeddings get the encodings
+         of the last Q positions (Q-1 .. 0) before dropout; the layer-0 memory gets those of the
+         first M (K-1 .. Q) added where it is read. The stored layer-0 memory is layer 0's input
+         as computed for its own segment: dropout(word embedding + encoding of its position
          within that segment); the read-time encoding is not stored. Upper layers carry no
          position encoding.
-      3: Al-Rfou et al. learned absolute embeddings, one table per layer
+      layer_embeddings (Al-Rfou et al.): learned absolute embeddings, one table per layer
          (`LearnedPositionEmbedding`, weights `pos_emb_{i}`), added to the memory and the
          segment at the input of every layer. The memory is still each layer's input without
          the embedding: the embedding is added where it is used, for the key positions of this
          call.
-    The reference adds the memory encodings of attn_type 2 and 3 in place to tensors it also
-    caches, so when mem_len > Q its kept-over states carry the encodings of earlier reads as
-    well; that is not reproduced.
+    The reference adds the memory encodings of the absolute encodings in place to tensors it
+    also caches, so when mem_len > Q its kept-over states carry the encodings of earlier reads
+    as well; that is not reproduced.
 
-    Temporal confusion (the paper's section 3.3) of the absolute encodings 2 and 3 with memory:
-    a state in the memory was computed at its position within its own segment (with attn_type
-    2, offset k of a segment of length Q has position Q-1-k), so the tokens at the same offset
-    of every segment carry the same encoding; attn_type 2 reads the layer-0 memory with a
+    Temporal confusion (the paper's section 3.3) of the absolute encodings with memory: a state
+    in the memory was computed at its position within its own segment (with input sinusoids,
+    offset k of a segment of length Q has position Q-1-k), so the tokens at the same offset of
+    every segment carry the same encoding; input sinusoids read the layer-0 memory with a
     second encoding (of K-1-j) added on top, and the memories of the upper layers with none.
     The segments read with memory therefore differ from one long pass over the same tokens,
-    which relative encodings (0, 1) reproduce exactly. Without memory, positions count back
-    from the segment's end, so a prefix of a segment is not read as it would be alone. The
-    zero memory of `init_mems` is read like any other: with attn_type 2 its layer-0 states
-    are read as the bare encodings.
+    which the relative encodings reproduce exactly. Without memory, positions count back from
+    the segment's end, so a prefix of a segment is not read as it would be alone. The zero
+    memory of `init_mems` is read like any other: with input sinusoids its layer-0 states are
+    read as the bare encodings.
 
     Args:
       config: a `TransformerXLConfig`.
@@ -100,7 +101,8 @@ class TransformerXL(keras.Model):
         c = config
         init = main_initializer(c.init, c.init_std, c.init_range)
         proj_init = projection_initializer(c.init, c.proj_init_std, c.init_range)
-        self.relative = c.attn_type == ATTN_TYPE_RELATIVE
+        self.variant = variant = c.attention_variant
+        self.relative = variant.relative_sinusoids
         self.embedding = AdaptiveEmbedding(
             c.n_token, c.d_embed, c.d_model, cutoffs=c.cutoffs, div_val=c.div_val,
             proj_same_dim=c.proj_same_dim, embeddings_initializer=init,
@@ -109,15 +111,14 @@ class TransformerXL(keras.Model):
                                                               name="pos_emb")
         # Blocks are attributes layer_0 .. layer_{L-1} (tracked by tf.train.Checkpoint, unlike a
         # Python list); `blocks` lists them.
-        learned_relative = c.attn_type == ATTN_TYPE_LEARNED_RELATIVE
         for i in range(c.n_layer):
             setattr(self, f"layer_{i}", TransformerXLBlock(
                 c.d_model, c.n_head, c.d_head, c.d_inner, dropout=c.dropout, dropatt=c.dropatt,
                 pre_lnorm=c.pre_lnorm, layer_norm_epsilon=c.layer_norm_epsilon,
-                kernel_initializer=init, relative=self.relative or learned_relative,
-                max_klen=c.max_klen if learned_relative else None, dtype=self.dtype_policy,
-                name=f"layer_{i}"))
-            if c.attn_type == ATTN_TYPE_LEARNED_ABSOLUTE:
+                kernel_initializer=init, relative=variant.position_scores,
+                max_klen=c.max_klen if variant.learned_relative else None,
+                dtype=self.dtype_policy, name=f"layer_{i}"))
+            if variant.layer_embeddings:
                 setattr(self, f"pos_emb_{i}", LearnedPositionEmbedding(
                     c.max_klen, c.d_model, embeddings_initializer=init,
                     dtype=self.dtype_policy, name=f"pos_emb_{i}"))
@@ -152,17 +153,19 @@ class TransformerXL(keras.Model):
 
     @property
     def absolute_embeddings(self):
-        """The L `LearnedPositionEmbedding`s of attn_type 3, bottom first ([] otherwise)."""
-        if self.config.attn_type != ATTN_TYPE_LEARNED_ABSOLUTE:
+        """The L `LearnedPositionEmbedding`s of a variant with `layer_embeddings`, bottom first
+        ([] otherwise)."""
+        if not self.variant.layer_embeddings:
             return []
         return [getattr(self, f"pos_emb_{i}") for i in range(self.config.n_layer)]
 
     @property
     def absolute_positions(self) -> bool:
-        """True for the absolute encodings (attn_type 2 and 3): positions count back from the
-        newest key of a call, so a token is read differently when more tokens follow it in its
-        segment, and a prefix of a segment is not read as it would be alone."""
-        return self.config.attn_type in (ATTN_TYPE_VANILLA, ATTN_TYPE_LEARNED_ABSOLUTE)
+        """True for the absolute encodings (`AttentionVariant.absolute_positions`): positions
+        count back from the newest key of a call, so a token is read differently when more
+        tokens follow it in its segment, and a prefix of a segment is not read as it would be
+        alone."""
+        return self.variant.absolute_positions
 
     # ------------------------------------------------------------------------------------------
     def init_mems(self, batch_size, mem_len=None):
@@ -214,15 +217,15 @@ class TransformerXL(keras.Model):
         return out
 
     def _first_input(self, tokens, mlen, klen, clamp_len, training):
-        """(input of layer 0 [B, Q, D], relative sinusoids [K, D] of attn_type 0 or None,
-        float32 sinusoids [M, D] to add to the layer-0 memory (attn_type 2) or None)."""
+        """(input of layer 0 [B, Q, D], relative sinusoids [K, D] (`relative_sinusoids`) or None,
+        float32 sinusoids [M, D] to add to the layer-0 memory (`input_sinusoids`) or None)."""
         word_emb = self.embedding(tokens)  # [B, Q, D]
         pos_emb = mem_positions = None
         if self.relative:
             pos_emb = self.dropout(
                 tf.cast(self.positional_encoding(klen, clamp_len=clamp_len), self.compute_dtype),
                 training=training)  # [K, D]
-        if self.config.attn_type == ATTN_TYPE_VANILLA:
+        if self.variant.input_sinusoids:
             # The same descending, clamped positions K-1 .. 0 as the relative encoding.
             absolute = self.positional_encoding(klen, clamp_len=clamp_len)  # [K, D] float32
             word_emb = word_emb + tf.cast(absolute[mlen:], word_emb.dtype)
@@ -231,7 +234,8 @@ class TransformerXL(keras.Model):
 
     @staticmethod
     def _add_absolute(embedding, h, mem, mlen, klen):
-        """attn_type 3: the layer's learned positions added to memory [B, M, D] and segment."""
+        """`layer_embeddings`: the layer's learned positions added to memory [B, M, D] and
+        segment [B, Q, D]."""
         positions = embedding(klen)  # [K, D]
         h = h + tf.cast(positions[mlen:], h.dtype)
         if mem is not None:

@@ -9,13 +9,16 @@ memory, which is under stop-gradient) is not counted.
 
 Per segment of Q tokens with memory M (K = M + Q), per layer, forward:
   q projection      2 Q D N H            k, v projections  2 * 2 K D N H
-  r projection      2 K D N H / B (attn_type 0; once per batch, shared by its B rows)
-  content scores    2 Q K N H            position scores   2 Q K N H (attn_type 0 and 1)
+  r projection      2 K D N H / B (relative sinusoids; once per batch, shared by its B rows)
+  content scores    2 Q K N H            position scores   2 Q K N H (with position scores)
   probs x values    2 Q K N H            output projection 2 Q N H D
   feed-forward      2 * 2 Q D Di
 plus the embedding projection 2 Q d_embed D (when there is one) and the softmax output layer
 2 Q d_embed V (+ its projection 2 Q D d_embed when there is one). With div_val > 1 the
 projections are counted at bin 0's width and all V logits in full (an approximation).
+
+The position terms are the attention variant's (`AttentionVariant.position_flops` of
+`txl_tf/attention_variants.py`).
 
 Training = forward + backward, where the backward of a product costs twice its forward (input
 and weight gradients), except where the input needs no gradient: the memory rows of the k/v
@@ -37,31 +40,20 @@ def _embedding_forward(config, q):
     return embed, softmax
 
 
-def _relative_terms(config):
-    """(position-score products per row: 1 or 0, whether an r projection is shared by the batch).
-
-    attn_type 0 (ours) scores positions against a projected sinusoid; 1 (Shaw et al.) against
-    learned per-layer embeddings, with no projection; 2 and 3 add absolute positions to the
-    inputs (element-wise), so their attention has the content scores only.
-    """
-    return {0: (1, True), 1: (1, False)}.get(config.attn_type, (0, False))
-
-
 def forward_flops(config, batch_size, q, m):
     """Forward FLOPs of one [batch_size, q] segment with memory m. Returns (total, parts)."""
     d, nh, di, n_layer, _, _ = _dims(config)
-    position_scores, r_projection = _relative_terms(config)
+    position_scores, r = config.attention_variant.position_flops(config, q, m)
     k = m + q
     b = float(batch_size)
     per_row = {
         "q": 2.0 * q * d * nh,
         "kv": 2.0 * 2 * k * d * nh,
-        "scores": 2.0 * q * k * nh * (1 + position_scores),
+        "scores": 2.0 * q * k * nh + position_scores,
         "values": 2.0 * q * k * nh,
         "o": 2.0 * q * nh * d,
         "ff": 2.0 * 2 * q * d * di,
     }
-    r = 2.0 * k * d * nh if r_projection else 0.0
     layer = sum(per_row.values()) * b + r
     embed, softmax = _embedding_forward(config, q)
     total = n_layer * layer + b * (embed + softmax)
@@ -77,10 +69,8 @@ def forward_flops_per_token(config, batch_size, q, m):
 def train_flops_per_token(config, batch_size, q, m):
     """Training-step (forward + backward) model FLOPs per token."""
     d, nh, _, n_layer, _, _ = _dims(config)
-    forward, _ = forward_flops(config, batch_size, q, m)
+    forward, parts = forward_flops(config, batch_size, q, m)
     # Backward = 2 x forward, less the input gradients that are not needed: the memory rows of
-    # the k and v projections and (attn_type 0) the constant encodings of the r projection.
-    saved = n_layer * batch_size * 2.0 * 2 * m * d * nh
-    if _relative_terms(config)[1]:
-        saved += n_layer * 2.0 * (m + q) * d * nh
+    # the k and v projections and the constant encodings of the r projection.
+    saved = n_layer * (batch_size * 2.0 * 2 * m * d * nh + parts["r"])
     return (3.0 * forward - saved) / (batch_size * q)

@@ -1,60 +1,73 @@
 """The corpus-option flags shared by `prepare_data.py` and `train.py` (`--level`, `--lower_case`,
-`--unk_policy`, `--verify_checksum`, `--url`, ...).
+`--unk_policy`, `--verify_checksum`, `--url`, ...), generated from the corpora's `OPTIONS`.
 
-Every flag defaults to None: only the options given are passed on, so a run on a prepared
-`--data_dir` reuses the options its `corpus-info.json` records and a given option changes one.
+One flag per option name over all corpora (`Option.flag` when the option's name is taken, as
+`--corpus_seed` for the corpora's `seed`); its type and choices are the option's, its help the
+option's help prefixed by the corpora that take it ("enwik8/text: 256-byte vocabulary, keep
+newlines."). Every flag defaults to None: only the options given are passed on, so a run on a
+prepared `--data_dir` reuses the options its `corpus-info.json` records and a given option
+changes one.
 """
+from typing import Dict, List, Tuple
+
 from absl import flags
 
-# name -> (kind, help); kinds: bool, int, float, str, or a list of enum values.
-CORPUS_FLAGS = {
-    "full_bytes": ("bool", "enwik8/text: 256-byte vocabulary, keep newlines."),
-    "verify_checksum": ("bool", "enwik8/text8: check the canonical size/md5 (--noverify_checksum "
-                                "for a stand-in archive)."),
-    "eval_bytes": ("int", "enwik8: bytes in valid and in test (5,000,000)."),
-    "eval_chars": ("int", "text8: characters in valid and in test (5,000,000)."),
-    "url": ("str", "Download URL of the corpus (default: the reference's URL)."),
-    "vocab_url": ("str", "lm1b: URL of 1b_word_vocab.txt."),
-    "vocab_path": ("str", "Use this vocabulary file (lm1b: 1b_word_vocab.txt)."),
-    "backend": (["python", "tf_text"], "Word tokenizer backend (same ids)."),
-    "num_shuffles": ("int", "lm1b: shuffled copies of each training shard."),
-    "max_train_shards": ("int", "lm1b: read only the first N training shards."),
-    "level": (["byte", "char", "word"], "text: tokenization level."),
-    "train_path": ("str", "text: training file (default --raw_path)."),
-    "valid_path": ("str", "text: validation file."),
-    "test_path": ("str", "text: test file."),
-    "eval_fraction": ("float", "text/builtin: fraction for valid and for test."),
-    "lower_case": ("bool", "text: lower-case the text."),
-    "add_eos": ("bool", "text (word): <eos> at every line end."),
-    "vocab_from": (["train", "all"], "text: splits counted for the vocabulary."),
-    "min_freq": ("int", "text: minimum count of a symbol (word level, when neither this nor "
-                        "--max_size is given: chosen from the corpus; 1 keeps every word)."),
-    "max_size": ("int", "text: maximum vocabulary size (with specials)."),
-    "unk_policy": (["error", "unk"], "text: symbols of valid/test (or pruned ones) missing from "
-                                     "the vocabulary map to <unk> (default) or are an error."),
-    "max_bytes": ("int", "builtin: keep only the first N bytes (0 = all)."),
-    "num_symbols": ("int", "synthetic: alphabet size."),
-    "period": ("int", "synthetic: chunk length (make it > tgt_len)."),
-    "repeats": ("int", "synthetic: repeats of each chunk."),
-    "train_tokens": ("int", "synthetic: train tokens."),
-    "eval_tokens": ("int", "synthetic: valid and test tokens."),
-}
+from tf_records.corpora import CORPORA
+from tf_records.corpora.options import Option
+
+_DEFINE = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer, float: flags.DEFINE_float,
+           str: flags.DEFINE_string}
+
+
+def corpus_flag_specs() -> Dict[str, Tuple[str, List[Tuple[str, Option]]]]:
+    """{flag name: (option name, [(corpus name, its `Option`), ...])} over every corpus.
+
+    Raises:
+      ValueError: two corpora give one flag different types or choices (a programming error).
+    """
+    specs = {}
+    for corpus_name, corpus in CORPORA.items():
+        for name, option in corpus.OPTIONS.specs.items():
+            flag = option.flag_name(name)
+            option_name, takers = specs.setdefault(flag, (name, []))
+            if takers and (option_name != name or option.flag_kind != takers[0][1].flag_kind
+                           or option.choices != takers[0][1].choices):
+                raise ValueError(f"corpus option --{flag}: {corpus_name}'s type, choices or "
+                                 f"name differ from {takers[0][0]}'s.")
+            takers.append((corpus_name, option))
+    return specs
+
+
+def _help(takers: List[Tuple[str, Option]]) -> str:
+    """'enwik8/text: help.' per distinct help text, one after the other."""
+    by_help = {}
+    for corpus_name, option in takers:
+        by_help.setdefault(option.help, []).append(corpus_name)
+    return " ".join(f"{'/'.join(names)}: {text}" for text, names in by_help.items())
 
 
 def define_corpus_flags(flag_values: flags.FlagValues = flags.FLAGS) -> list:
-    """Defines every flag of `CORPUS_FLAGS` in `flag_values`, default None; returns their
-    names."""
-    define = {"bool": flags.DEFINE_bool, "int": flags.DEFINE_integer,
-              "float": flags.DEFINE_float, "str": flags.DEFINE_string}
-    for name, (kind, help_text) in CORPUS_FLAGS.items():
-        if isinstance(kind, list):
-            flags.DEFINE_enum(name, None, kind, help_text, flag_values=flag_values)
+    """Defines one flag per corpus option in `flag_values`, default None; returns their names."""
+    specs = corpus_flag_specs()
+    for flag, (_, takers) in specs.items():
+        option, help_text = takers[0][1], _help(takers)
+        if option.choices:
+            flags.DEFINE_enum(flag, None, list(option.choices), help_text,
+                              flag_values=flag_values)
         else:
-            define[kind](name, None, help_text, flag_values=flag_values)
-    return list(CORPUS_FLAGS)
+            _DEFINE[option.flag_kind](flag, None, help_text, flag_values=flag_values)
+    return list(specs)
 
 
 def corpus_options(flag_values: flags.FlagValues = flags.FLAGS) -> dict:
-    """{name: value} of the corpus flags that were given (not None)."""
-    return {name: flag_values[name].value for name in CORPUS_FLAGS
-            if flag_values[name].value is not None}
+    """{option name: value} of the corpus flags that were given (not None)."""
+    return {name: flag_values[flag].value for flag, (name, _) in corpus_flag_specs().items()
+            if flag_values[flag].value is not None}
+
+
+def flag_of(option_name: str) -> str:
+    """The flag of a corpus option (`seed` -> `corpus_seed`)."""
+    for flag, (name, _) in corpus_flag_specs().items():
+        if name == option_name:
+            return flag
+    return option_name

@@ -19,8 +19,9 @@ Optional comparisons:
     threads) on the same configuration, driven by `runners/tools/benchmark_huggingface.py` in its
     own environment (`--hf_python`) and timed interleaved with txl-tf, round by round;
   * `--compare_vanilla`: the paper's Table 9 on this machine: per-token evaluation time of the
-    vanilla Transformer (attn_type 2, a window of L tokens shifted by one per prediction, as
-    Al-Rfou et al. evaluate) against Transformer-XL with a cached memory of length L.
+    vanilla Transformer (the `vaswani` variant of txl_tf/attention_variants.py, a window of L
+    tokens shifted by one per prediction, as Al-Rfou et al. evaluate) against Transformer-XL
+    (`ours`) with a cached memory of length L.
 
 Prints a readable table and one line `BENCHMARK_JSON {...}` with every figure.
 
@@ -51,6 +52,7 @@ from absl import app, flags  # noqa: E402
 import txl_tf  # noqa: E402
 from runners.cli import model_flags, train_flags  # noqa: E402
 from txl_tf import model_flops  # noqa: E402
+from txl_tf.attention_variants import OURS, VASWANI  # noqa: E402
 from txl_tf.inference.evaluation import segment_nll  # noqa: E402
 from txl_tf.atomic_writes import write_text_atomic  # noqa: E402
 from txl_tf.training import TrainError, distribute, step_compilation  # noqa: E402
@@ -301,7 +303,7 @@ def _flag_args(names):
 def measure_memory_child(mem_len):
     """Run a memory child for mem_len; its peak RSS comes from wait4 (this child only)."""
     args = [sys.executable, os.path.abspath(__file__)] + _flag_args(MODEL_FLAGS + BENCH_FLAGS)
-    args += [f"--mem_len={0 if FLAGS.attn_type != 0 else mem_len}", "--child=memory"]
+    args += [f"--mem_len={mem_len}", "--child=memory"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                             cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -375,8 +377,8 @@ def compare_vanilla(lens, batch_size, predictions, rounds, jit):
     q = FLAGS.eval_tgt_len or FLAGS.tgt_len
     rows = []
     for length in lens:
-        vanilla = build_model(model_config(attn_type=2, mem_len=0, tgt_len=length))
-        xl = build_model(model_config(attn_type=0, mem_len=length))
+        vanilla = build_model(VASWANI.configure(model_config(), mem_len=0, tgt_len=length))
+        xl = build_model(OURS.configure(model_config(), mem_len=length))
         window = tf.random.uniform([batch_size, length + 1], 0, FLAGS.n_token, tf.int32, seed=1)
         segment = tf.random.uniform([batch_size, q + 1], 0, FLAGS.n_token, tf.int32, seed=2)
 

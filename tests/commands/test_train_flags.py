@@ -119,9 +119,9 @@ def test_prepare_data_and_train_share_the_corpus_flags_and_layout():
     for name, default in (("tgt_len", 64), ("per_replica_batch", 16)):
         assert re.search(rf"\n  --{name}: [^\n]*(\n    [^(\n][^\n]*)*\n    \(default: '{default}'\)",
                          helps.stdout), name
-    from runners.cli.data_flags import CORPUS_FLAGS
+    from runners.cli.data_flags import corpus_flag_specs
     values = parse([])
-    for name in CORPUS_FLAGS:
+    for name in corpus_flag_specs():
         assert re.search(rf"--(\[no\])?{name}:", helps.stdout), name
         assert values[name].value is None, name
     assert (values.tgt_len, values.per_host_train_bsz, values.per_host_valid_bsz) == (64, 16, 0)

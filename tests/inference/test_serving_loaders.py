@@ -29,12 +29,14 @@ from tf_records.vocab.model_vocab import write_model_vocab
 from tf_records.text.tokenize import TextRules, decode_ids, encode_text
 from tf_records.vocab.vocabulary import Vocabulary
 
+from saved_model_calls import SUPPORT
 from tiny import TINY_MODEL, tiny_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXPORT = os.path.join(REPO, "runners", "export.py")
 SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=REPO)
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
+           PYTHONPATH=os.pathsep.join([REPO, SUPPORT]))
 N_TOKEN, MEM_LEN = 12, 6
 N_LAYER, D_MODEL = TINY_MODEL["n_layer"], TINY_MODEL["d_model"]
 RUN = dict(mem_len=MEM_LEN, clamp_len=5, same_length=True)
@@ -109,7 +111,7 @@ def requests():
 LOADER = textwrap.dedent("""
     import sys
     import numpy as np
-    import tensorflow as tf
+    from saved_model_calls import SavedModelCalls
     loader, kind, path, inputs, output = sys.argv[1:6]
     if kind == "text":
         import tensorflow_text  # noqa: F401
@@ -125,22 +127,7 @@ LOADER = textwrap.dedent("""
             return out[str(value)[1:]]
         return value
 
-    if loader == "session":
-        sess = tf.compat.v1.Session(graph=tf.Graph())
-        meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], path)
-
-        def call(signature, feeds):
-            sig = meta.signature_def[signature]
-            fetch = {k: v.name for k, v in sig.outputs.items()}
-            return sess.run(fetch, {sig.inputs[k].name: v for k, v in feeds.items()})
-    else:
-        loaded = tf.saved_model.load(path)
-
-        def call(signature, feeds):
-            result = loaded.signatures[signature](
-                **{k: tf.constant(v) for k, v in feeds.items()})
-            return {k: v.numpy() for k, v in result.items()}
-
+    call = SavedModelCalls(path, loader)
     for (name, signature), feeds in requests.items():
         for k, v in call(signature, {k: resolve(v) for k, v in feeds.items()}).items():
             out[f"{name}.{k}"] = v.astype("S") if v.dtype == object else v  # no pickle
@@ -283,15 +270,12 @@ BAD = textwrap.dedent("""
     import numpy as np
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
+    from saved_model_calls import SavedModelCalls
     loader, path, cases = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     DTYPES = dict(tokens=np.int32, labels=np.int32, prompt=np.int32, num_tokens=np.int32,
                   top_k=np.int32, streams=np.int32, temperature=np.float32,
                   top_p=np.float32, mems=np.float32, seed=np.int64, text=object)
-    if loader == "session":
-        sess = tf.compat.v1.Session(graph=tf.Graph())
-        meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], path)
-    else:
-        loaded = tf.saved_model.load(path)
+    call = SavedModelCalls(path, loader)
     messages = {}
     for name, (signature, feeds) in cases.items():
         feeds = {k: np.zeros(v["zeros"], np.float32) if isinstance(v, dict)
@@ -300,12 +284,7 @@ BAD = textwrap.dedent("""
             if k in feeds and feeds[k].ndim == 0:
                 feeds[k] = feeds[k][None]
         try:
-            if loader == "session":
-                sig = meta.signature_def[signature]
-                sess.run({k: v.name for k, v in sig.outputs.items()},
-                         {sig.inputs[k].name: v for k, v in feeds.items()})
-            else:
-                loaded.signatures[signature](**{k: tf.constant(v) for k, v in feeds.items()})
+            call(signature, feeds)
             messages[name] = None
         except tf.errors.InvalidArgumentError as error:
             messages[name] = error.message

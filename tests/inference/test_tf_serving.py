@@ -37,11 +37,13 @@ from tf_records.vocab.vocabulary import Vocabulary
 from txl_tf.inference import server_config
 from txl_tf.inference.serving import ServingLimits
 
+from saved_model_calls import SUPPORT
 from tiny import tiny_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = os.path.join(REPO, "docs", "serving.md")
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=REPO)
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
+           PYTHONPATH=os.pathsep.join([REPO, SUPPORT]))
 # The model of docs/serving.md's REST examples: small enough that a memory is 16 numbers.
 DOC_MODEL = dict(n_token=12, n_layer=2, d_model=4, n_head=1, d_head=4, d_inner=8, tgt_len=3,
                  mem_len=2, init_std=0.5)
@@ -81,19 +83,16 @@ def served(tmp_path_factory):
 SESSION = textwrap.dedent("""
     import json, sys
     import numpy as np
-    import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the text signatures' ops)
+    from saved_model_calls import SavedModelCalls
     path, requests, output = sys.argv[1:4]
-    sess = tf.compat.v1.Session(graph=tf.Graph())
-    meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], path)
+    call = SavedModelCalls(path, "session")
     requests = np.load(requests)
     out = {}
     for name in sorted({key.split("/")[0] for key in requests.files}):
-        signature = name.split(".")[0]
-        sig = meta.signature_def[signature]
-        feeds = {sig.inputs[key.split("/")[1]].name: requests[key]
+        feeds = {key.split("/")[1]: requests[key]
                  for key in requests.files if key.split("/")[0] == name}
-        result = sess.run({k: v.name for k, v in sig.outputs.items()}, feeds)
+        result = call(name.split(".")[0], feeds)
         for key, value in result.items():
             out[f"{name}/{key}"] = value.astype("S") if value.dtype == object else value
     np.savez(output, **out)
@@ -203,16 +202,15 @@ REPLAY = textwrap.dedent("""
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
     from tensorflow_serving.apis import prediction_log_pb2
+    from saved_model_calls import SavedModelCalls
     path = sys.argv[1]
-    sess = tf.compat.v1.Session(graph=tf.Graph())
-    meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], path)
+    call = SavedModelCalls(path, "session")
     replayed = []
     warmup = path + "/assets.extra/tf_serving_warmup_requests"
     for record in tf.compat.v1.io.tf_record_iterator(warmup):
         request = prediction_log_pb2.PredictionLog.FromString(record).predict_log.request
-        sig = meta.signature_def[request.model_spec.signature_name]
-        feeds = {sig.inputs[k].name: tf.make_ndarray(v) for k, v in request.inputs.items()}
-        result = sess.run({k: v.name for k, v in sig.outputs.items()}, feeds)
+        feeds = {k: tf.make_ndarray(v) for k, v in request.inputs.items()}
+        result = call(request.model_spec.signature_name, feeds)
         rows = {len(v) for v in result.values()}
         replayed.append([request.model_spec.signature_name, sorted(rows)])
     print(json.dumps(replayed))
@@ -280,9 +278,9 @@ JSON_CODEC = textwrap.dedent("""
     import numpy as np
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
+    from saved_model_calls import SavedModelCalls
     path, requests = sys.argv[1], json.loads(sys.argv[2])
-    sess = tf.compat.v1.Session(graph=tf.Graph())
-    meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], path)
+    call = SavedModelCalls(path, "session")
 
     def tensor(value, dtype):
         if dtype == tf.string:
@@ -297,15 +295,13 @@ JSON_CODEC = textwrap.dedent("""
 
     responses = []
     for request in requests:
-        sig = meta.signature_def[request["signature_name"]]
-        dtypes = {k: tf.dtypes.as_dtype(v.dtype) for k, v in sig.inputs.items()}
+        dtypes = call.input_dtypes(request["signature_name"])
         if "instances" in request:  # row format: one object per row, stacked on dimension 0
             rows = request["instances"]
             feeds = {k: tensor([row[k] for row in rows], dtypes[k]) for k in rows[0]}
         else:  # columnar format: each input whole
             feeds = {k: tensor(v, dtypes[k]) for k, v in request["inputs"].items()}
-        out = sess.run({k: v.name for k, v in sig.outputs.items()},
-                       {sig.inputs[k].name: v for k, v in feeds.items()})
+        out = call(request["signature_name"], feeds)
         if "instances" in request:
             batch = len(next(iter(out.values())))
             responses.append({"predictions": [{k: plain(np.asarray(v[i]))
@@ -352,6 +348,7 @@ BUDGET_SCRIPT = textwrap.dedent("""
     import numpy as np
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
+    from saved_model_calls import SavedModelCalls
     loader, path = sys.argv[1:3]
 
     def per_row(batch, num_tokens):
@@ -372,21 +369,12 @@ BUDGET_SCRIPT = textwrap.dedent("""
         "score_text bytes": ("score_text", dict(text=long_text)),
         "score_text tokens": ("score_text", dict(text=long_text[:1])),
     }
-    if loader == "session":
-        sess = tf.compat.v1.Session(graph=tf.Graph())
-        meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], path)
-    else:
-        loaded = tf.saved_model.load(path)
+    call = SavedModelCalls(path, loader)
     result = {}
     for name, (signature, feeds) in cases.items():
         start = time.time()
         try:
-            if loader == "session":
-                sig = meta.signature_def[signature]
-                sess.run({k: v.name for k, v in sig.outputs.items()},
-                         {sig.inputs[k].name: v for k, v in feeds.items()})
-            else:
-                loaded.signatures[signature](**{k: tf.constant(v) for k, v in feeds.items()})
+            call(signature, feeds)
             message = None
         except tf.errors.InvalidArgumentError as error:
             message = error.message
@@ -487,18 +475,17 @@ GRPC = textwrap.dedent("""
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
     from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+    from saved_model_calls import SavedModelCalls
     path, snippet = sys.argv[1], open(sys.argv[2]).read()
-    sess = tf.compat.v1.Session(graph=tf.Graph())
-    meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], path)
+    call = SavedModelCalls(path, "session")
 
     class Stub:  # the server's Predict: the request's tensors through the session loader
         def __init__(self, channel):
             pass
 
         def Predict(self, request, timeout=None):
-            sig = meta.signature_def[request.model_spec.signature_name]
-            feeds = {sig.inputs[k].name: tf.make_ndarray(v) for k, v in request.inputs.items()}
-            out = sess.run({k: v.name for k, v in sig.outputs.items()}, feeds)
+            feeds = {k: tf.make_ndarray(v) for k, v in request.inputs.items()}
+            out = call(request.model_spec.signature_name, feeds)
             response = predict_pb2.PredictResponse()
             for key, value in out.items():
                 response.outputs[key].CopyFrom(tf.make_tensor_proto(value))

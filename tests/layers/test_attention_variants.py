@@ -13,6 +13,8 @@ from txl_tf.layers.learned_relative_attention import (LearnedRelativeMultiHeadAt
 from txl_tf.layers.transformer_xl_block import TransformerXLBlock
 from txl_tf.loss_mask import half_loss_mask, weighted_mean_loss
 
+from reference_numpy import pairwise_attention
+
 
 def naive_relative_row(distance, table_len, clamp_len):
     """Row of distance `distance` in the reference's sliced-and-padded table: keep the last
@@ -43,36 +45,13 @@ def test_distances_beyond_the_table_share_the_longest_trained_distance():
 def naive_learned_relative_attention(layer, h, mem, clamp_len, same_length):
     """The Shaw et al. sub-layer pair by pair in NumPy (post-LN, no dropout):
     score(i, j) = ((q_i + u) . k_j + q_i . E[row(d)] + b[row(d)]) / sqrt(H), d = M + i - j."""
-    w_qkv, w_o = layer.qkv.numpy(), layer.o.numpy()
     r_emb, u, r_bias = layer.r_emb.numpy(), layer.r_w_bias.numpy(), layer.r_bias.numpy()
-    gamma, beta = layer.layer_norm.gamma.numpy(), layer.layer_norm.beta.numpy()
-    bsz, qlen, _ = h.shape
-    mlen = 0 if mem is None else mem.shape[1]
-    cat = h if mem is None else np.concatenate([mem, h], axis=1)
-    n, hd = u.shape
-    out = np.zeros_like(h)
-    for b in range(bsz):
-        attn_vec = np.zeros((qlen, n, hd))
-        for i in range(qlen):
-            q_i = np.einsum("d,dnh->nh", h[b, i], w_qkv[:, 0])
-            visible = [j for j in range(mlen + qlen)
-                       if j <= mlen + i and (not same_length or j >= i)]
-            scores = np.zeros((n, len(visible)))
-            for col, j in enumerate(visible):
-                k_j = np.einsum("d,dnh->nh", cat[b, j], w_qkv[:, 1])
-                row = naive_relative_row(mlen + i - j, layer.max_klen, clamp_len)
-                scores[:, col] = (((q_i + u) * k_j).sum(-1) + (q_i * r_emb[row]).sum(-1)
-                                  + r_bias[row])
-            scores /= np.sqrt(hd)
-            probs = np.exp(scores - scores.max(-1, keepdims=True))
-            probs /= probs.sum(-1, keepdims=True)
-            for col, j in enumerate(visible):
-                attn_vec[i] += probs[:, col:col + 1] * np.einsum("d,dnh->nh", cat[b, j],
-                                                                 w_qkv[:, 2])
-        x = h[b] + np.einsum("qnh,nhd->qd", attn_vec, w_o)
-        mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
-        out[b] = (x - mean) / np.sqrt(var + layer.layer_norm_epsilon) * gamma + beta
-    return out
+
+    def position_score(q_i, distance):
+        row = naive_relative_row(distance, layer.max_klen, clamp_len)
+        return (q_i * r_emb[row]).sum(-1) + r_bias[row]
+
+    return pairwise_attention(layer, h, mem, u, position_score, same_length)
 
 
 def random_learned_layer(max_klen, seed=1, d=8, n=2, hd=4):

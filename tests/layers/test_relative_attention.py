@@ -6,6 +6,8 @@ import tensorflow as tf
 from txl_tf import RelativeMultiHeadAttention, RelativePositionalEncoding, attention_mask
 from txl_tf.layers.relative_attention import rel_shift, rel_shift_by_pad, rel_shift_by_slice
 
+from reference_numpy import pairwise_attention
+
 
 def naive_sinusoid(distance, d_model, clamp_len):
     """Encoding of one relative distance, straight from the formula."""
@@ -69,35 +71,14 @@ def test_attention_mask_matches_definition(mlen, same_length):
 
 
 def naive_relative_attention(layer, h, mem, u, v, clamp_len, same_length):
-    """The attention sub-layer computed pair by pair in NumPy (post-LN, no dropout)."""
-    w_qkv, w_r, w_o = (w.numpy() for w in (layer.qkv, layer.r, layer.o))
-    gamma, beta = layer.layer_norm.gamma.numpy(), layer.layer_norm.beta.numpy()
-    bsz, qlen, d = h.shape
-    mlen = 0 if mem is None else mem.shape[1]
-    cat = h if mem is None else np.concatenate([mem, h], axis=1)
-    n, hd = w_r.shape[1], w_r.shape[2]
-    out = np.zeros_like(h)
-    for b in range(bsz):
-        attn_vec = np.zeros((qlen, n, hd))
-        for i in range(qlen):
-            q_i = np.einsum("d,dnh->nh", h[b, i], w_qkv[:, 0])
-            visible = [j for j in range(mlen + qlen)
-                       if j <= mlen + i and (not same_length or j >= i)]
-            scores = np.zeros((n, len(visible)))
-            for col, j in enumerate(visible):
-                k_j = np.einsum("d,dnh->nh", cat[b, j], w_qkv[:, 1])
-                r_ij = np.einsum("d,dnh->nh", naive_sinusoid(mlen + i - j, d, clamp_len), w_r)
-                scores[:, col] = ((q_i + u) * k_j).sum(-1) + ((q_i + v) * r_ij).sum(-1)
-            scores /= np.sqrt(hd)
-            probs = np.exp(scores - scores.max(-1, keepdims=True))
-            probs /= probs.sum(-1, keepdims=True)
-            for col, j in enumerate(visible):
-                v_j = np.einsum("d,dnh->nh", cat[b, j], w_qkv[:, 2])
-                attn_vec[i] += probs[:, col:col + 1] * v_j
-        x = h[b] + np.einsum("qnh,nhd->qd", attn_vec, w_o)
-        mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
-        out[b] = (x - mean) / np.sqrt(var + layer.layer_norm_epsilon) * gamma + beta
-    return out
+    """The attention sub-layer pair by pair in NumPy: position term (q_i + v) . W_r R[d]."""
+    w_r, d = layer.r.numpy(), h.shape[-1]
+
+    def position_score(q_i, distance):
+        r_ij = np.einsum("d,dnh->nh", naive_sinusoid(distance, d, clamp_len), w_r)
+        return ((q_i + v) * r_ij).sum(-1)
+
+    return pairwise_attention(layer, h, mem, u, position_score, same_length)
 
 
 @pytest.mark.parametrize("mlen,clamp_len,same_length",

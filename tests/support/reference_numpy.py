@@ -244,3 +244,53 @@ def relative_error(actual, expected):
     scale = np.max(np.abs(expected))
     return float(np.max(np.abs(actual - expected)) / scale) if scale else float(
         np.max(np.abs(actual)))
+
+
+def pairwise_attention(layer, h, mem, u, position_score, same_length):
+    """An attention sub-layer computed query by query and key by key (post-LN, no dropout):
+
+        score(i, j) = ((q_i + u) . k_j + position_score(q_i, M + i - j)) / sqrt(H)
+
+    over the keys j the mask lets query i see, then softmax, the values, the output
+    projection, the residual and LayerNorm. The layers' own tests pass the position term of
+    their encoding, computed from its formula.
+
+    Args:
+      layer: a built `RelativeMultiHeadAttention` (or subclass); its qkv, o and layer_norm
+        weights are read.
+      h: [B, Q, D] segment; mem: [B, M, D] memory or None.
+      u: [N, H] content bias.
+      position_score: (q_i [N, H], distance d >= 0) -> [N], the position term of a query
+        against the key d positions back.
+      same_length: every query sees M + 1 keys.
+
+    Returns:
+      float64 [B, Q, D].
+    """
+    w_qkv, w_o = layer.qkv.numpy(), layer.o.numpy()
+    gamma, beta = layer.layer_norm.gamma.numpy(), layer.layer_norm.beta.numpy()
+    bsz, qlen, _ = h.shape
+    mlen = 0 if mem is None else mem.shape[1]
+    cat = h if mem is None else np.concatenate([mem, h], axis=1)
+    n, hd = w_o.shape[:2]
+    out = np.zeros(h.shape)
+    for b in range(bsz):
+        attn_vec = np.zeros((qlen, n, hd))
+        for i in range(qlen):
+            q_i = np.einsum("d,dnh->nh", h[b, i], w_qkv[:, 0])
+            visible = [j for j in range(mlen + qlen)
+                       if j <= mlen + i and (not same_length or j >= i)]
+            scores = np.zeros((n, len(visible)))
+            for col, j in enumerate(visible):
+                k_j = np.einsum("d,dnh->nh", cat[b, j], w_qkv[:, 1])
+                scores[:, col] = ((q_i + u) * k_j).sum(-1) + position_score(q_i, mlen + i - j)
+            scores /= np.sqrt(hd)
+            probs = np.exp(scores - scores.max(-1, keepdims=True))
+            probs /= probs.sum(-1, keepdims=True)
+            for col, j in enumerate(visible):
+                v_j = np.einsum("d,dnh->nh", cat[b, j], w_qkv[:, 2])
+                attn_vec[i] += probs[:, col:col + 1] * v_j
+        x = h[b] + np.einsum("qnh,nhd->qd", attn_vec, w_o)
+        mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+        out[b] = (x - mean) / np.sqrt(var + layer.layer_norm_epsilon) * gamma + beta
+    return out

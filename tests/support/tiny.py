@@ -11,6 +11,7 @@ Example:
   TensorShape([2, 6, 50])
 """
 import keras
+import numpy as np
 import tensorflow as tf
 
 import tf_records
@@ -46,6 +47,36 @@ def tiny_model(seed=0, **changes):
     """A `TransformerXL` of `tiny_config(**changes)`, its weights drawn after seeding `seed`."""
     keras.utils.set_random_seed(seed)
     return txl_tf.TransformerXL(tiny_config(**changes))
+
+
+def stream_batches(config, batch_size, steps):
+    """`steps` consecutive batches of `batch_size` random token streams (seed 0), the last one's
+    first row ending in 3 padding labels (-1).
+
+    Returns:
+      [{"inputs": int32 [batch_size, Q], "labels": int32 [batch_size, Q]}] * steps (NumPy),
+      Q = config.tgt_len, ids below config.n_token.
+    """
+    rng = np.random.default_rng(0)
+    t = config.tgt_len
+    stream = rng.integers(0, config.n_token, size=(batch_size, steps * t + 1)).astype(np.int32)
+    out = []
+    for s in range(steps):
+        labels = stream[:, s * t + 1:(s + 1) * t + 1].copy()
+        if s == steps - 1:
+            labels[0, -3:] = -1  # a padded tail (last_segment=pad)
+        out.append({"inputs": stream[:, s * t:(s + 1) * t], "labels": labels})
+    return out
+
+
+def assert_same_state(got, want):
+    """Two runs of the same float32 training steps (e.g. compiled by XLA and not) left the same
+    state: weights, optimizer slots and memories, each a list of arrays, within rounding."""
+    for name, atol, rtol in (("weights", 1e-5, 1e-4), ("slots", 1e-8, 1e-3),
+                             ("mems", 1e-4, 1e-4)):
+        assert len(got[name]) == len(want[name]), name
+        for a, b in zip(got[name], want[name]):
+            np.testing.assert_allclose(a, b, atol=atol, rtol=rtol, err_msg=name)
 
 
 def plain_train_step(model, jit_compile):

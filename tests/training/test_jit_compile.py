@@ -15,7 +15,7 @@ from txl_tf.training import step_compilation
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.trainer import Trainer
 
-from tiny import tiny_config
+from tiny import assert_same_state, stream_batches, tiny_config
 
 # Adaptive softmax with two tail bins (div_val 2), dropout on (the hashed masks are the same with
 # and without XLA, so the two runs draw the same ones).
@@ -26,16 +26,7 @@ GLOBAL_BATCH, STEPS = 4, 4
 
 def batches(steps=STEPS):
     """`steps` global batches [GLOBAL_BATCH, Q] of contiguous streams, some labels padded."""
-    rng = np.random.default_rng(0)
-    t = CONFIG.tgt_len
-    stream = rng.integers(0, CONFIG.n_token, size=(GLOBAL_BATCH, steps * t + 1)).astype(np.int32)
-    out = []
-    for s in range(steps):
-        labels = stream[:, s * t + 1:(s + 1) * t + 1].copy()
-        if s == steps - 1:
-            labels[0, -3:] = -1
-        out.append({"inputs": stream[:, s * t:(s + 1) * t], "labels": labels})
-    return out
+    return stream_batches(CONFIG, GLOBAL_BATCH, steps)
 
 
 def run(strategy, jit_compile, precision="float32", **trainer_args):
@@ -95,12 +86,7 @@ def assert_same_training(xla, plain, float16=False):
             diff, size = mean_abs_diff(xla[name], plain[name])
             assert diff < 1e-3 * size, (name, diff, size)
     else:
-        for a, b in zip(xla["weights"], plain["weights"]):
-            np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-4)
-        for a, b in zip(xla["slots"], plain["slots"]):
-            np.testing.assert_allclose(a, b, atol=1e-8, rtol=1e-3)
-        for a, b in zip(xla["mems"], plain["mems"]):
-            np.testing.assert_allclose(a, b, atol=1e-4, rtol=1e-4)
+        assert_same_state(xla, plain)
     # The steps trained (agreement is not that of two no-ops).
     keras.utils.set_random_seed(3)
     initial = txl_tf.TransformerXL(CONFIG)

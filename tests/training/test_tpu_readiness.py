@@ -23,7 +23,7 @@ import txl_tf
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.trainer import Trainer
 
-from tiny import tiny_config
+from tiny import assert_same_state, stream_batches, tiny_config
 
 # Word-level shape: adaptive softmax with two tail bins, div_val 2 (projected bins).
 CUTOFF_CONFIG = tiny_config(n_token=40, d_embed=16, div_val=2, cutoffs=(10, 25), tgt_len=8,
@@ -43,17 +43,8 @@ def make_trainer(config, seed=3, lr=1e-2):
 
 def batches():
     """STEPS batches of contiguous streams whose labels hit every bin, with some padding."""
-    rng = np.random.default_rng(0)
-    t = CUTOFF_CONFIG.tgt_len
-    stream = rng.integers(0, CUTOFF_CONFIG.n_token, size=(BATCH, STEPS * t + 1)).astype(np.int32)
-    out = []
-    for s in range(STEPS):
-        labels = stream[:, s * t + 1:(s + 1) * t + 1].copy()
-        if s == STEPS - 1:
-            labels[0, -3:] = -1  # padded tail (last_segment=pad)
-        out.append({"inputs": tf.constant(stream[:, s * t:(s + 1) * t]),
-                    "labels": tf.constant(labels)})
-    return out
+    return [{k: tf.constant(v) for k, v in batch.items()}
+            for batch in stream_batches(CUTOFF_CONFIG, BATCH, STEPS)]
 
 
 def run_steps(jit_compile):
@@ -90,12 +81,7 @@ def test_xla_compiled_training_step_equals_the_plain_step():
           f"{loss_diff:.3g}, max |weight diff| {weight_diff:.3g}")
     np.testing.assert_allclose(xla["losses"], plain["losses"], rtol=1e-5)
     np.testing.assert_allclose(xla["norms"], plain["norms"], rtol=1e-4)
-    for a, b in zip(xla["weights"], plain["weights"]):
-        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-4)
-    for a, b in zip(xla["slots"], plain["slots"]):
-        np.testing.assert_allclose(a, b, atol=1e-8, rtol=1e-3)
-    for a, b in zip(xla["mems"], plain["mems"]):
-        np.testing.assert_allclose(a, b, atol=1e-4, rtol=1e-4)
+    assert_same_state(xla, plain)
     # The steps trained (so agreement is not agreement of two no-ops).
     initial = make_trainer(CUTOFF_CONFIG).model
     initial(data[0]["inputs"])

@@ -14,6 +14,7 @@ import zlib
 import numpy as np
 
 from tf_records import download as download_lib
+from tf_records.corpora.options import CorpusOptions
 from tf_records.errors import CorpusError, DataError
 from tf_records.text.tokenize import TextRules
 from tf_records.vocab.vocabulary import Vocabulary
@@ -35,7 +36,9 @@ class BuiltCorpus:
 class Corpus:
     """Base class. Subclasses set `name`, `level`, `cutoffs`, `OPTIONS` and `build`.
 
-    `OPTIONS` maps option name -> default; unknown options are an error naming the valid ones.
+    `OPTIONS` (a `CorpusOptions`) maps option name -> default and defines each option once
+    (default, help, flag type: the runners' corpus flags are generated from it); unknown options
+    are an error naming the valid ones.
     """
 
     name = ""
@@ -43,7 +46,7 @@ class Corpus:
     cutoffs = ()
     splits = ("train", "valid", "test")
     archive_name = None  # file name of the canonical archive in data_dir/raw
-    OPTIONS = {}
+    OPTIONS = CorpusOptions()
 
     def __init__(self, **options):
         unknown = sorted(set(options) - set(self.OPTIONS))

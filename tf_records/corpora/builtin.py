@@ -18,6 +18,7 @@ import numpy as np
 
 from tf_records.corpora.base import Corpus, contiguous_split
 from tf_records.corpora.common import byte_corpus
+from tf_records.corpora.options import EVAL_FRACTION_HELP, CorpusOptions, Option
 
 SKIP_DIRS = {"site-packages", "dist-packages", "__pycache__"}
 
@@ -59,7 +60,8 @@ class Builtin(Corpus):
     name = "builtin"
     level = "byte"
     cutoffs = ()
-    OPTIONS = {"max_bytes": 0, "eval_fraction": 0.05}
+    OPTIONS = CorpusOptions(max_bytes=Option(0, "keep only the first N bytes (0 = all)."),
+                            eval_fraction=Option(0.05, EVAL_FRACTION_HELP))
 
     def build(self, data_dir, raw_path=None, download=True, progress=True):
         data, info = stdlib_bytes(int(self.options["max_bytes"]))

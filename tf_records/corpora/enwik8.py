@@ -20,6 +20,8 @@ import numpy as np
 
 from tf_records.corpora.base import Corpus, contiguous_split, read_zip_member
 from tf_records.corpora.common import byte_corpus
+from tf_records.corpora.options import (FULL_BYTES_HELP, URL_HELP, VERIFY_CHECKSUM_HELP,
+                                        CorpusOptions, Option)
 from tf_records.errors import CorpusError
 
 URL = "https://mattmahoney.net/dc/enwik8.zip"
@@ -32,7 +34,11 @@ class Enwik8(Corpus):
     level = "byte"
     cutoffs = ()
     archive_name = "enwik8.zip"
-    OPTIONS = {"full_bytes": False, "eval_bytes": 5_000_000, "verify_checksum": True, "url": URL}
+    OPTIONS = CorpusOptions(
+        full_bytes=Option(False, FULL_BYTES_HELP),
+        eval_bytes=Option(5_000_000, "bytes in valid and in test (5,000,000)."),
+        verify_checksum=Option(True, VERIFY_CHECKSUM_HELP),
+        url=Option(URL, URL_HELP))
 
     def build(self, data_dir, raw_path=None, download=True, progress=True):
         path = self.obtain_archive(data_dir, raw_path, download, progress)

@@ -19,6 +19,7 @@ import zlib
 import numpy as np
 
 from tf_records.corpora.base import BuiltCorpus, Corpus, check_nonempty, decoded_lines, log
+from tf_records.corpora.options import BACKEND_HELP, BACKENDS, URL_HELP, CorpusOptions, Option
 from tf_records import download as download_lib
 from tf_records.errors import CorpusError, VocabularyError
 from tf_records.text.tokenize import TextRules, encode_word_lines
@@ -55,8 +56,15 @@ class OneBillionWord(Corpus):
     # tensorflow_datasets' lm1b checksums.tsv: size and sha256 of the archive at URL.
     ARCHIVE_CHECKS = {"size": 1_792_209_805, "sha256": "01ba60381110baf7f189dfd2b8374de371e8c9a34"
                                                        "0835793f190bdae9e90a34e"}
-    OPTIONS = {"backend": "tf_text", "url": URL, "vocab_url": VOCAB_URL, "vocab_path": None,
-               "seed": 123456, "num_shuffles": 1, "max_train_shards": 0}
+    OPTIONS = CorpusOptions(
+        backend=Option("tf_text", BACKEND_HELP, choices=BACKENDS),
+        url=Option(URL, URL_HELP),
+        vocab_url=Option(VOCAB_URL, "URL of 1b_word_vocab.txt."),
+        vocab_path=Option(None, "use this 1b_word_vocab.txt instead of downloading one.",
+                          kind=str),
+        seed=Option(123456, "seed of the shuffles of the training shards.", flag="corpus_seed"),
+        num_shuffles=Option(1, "shuffled copies of each training shard."),
+        max_train_shards=Option(0, "read only the first N training shards (0 = all)."))
 
     def build(self, data_dir, raw_path=None, download=True, progress=True):
         path = self.obtain_archive(data_dir, raw_path, download, progress)

@@ -10,6 +10,7 @@ import zlib
 
 from tf_records.corpora.base import Corpus, check_nonempty, decoded_lines
 from tf_records.corpora.common import word_corpus
+from tf_records.corpora.options import BACKEND_HELP, BACKENDS, URL_HELP, CorpusOptions, Option
 from tf_records.errors import CorpusError
 from tf_records.text.tokenize import TextRules
 
@@ -41,7 +42,8 @@ class PennTreebank(Corpus):
     level = "word"
     cutoffs = ()
     archive_name = "simple-examples.tgz"
-    OPTIONS = {"backend": "tf_text", "url": URL}
+    OPTIONS = CorpusOptions(backend=Option("tf_text", BACKEND_HELP, choices=BACKENDS),
+                            url=Option(URL, URL_HELP))
 
     def build(self, data_dir, raw_path=None, download=True, progress=True):
         path = self.obtain_archive(data_dir, raw_path, download, progress)

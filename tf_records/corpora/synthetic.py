@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from tf_records.corpora.base import BuiltCorpus, Corpus
+from tf_records.corpora.options import CorpusOptions, Option
 from tf_records.errors import DataError
 from tf_records.text.tokenize import TextRules
 from tf_records.vocab.vocabulary import Vocabulary
@@ -43,8 +44,14 @@ class Synthetic(Corpus):
     name = "synthetic"
     level = "word"
     cutoffs = ()
-    OPTIONS = {"seed": 0, "num_symbols": 64, "period": 256, "repeats": 3,
-               "train_tokens": 1_000_000, "eval_tokens": 100_000}
+    OPTIONS = CorpusOptions(
+        seed=Option(0, "seed of the process (each split's seed derives from it).",
+                    flag="corpus_seed"),
+        num_symbols=Option(64, "alphabet size."),
+        period=Option(256, "chunk length (make it > tgt_len)."),
+        repeats=Option(3, "repeats of each chunk."),
+        train_tokens=Option(1_000_000, "train tokens."),
+        eval_tokens=Option(100_000, "valid and test tokens."))
 
     def __init__(self, **options):
         super().__init__(**options)

@@ -25,6 +25,8 @@ import numpy as np
 
 from tf_records.corpora.base import Corpus, check_nonempty, contiguous_split, text_file_lines
 from tf_records.corpora.common import byte_corpus, char_corpus, word_corpus
+from tf_records.corpora.options import (BACKEND_HELP, BACKENDS, EVAL_FRACTION_HELP,
+                                        FULL_BYTES_HELP, CorpusOptions, Option)
 from tf_records.errors import CorpusError, DataError
 from tf_records.text.tokenize import TextRules
 from tf_records.vocab.vocabulary import Vocabulary
@@ -34,10 +36,26 @@ class TextFiles(Corpus):
     name = "text"
     level = "byte"
     cutoffs = ()
-    OPTIONS = {"level": "byte", "train_path": None, "valid_path": None, "test_path": None,
-               "eval_fraction": 0.05, "lower_case": False, "add_eos": True, "vocab_from": "train",
-               "min_freq": None, "max_size": None, "unk_policy": "unk", "full_bytes": True,
-               "vocab_path": None, "backend": "tf_text"}
+    OPTIONS = CorpusOptions(
+        level=Option("byte", "tokenization level.", choices=("byte", "char", "word")),
+        train_path=Option(None, "training file (default --raw_path).", kind=str),
+        valid_path=Option(None, "validation file.", kind=str),
+        test_path=Option(None, "test file.", kind=str),
+        eval_fraction=Option(0.05, EVAL_FRACTION_HELP),
+        lower_case=Option(False, "lower-case the text."),
+        add_eos=Option(True, "(word level) <eos> at every line end."),
+        vocab_from=Option("train", "splits counted for the vocabulary.",
+                          choices=("train", "all")),
+        min_freq=Option(None, "minimum count of a symbol (word level, when neither this nor "
+                              "--max_size is given: chosen from the corpus; 1 keeps every word).",
+                        kind=int),
+        max_size=Option(None, "maximum vocabulary size (with specials).", kind=int),
+        unk_policy=Option("unk", "symbols of valid/test (or pruned ones) missing from the "
+                                 "vocabulary map to <unk> (default) or are an error.",
+                          choices=("error", "unk")),
+        full_bytes=Option(True, FULL_BYTES_HELP),
+        vocab_path=Option(None, "use this vocabulary file instead of building one.", kind=str),
+        backend=Option("tf_text", BACKEND_HELP, choices=BACKENDS))
 
     def __init__(self, **options):
         super().__init__(**options)

@@ -7,6 +7,7 @@ characters (no checksum is pinned because none is published with the file).
 """
 from tf_records.corpora.base import Corpus, contiguous_split, read_zip_member
 from tf_records.corpora.common import char_corpus
+from tf_records.corpora.options import URL_HELP, VERIFY_CHECKSUM_HELP, CorpusOptions, Option
 from tf_records.errors import CorpusError
 
 URL = "https://mattmahoney.net/dc/text8.zip"
@@ -18,7 +19,10 @@ class Text8(Corpus):
     level = "char"
     cutoffs = ()
     archive_name = "text8.zip"
-    OPTIONS = {"eval_chars": 5_000_000, "verify_checksum": True, "url": URL}
+    OPTIONS = CorpusOptions(
+        eval_chars=Option(5_000_000, "characters in valid and in test (5,000,000)."),
+        verify_checksum=Option(True, VERIFY_CHECKSUM_HELP),
+        url=Option(URL, URL_HELP))
 
     def build(self, data_dir, raw_path=None, download=True, progress=True):
         path = self.obtain_archive(data_dir, raw_path, download, progress)

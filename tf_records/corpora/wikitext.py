@@ -9,6 +9,7 @@ archive checksum is pinned because none is published).
 """
 from tf_records.corpora.base import Corpus, zip_member_lines
 from tf_records.corpora.common import word_corpus
+from tf_records.corpora.options import BACKEND_HELP, BACKENDS, URL_HELP, CorpusOptions, Option
 from tf_records.text.tokenize import TextRules
 
 URL_WT103 = "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-103-v1.zip"
@@ -18,7 +19,7 @@ MEMBERS = {"train": "wiki.train.tokens", "valid": "wiki.valid.tokens", "test": "
 
 class _WikiText(Corpus):
     level = "word"
-    OPTIONS = {"backend": "tf_text"}
+    OPTIONS = CorpusOptions(backend=Option("tf_text", BACKEND_HELP, choices=BACKENDS))
 
     def build(self, data_dir, raw_path=None, download=True, progress=True):
         path = self.obtain_archive(data_dir, raw_path, download, progress)
@@ -32,7 +33,7 @@ class WikiText103(_WikiText):
     name = "wt103"
     cutoffs = (20000, 40000, 200000)
     archive_name = "wikitext-103-v1.zip"
-    OPTIONS = {**_WikiText.OPTIONS, "url": URL_WT103}
+    OPTIONS = _WikiText.OPTIONS.extended(url=Option(URL_WT103, URL_HELP))
     ARCHIVE_CHECKS = {"md5": "9ddaacaf6af0710eda8c456decff7832"}  # torchtext's WikiText103
 
 
@@ -40,5 +41,5 @@ class WikiText2(_WikiText):
     name = "wt2"
     cutoffs = ()
     archive_name = "wikitext-2-v1.zip"
-    OPTIONS = {**_WikiText.OPTIONS, "url": URL_WT2}
+    OPTIONS = _WikiText.OPTIONS.extended(url=Option(URL_WT2, URL_HELP))
     ARCHIVE_CHECKS = {"md5": "542ccefacc6c27f945fb54453812b3cd"}  # torchtext's WikiText2

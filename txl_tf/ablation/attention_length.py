@@ -25,8 +25,8 @@ Size glossary: B rows, R row length, A attention length, W window length, Q segm
 from typing import Tuple
 
 import numpy as np
-import tensorflow as tf
 
+from txl_tf.inference.context_losses import WindowReader, window_arrays, window_regime
 from txl_tf.inference.evaluation import Evaluator
 
 
@@ -88,38 +88,25 @@ def window_plan(length: int, attn_len: int) -> Tuple[np.ndarray, np.ndarray, int
 def window_batches(rows: np.ndarray, attn_len: int) -> Tuple[np.ndarray, np.ndarray]:
     """(inputs, labels) int32 [B * K, W] of the sliding windows of every row; labels are -1
     where a window does not score."""
-    inputs, targets = rows[:, :-1], rows[:, 1:]
-    starts, scored_from, width = window_plan(inputs.shape[1], attn_len)
-    index = starts[:, None] + np.arange(width)[None, :]  # [K, W]
+    starts, scored_from, width = window_plan(rows.shape[1] - 1, attn_len)
     scored = np.arange(width)[None, :] >= scored_from[:, None]  # [K, W]
-    windows = inputs[:, index].reshape(-1, width)
-    labels = np.where(scored[None], targets[:, index], -1).reshape(-1, width)
-    return windows.astype(np.int32), labels.astype(np.int32)
+    windows, labels = zip(*(window_arrays(row, starts, width) for row in rows))
+    labels = [np.where(scored, row_labels, -1) for row_labels in labels]
+    return np.concatenate(windows).astype(np.int32), np.concatenate(labels).astype(np.int32)
 
 
 def window_loss(model, rows: np.ndarray, attn_len: int,
                 batch_size: int = 64) -> Tuple[float, int]:
     """(summed NLL in nats, tokens scored) of `rows` read without memory in sliding windows of
-    `attn_len` tokens (see the module docstring), `batch_size` windows per model call."""
+    `attn_len` tokens (see the module docstring), `batch_size` windows per model call, by the
+    window reader of `txl_tf.inference.context_losses`."""
     inputs, labels = window_batches(rows, attn_len)
-    batch_size = min(batch_size, inputs.shape[0])
-    pad = -inputs.shape[0] % batch_size  # one shape for every call: one trace
-    inputs = np.pad(inputs, ((0, pad), (0, 0)))
-    labels = np.pad(labels, ((0, pad), (0, 0)), constant_values=-1)
-
-    @tf.function
-    def score(x, y):
-        valid = y >= 0
-        out = model(x, mems=None, labels=tf.maximum(y, 0), training=False, mem_len=0,
-                    same_length=False)
-        nll = tf.where(valid, tf.cast(out["nll"], tf.float64), tf.zeros([], tf.float64))
-        return tf.reduce_sum(nll), tf.reduce_sum(tf.cast(valid, tf.int64))
-
-    nll_sum, tokens = 0.0, 0
+    reader = WindowReader(model, window_regime(model.config))
+    nll_sum = 0.0
     for i in range(0, inputs.shape[0], batch_size):
-        s, n = score(inputs[i:i + batch_size], labels[i:i + batch_size])
-        nll_sum, tokens = nll_sum + float(s), tokens + int(n)
-    return nll_sum, tokens
+        nll = reader(inputs[i:i + batch_size], labels[i:i + batch_size])  # 0 where not scored
+        nll_sum += float(nll.astype(np.float64).sum())
+    return nll_sum, int((labels >= 0).sum())
 
 
 def train_attention_length(config) -> int:

@@ -14,12 +14,13 @@ distance c + 1 cannot change the loss. The kinds of model:
     c are scored alike;
   * without memory (`window_regime`): the window is one segment of c tokens without memory (the
     sliding window of a vanilla Transformer; relative distances up to c-1, clipped by
-    clamp_len; absolute positions of attn_type 2 c-1 .. 0, the scored token's input at 0).
-Any attn_type is read through the `TransformerXL` call contract, so new encodings plug in.
-Absolute encodings (`TransformerXL.absolute_positions`: attn_type 2 and 3) count positions back
-from the newest key of a call, so a token's loss depends on how many tokens follow it in its
-segment: their window ends at the scored token's input (the window of x_t with context c is
-exactly x_{t-c} .. x_{t-1}), for both regimes.
+    clamp_len; absolute positions of input sinusoids c-1 .. 0, the scored token's input at 0).
+Every attention variant (`txl_tf/attention_variants.py`) is read through the `TransformerXL`
+call contract, so new encodings plug in.
+Absolute encodings (`TransformerXL.absolute_positions`: the `vaswani` and `alrfou` variants)
+count positions back from the newest key of a call, so a token's loss depends on how many
+tokens follow it in its segment: their window ends at the scored token's input (the window of
+x_t with context c is exactly x_{t-c} .. x_{t-1}), for both regimes.
 The token at distance c changes the loss only if the model can reach that far: with memory and
 same_length every layer looks M tokens back, so L layers reach L * M tokens; a longer c measures
 a model that cannot use the extra tokens, which is what RECL is meant to detect.
@@ -161,10 +162,19 @@ def _window_batches(lengths: np.ndarray, batch_tokens: int, equal_lengths: bool 
         yield np.asarray(batch)
 
 
-def _window_arrays(tokens: np.ndarray, starts: np.ndarray, length: int):
-    """inputs int32 [B, W] = tokens[s .. s+W-1] and labels [B, W] = tokens[s+1 .. s+W]; past the
-    end of the stream, inputs are 0 and labels -1 (not scored, and causally invisible to the
-    positions that are)."""
+def window_arrays(tokens: np.ndarray, starts: np.ndarray, length: int):
+    """The windows of `length` tokens of one stream that start at `starts`, and their next tokens.
+
+    Args:
+      tokens: int [S] the token stream.
+      starts: int [B] the first token of each window.
+      length: W.
+
+    Returns:
+      (inputs int32 [B, W] = tokens[s .. s+W-1], labels int32 [B, W] = tokens[s+1 .. s+W]);
+      past the end of the stream, inputs are 0 and labels -1 (not scored, and causally
+      invisible to the positions that are).
+    """
     index = starts[:, None] + np.arange(length + 1)[None, :]  # [B, W + 1]
     inside = index < tokens.size
     values = np.where(inside, tokens[np.minimum(index, tokens.size - 1)], -1)
@@ -258,7 +268,7 @@ def context_losses(model, tokens, positions, context_lengths: Sequence[int],
     bar = Progress(windows.size, label="windows") if progress else None
     done = 0
     for batch in _window_batches(needed, batch_tokens, equal_lengths=absolute):
-        inputs, labels = _window_arrays(tokens, windows[batch], int(needed[batch].max()))
+        inputs, labels = window_arrays(tokens, windows[batch], int(needed[batch].max()))
         nll = reader(inputs, labels)
         row_of = np.full(windows.size, -1)
         row_of[batch] = np.arange(batch.size)

@@ -101,12 +101,13 @@ def generate_ids(model, prompt, num_tokens, temperature, top_k, top_p, seed, seg
 
 
 class Generator:
-    """Cached generation for a `TransformerXL` of any attn_type, through its memory.
+    """Cached generation for a `TransformerXL` of any attention variant, through its memory.
 
     The prompt is read in segments carrying the memory, then every new token is one call of
-    length 1 against it: the model's own semantics with memory. For relative encodings (attn_type
-    0 and 1) that equals rerunning the model over the whole text (distances are the same either
-    way); for absolute ones (2 and 3) it does not, since their positions restart in every call.
+    length 1 against it: the model's own semantics with memory. For relative encodings that
+    equals rerunning the model over the whole text (distances are the same either way); for
+    absolute ones (`TransformerXL.absolute_positions`) it does not, since their positions
+    restart in every call.
 
     Args:
       model: the model (dropout is off: training=False).

@@ -1,4 +1,5 @@
-"""Learned absolute position embeddings of Al-Rfou et al. (2018), the `attn_type=3` encoding.
+"""Learned absolute position embeddings of Al-Rfou et al. (2018), the `alrfou`
+variant of `txl_tf/attention_variants.py`.
 
 Size glossary: B batch, Q segment length, M memory length, K = M + Q, D d_model,
 T table length (max_klen).
@@ -29,7 +30,7 @@ def absolute_table_rows(klen, table_len: int) -> tf.Tensor:
 class LearnedPositionEmbedding(keras.layers.Layer):
     """One layer's learned absolute position embeddings, added to its memory and segment.
 
-    The reference PyTorch model (attn_type 3) keeps one [T, N, H] table per layer, read as
+    The reference PyTorch model (Al-Rfou et al.) keeps one [T, N, H] table per layer, read as
     [T, N*H] and added to that layer's input and memory; here the table is [T, D] (the same
     numbers when N*H = D, and defined for any N, H). Initialised with the main initializer, as
     the reference's `init_weight` of `r_emb`.

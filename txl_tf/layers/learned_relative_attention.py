@@ -1,4 +1,5 @@
-"""Learned relative attention of Shaw et al. (2018), the `attn_type=1` row of the paper's ablation.
+"""Learned relative attention of Shaw et al. (2018), the `shaw` variant of
+`txl_tf/attention_variants.py` (the paper's ablation).
 
 Size glossary: B batch, Q segment (query) length, M memory length, K = M + Q key length,
 D d_model, N heads, H head size, T table length (max_klen).

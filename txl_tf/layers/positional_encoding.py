@@ -26,8 +26,9 @@ def relative_positions(klen, clamp_len: int = -1) -> tf.Tensor:
 @keras.saving.register_keras_serializable(package="txl_tf")
 class RelativePositionalEncoding(keras.layers.Layer):
     """Sinusoids of the descending positions klen-1, ..., 0: the relative distances R of
-    relative attention (`attn_type=0`), and the absolute positions of `attn_type=2`, which the
-    reference counts backwards from the newest key in the same way.
+    relative attention (the `ours` variant of `txl_tf/attention_variants.py`), and the absolute
+    positions of the `vaswani` variant, which the reference counts backwards from the newest key
+    in the same way.
 
     Args:
       d_model: width of the encoding (even).

@@ -112,8 +112,9 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
       pre_lnorm: normalise the input instead of the output (the reference TF is post-LN).
       layer_norm_epsilon: LayerNorm epsilon (1e-12 as the reference).
       kernel_initializer: initialiser of qkv, r and o.
-      relative: False gives the absolute-position attention of `attn_type` 2 and 3: score q.k only,
-        no `r` weight, and `pos_emb`, `r_w_bias`, `r_r_bias` are ignored.
+      relative: False gives the absolute-position attention of the `vaswani` and `alrfou`
+        variants (`txl_tf/attention_variants.py`): score q.k only, no `r` weight, and
+        `pos_emb`, `r_w_bias`, `r_r_bias` are ignored.
 
     Call arguments:
       h: [B, Q, D] segment input.

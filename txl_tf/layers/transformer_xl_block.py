@@ -14,14 +14,15 @@ class TransformerXLBlock(keras.layers.Layer):
     Args:
       d_model, n_head, d_head, d_inner, dropout, dropatt, pre_lnorm, layer_norm_epsilon,
       kernel_initializer: as the two sub-layers.
-      relative: False for attention without position terms (`attn_type` 2 and 3).
+      relative: False for attention without position terms (an `AttentionVariant` of
+        `txl_tf/attention_variants.py` without `position_scores`).
       max_klen: when given, the attention is `LearnedRelativeMultiHeadAttention` with tables of
-        max_klen rows (`attn_type=1`) and `relative` is not used.
+        max_klen rows (a `learned_relative` variant) and `relative` is not used.
 
     Call arguments:
       h: [B, Q, D]; mem: [B, M, D] or None; pos_emb: [K, D]; r_w_bias, r_r_bias: [N, H];
       allowed: bool [Q, K]; training: dropout on/off; clamp_len: clamp of the learned relative
-      tables (`attn_type=1` only; the sinusoids of `attn_type=0` come clamped in pos_emb).
+      tables (with max_klen only; relative sinusoids come clamped in pos_emb).
 
     Returns:
       [B, Q, D].
