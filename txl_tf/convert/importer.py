@@ -4,7 +4,7 @@
 variable exactly once (`assignment.assign_all`) and check that every source variable was used or
 deliberately ignored (`SourceWeights.check_all_used`). `write_model_dir` saves the result with
 `txl_tf.save_model` and `import.json` recording where it came from; the vocabulary is data and
-is written by the caller (runners/import_weights.py with `tf_records.vocab_export`) after
+is written by the caller (runners/import_weights.py with `tf_records.vocab.export`) after
 `check_new_model_dir`.
 """
 import json
