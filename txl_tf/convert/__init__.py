@@ -10,6 +10,6 @@ Modules (one concept each):
   hdf5_weights    reading a Keras 2 `tf_model.h5` weight file into names and arrays.
   importer        `import_tf1`, `import_huggingface` and `write_model_dir`: the steps above
                   put together.
-The vocabulary shipped with released weights is data: `tf_records.vocab.reference_pickle` reads the
-pickles, `tf_records.vocab.export` writes `vocab.txt` and `corpus-info.json`.
+The vocabulary shipped with released weights is data: `tf_records.vocab.reference_pickle` reads
+the pickles, `tf_records.vocab.export` writes `vocab.txt` and `corpus-info.json`.
 """
