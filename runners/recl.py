@@ -19,7 +19,7 @@ import tf_records
 import txl_tf
 from runners import cli
 from runners.cli.dataclass_flags import define_flags, options_from_flags
-from txl_tf.inference.recl_options import ReclOptions
+from txl_tf.commands.recl_options import ReclOptions
 
 FLAGS = flags.FLAGS
 
@@ -74,7 +74,8 @@ def main(argv):
         raise app.UsageError("give the group with --model_dirs=DIR1,DIR2,...")
     cli.quiet_start()
     # TensorFlow loads here, after the flags were checked: --help and usage errors come at once.
-    from txl_tf.inference.recl import check_options, format_recl_table, measure_recl, recl_rows
+    from txl_tf.commands.recl import check_options, measure_recl
+    from txl_tf.inference.recl import format_recl_table, recl_rows
     check_options(options)
     data_dir = options.data_dir
     if not data_dir and os.path.isdir(options.model_dirs[0]):

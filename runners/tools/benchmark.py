@@ -53,8 +53,9 @@ from runners.cli import model_flags, train_flags  # noqa: E402
 from txl_tf import model_flops  # noqa: E402
 from txl_tf.inference.evaluation import segment_nll  # noqa: E402
 from txl_tf.model_dir import write_text_atomic  # noqa: E402
-from txl_tf.training import TrainError, distribute, step_compilation  # noqa: E402
-from txl_tf.training.options import profile_range  # noqa: E402
+from txl_tf.commands.train_options import TrainError  # noqa: E402
+from txl_tf.training import distribute, step_compilation  # noqa: E402
+from txl_tf.commands.train_options import profile_range  # noqa: E402
 from txl_tf.training.profiling import ProfileSteps  # noqa: E402
 from txl_tf.training.lr_schedule import WarmupCosineSchedule  # noqa: E402
 from txl_tf.training.optimizer import make_optimizer  # noqa: E402
