@@ -1,18 +1,32 @@
 """A RECL measurement of a model group (runners/recl.py): `ReclOptions` -> the table of
 `txl_tf.inference.recl` at r = 0.1, 0.5, 1.0.
 
-`measure_recl(models, tokens, options)` scores the tokens of a split at every context length of
+`load_group(model_dirs)` reads the group, `measure_recl(models, tokens, options)` scores the tokens of a split at every context length of
 the grid (`txl_tf.inference.context_losses`) and runs the search of the paper's Appendix C
 (`txl_tf.inference.recl`).
 """
-from typing import Dict
+import os
+from typing import Dict, Sequence
 
 import numpy as np
 
+from txl_tf import model_dir as model_files
 from txl_tf.commands.recl_options import ReclOptions
 from txl_tf.inference.context_losses import context_losses, scored_positions
 from txl_tf.inference.recl import (RECL_RATIOS, ReclInputError, check_context_lengths,
                                    recl_table)
+
+
+def load_group(model_dirs: Sequence[str]) -> dict:
+    """name -> model of each directory, in inference mode (no dropout); the names are the
+    directories' last path components, the whole path where two share one."""
+    models = {}
+    for model_dir in model_dirs:
+        name = os.path.basename(os.path.normpath(model_dir)) or model_dir
+        if name in models:
+            name = model_dir
+        models[name] = model_files.load_model(model_dir, dropout=0.0, dropatt=0.0)
+    return models
 
 
 def check_options(options: ReclOptions) -> None:
