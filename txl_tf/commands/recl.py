@@ -1,9 +1,9 @@
 """A RECL measurement of a model group (runners/recl.py): `ReclOptions` -> the table of
 `txl_tf.inference.recl` at r = 0.1, 0.5, 1.0.
 
-`load_group(model_dirs)` reads the group, `measure_recl(models, tokens, options)` scores the tokens of a split at every context length of
-the grid (`txl_tf.inference.context_losses`) and runs the search of the paper's Appendix C
-(`txl_tf.inference.recl`).
+`load_group(model_dirs)` reads the group; `measure_recl(models, tokens, options)` scores the
+tokens of a split at every context length of the grid (`txl_tf.inference.context_losses`) and
+runs the search of the paper's Appendix C (`txl_tf.inference.recl`).
 """
 import os
 from typing import Dict, Sequence
