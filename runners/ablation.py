@@ -22,9 +22,10 @@ from absl import app, flags
 
 from runners import cli
 from runners.cli import dataclass_flags
-from runners.cli.train_flags import config_fn, define_flags, options_from_flags, set_up_devices
+from runners.cli.model_flags import template_from_flags
+from runners.cli.train_flags import define_flags, options_from_flags, set_up_devices
 from tf_records import PreparedData
-from txl_tf.ablation.options import AblationOptions
+from txl_tf.commands.ablation_options import AblationOptions
 from txl_tf.attention_variants import ATTENTION_VARIANTS
 
 FLAGS = flags.FLAGS
@@ -87,11 +88,13 @@ def main(argv):
     flags_text = "".join(line + "\n" for line in train_options.flags_text.splitlines()
                          if not line.startswith(own))  # train.py's flags only
     train_options = dataclasses.replace(train_options, flags_text=flags_text)
+    template = template_from_flags(FLAGS)
     cli.quiet_start()
     set_up_devices()
-    from txl_tf.ablation import run_ablation  # TensorFlow loads after the flags were checked
+    # TensorFlow loads here, after the flags were checked
+    from txl_tf.commands.ablation import run_ablation
     with cli.locked(FLAGS.root), cli.locked(FLAGS.data_dir, exclusive=False):
-        run_ablation(options, train_options, config_fn(), PreparedData(data_options))
+        run_ablation(options, train_options, template, PreparedData(data_options))
 
 
 if __name__ == "__main__":

@@ -27,14 +27,12 @@ import os
 
 from absl import app, flags
 
-import tf_records
 import txl_tf
 from runners import cli
 from runners.cli import dataclass_flags
-from tf_records.vocab import model_vocab
-from tf_records.text.tokenize import encode_text
-from txl_tf.inference.eval_options import (LAST_SEGMENTS, SPLITS, EvalInputError,  # noqa: F401
-                                           EvalOptions)
+from tf_records.model_text import ModelData
+from txl_tf.commands.evaluate_options import (LAST_SEGMENTS, SPLITS,  # noqa: F401
+                                              EvalInputError, EvalOptions)
 from txl_tf.memory_estimate import check_step_fits
 
 FLAGS = flags.FLAGS
@@ -48,53 +46,12 @@ def define_flags(fv=flags.FLAGS) -> dict:
     return {}
 
 
-def text_data(options, config):
-    """The streams of --text_file, tokenized with the model's vocabulary, and their unigram
-    entropy."""
-    mv = model_vocab.load_model_vocab(options.model_dir, config.n_token, options.vocab_file)
-    if not os.path.isfile(options.text_file):
-        raise EvalInputError(f"--text_file={options.text_file} does not exist.")
-    with open(options.text_file, "rb") as fh:
-        tokens = encode_text(fh.read(), mv.rules, mv.vocab)
-    b, q, n = options.batch_size, config.tgt_len, len(tokens)
-    try:
-        data = tf_records.dataset_from_tokens(tokens, b, q, last_segment=options.last_segment)
-    except tf_records.LayoutError:
-        raise EvalInputError(
-            f"the text has {n} tokens, too few for one segment of {b} streams x tgt_len {q} "
-            f"(needs {b * (q + 1)}); lower --batch_size or --tgt_len, or use --last_segment=pad."
-            if options.last_segment == "drop" else f"the text has {n} tokens, too few for {b} "
-            "streams of at least 2 tokens; lower --batch_size.") from None
-    return data, data.num_steps, "text", tf_records.unigram_entropy(tokens)
-
-
-def split_data(options, config):
-    """The records of --split in --data_dir for the evaluation layout (made from the token
-    cache when missing), checked against the model's vocabulary, and the split's unigram
-    entropy."""
-    data = tf_records.PreparedData(options.data_dir)
-    layout = data.layout(config.tgt_len, options.batch_size, last_segment=options.last_segment)
-    input_fn = data.input_fn(options.split, layout, verify="checksum", vocab_size=config.n_token,
-                             make_from_cache=True, progress=options.progress)
-    made_with = input_fn.metadata.get("vocab_checksum")
-    vocab_path = os.path.join(options.model_dir, model_vocab.VOCAB_FILE)
-    if os.path.isfile(vocab_path):
-        ours = model_vocab.load_model_vocab(options.model_dir, config.n_token).vocab.checksum()
-        if made_with not in (None, ours):
-            raise model_vocab.ModelVocabError(
-                f"vocabulary mismatch: the {options.split} records in {options.data_dir} were "
-                f"made with vocabulary {made_with}, the model's {vocab_path} is {ours}. "
-                "Evaluate on data prepared with the model's corpus.")
-    return (input_fn(), input_fn.metadata["num_steps"], options.split,
-            data.unigram_entropy(options.split))
-
-
 def run(options: EvalOptions) -> dict:
     """Runs the evaluation `options` describe; returns the JSON-able result dict."""
     cli.quiet_start()
     # TensorFlow loads here, after the flags were checked: --help and usage errors come at once.
-    from txl_tf.inference.model_evaluation import evaluate_model
-    return evaluate_model(options, text_data if options.text_file else split_data)
+    from txl_tf.commands.evaluate import evaluate_model
+    return evaluate_model(options, ModelData())
 
 
 def main(argv):

@@ -30,15 +30,14 @@ stderr: exit code 2 for a bad flag or path, 1 for a failure while exporting (unr
 checkpoint, disk full). --verbosity=0 shows TensorFlow's INFO log.
 """
 import json
-import os
 
 from absl import app, flags
 
 from runners import cli
 from runners.cli import dataclass_flags
-from tf_records.vocab import model_vocab
-from txl_tf.inference.export_options import (INFO_FILE, ExportInputError,  # noqa: F401
-                                             ExportOptions, ExportRuntimeError)
+from tf_records.model_text import ModelData
+from txl_tf.commands.export_options import (INFO_FILE, ExportInputError,  # noqa: F401
+                                            ExportOptions, ExportRuntimeError)
 from txl_tf.inference.serving_limits import ServingLimits
 
 FLAGS = flags.FLAGS
@@ -52,36 +51,12 @@ def define_flags(fv=flags.FLAGS) -> dict:
             dataclass_flags.define_flags(ServingLimits, fv)}
 
 
-def vocabulary_of(model_dir, text_signatures):
-    """`vocabulary(config)` for `export_model`: the model's vocab.txt (when it has one) and,
-    for the text signatures, its in-graph text rules."""
-    def vocabulary(config):
-        if not text_signatures and not os.path.isfile(os.path.join(model_dir,
-                                                                   model_vocab.VOCAB_FILE)):
-            return None, None
-        try:
-            mv = model_vocab.load_model_vocab(model_dir, config.n_token)
-        except model_vocab.ModelVocabError as error:
-            if text_signatures:
-                raise ExportInputError(
-                    f"{error} (the text signatures need it; --notext_signatures exports the "
-                    "id-based signatures only).") from None
-            raise ExportRuntimeError(str(error)) from None
-        if not text_signatures:
-            return mv.vocab_path, None
-        import tensorflow_text  # noqa: F401  (registers the ops the text signatures use)
-        from tf_records.text.graph import GraphText  # TensorFlow's graph ops: after the flags
-        return mv.vocab_path, GraphText(mv)
-    return vocabulary
-
-
 def run(options: ExportOptions, limits: ServingLimits = None) -> dict:
     """Exports the model `options` describe; returns the dict export.py prints."""
     cli.quiet_start()
     # TensorFlow loads here, after the flags were checked: --help and usage errors come at once.
-    from txl_tf.inference.saved_model_export import export_model
-    return export_model(options, limits,
-                        vocabulary_of(options.model_dir, options.text_signatures))
+    from txl_tf.commands.export import export_model
+    return export_model(options, limits, ModelData())
 
 
 def main(argv):

@@ -21,9 +21,8 @@ from absl import app, flags
 import txl_tf
 from runners import cli
 from runners.cli import dataclass_flags
-from tf_records.vocab import model_vocab
-from tf_records.text.prompt import PromptText
-from txl_tf.inference.generate_options import GenerateInputError, GenerateOptions
+from tf_records.model_text import ModelData
+from txl_tf.commands.generate_options import GenerateInputError, GenerateOptions
 from txl_tf.memory_estimate import check_step_fits
 
 FLAGS = flags.FLAGS
@@ -38,14 +37,10 @@ def define_flags(fv=flags.FLAGS) -> dict:
 
 def run(options: GenerateOptions, out=sys.stdout) -> dict:
     """Generates what `options` describe, the text to `out`; returns the result dict."""
-    def text_fn(config):
-        mv = model_vocab.load_model_vocab(options.model_dir, config.n_token,
-                                          options.vocab_file)
-        return PromptText(mv)
     cli.quiet_start()
     # TensorFlow loads here, after the flags were checked: --help and usage errors come at once.
-    from txl_tf.inference.text_generation import generate_text
-    return generate_text(options, text_fn, out)
+    from txl_tf.commands.generate import generate_text
+    return generate_text(options, ModelData(), out)
 
 
 def prompt_length(options) -> int:

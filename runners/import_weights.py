@@ -67,12 +67,12 @@ def _vocabulary(corpus):
     return None, dataset
 
 
-def _import(corpus, importer):
+def _import(corpus, import_weights):
     """(model, report) of --source."""
     run = {n: FLAGS[n].value for n in RUN_SETTINGS if FLAGS[n].value is not None}
     if FLAGS.source == "tf1":
-        return importer.import_tf1(FLAGS.checkpoint, run, (corpus or {}).get("cutoffs"))
-    return importer.import_huggingface(FLAGS.input_dir, run, FLAGS.cluster_order,
+        return import_weights.import_tf1(FLAGS.checkpoint, run, (corpus or {}).get("cutoffs"))
+    return import_weights.import_huggingface(FLAGS.input_dir, run, FLAGS.cluster_order,
                                        FLAGS.same_length_semantics)
 
 
@@ -95,16 +95,16 @@ def _import_into_model_dir():
     symbols, dataset = _vocabulary(corpus)
     cli.quiet_start()
     # TensorFlow loads here, after the flags were checked: --help and usage errors come at once.
-    from txl_tf.convert import importer
-    model, report = _import(corpus, importer)
+    from txl_tf.commands import import_weights
+    model, report = _import(corpus, import_weights)
     c = model.config
     if corpus and corpus.get("vocab_size") not in (None, c.n_token):
         raise WeightImportError(f"--corpus_info vocab_size {corpus['vocab_size']} differs "
                                 f"from the checkpoint's n_token {c.n_token}.")
-    importer.check_new_model_dir(FLAGS.model_dir)  # before the vocabulary is written
+    import_weights.check_new_model_dir(FLAGS.model_dir)  # before the vocabulary is written
     if symbols is not None:
         vocab_export.write_vocabulary(FLAGS.model_dir, symbols, dataset, c.cutoffs, c.n_token)
-    path = importer.write_model_dir(model, FLAGS.model_dir, report)
+    path = import_weights.write_model_dir(model, FLAGS.model_dir, report)
     print(f"imported {report['source']} weights: {len(model.weights)} variables, n_layer "
           f"{c.n_layer}, d_model {c.d_model}, n_token {c.n_token}, cutoffs {list(c.cutoffs)}, "
           f"div_val {c.div_val}, untie_r {c.untie_r}, proj_same_dim {c.proj_same_dim}, "

@@ -19,7 +19,7 @@ import tf_records
 import txl_tf
 from runners import cli
 from runners.cli.dataclass_flags import define_flags, options_from_flags
-from txl_tf.inference.recl_options import ReclOptions
+from txl_tf.commands.recl_options import ReclOptions
 
 FLAGS = flags.FLAGS
 
@@ -55,17 +55,6 @@ def check_one_vocabulary(model_dirs, data_dir) -> None:
             "same tokens: give models trained on one vocabulary and data prepared with it.")
 
 
-def load_group(model_dirs) -> dict:
-    """name -> model, in inference mode (no dropout), with the names made unique."""
-    models = {}
-    for model_dir in model_dirs:
-        name = os.path.basename(os.path.normpath(model_dir)) or model_dir
-        if name in models:
-            name = model_dir
-        models[name] = txl_tf.load_model(model_dir, dropout=0.0, dropatt=0.0)
-    return models
-
-
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]} (flags are --name=value).")
@@ -74,7 +63,8 @@ def main(argv):
         raise app.UsageError("give the group with --model_dirs=DIR1,DIR2,...")
     cli.quiet_start()
     # TensorFlow loads here, after the flags were checked: --help and usage errors come at once.
-    from txl_tf.inference.recl import check_options, format_recl_table, measure_recl, recl_rows
+    from txl_tf.commands.recl import check_options, load_group, measure_recl
+    from txl_tf.inference.recl import format_recl_table, recl_rows
     check_options(options)
     data_dir = options.data_dir
     if not data_dir and os.path.isdir(options.model_dirs[0]):

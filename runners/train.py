@@ -17,8 +17,8 @@ resumes from the last checkpoint: same weights, optimizer state, data position a
 from absl import app, flags
 
 from runners import cli
-from runners.cli.train_flags import (config_fn, define_flags, options_from_flags,  # noqa: F401
-                                     set_up_devices)
+from runners.cli.model_flags import template_from_flags
+from runners.cli.train_flags import define_flags, options_from_flags, set_up_devices
 from tf_records import PreparedData
 
 FLAGS = flags.FLAGS
@@ -30,13 +30,14 @@ def main(argv):
     cli.check_directories(model_dir=FLAGS.model_dir, data_dir=FLAGS.data_dir)
     cli.check_files(raw_path=FLAGS.raw_path)
     data_options, options = options_from_flags(FLAGS)
+    template = template_from_flags(FLAGS)
     cli.quiet_start()
     set_up_devices()
-    from txl_tf.training import train  # TensorFlow loads after the flags were checked
+    from txl_tf.commands.train import train  # TensorFlow loads after the flags were checked
     chief = cli.is_chief_process()  # non-chief workers share the chief's directories
     with cli.locked(FLAGS.model_dir if chief else None), \
             cli.locked(FLAGS.data_dir if chief else None, exclusive=False):
-        train(options, config_fn(), PreparedData(data_options))
+        train(options, template, PreparedData(data_options))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 not import TensorFlow until a name that needs it is used.
 
 Example (a package `__init__.py`):
-  >>> _EXPORTS = {"TrainOptions": "txl_tf.training.options", "train": "txl_tf.training.run"}
+  >>> _EXPORTS = {"TrainOptions": "txl_tf.commands.train_options", "train": "txl_tf.commands.train"}
   >>> __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 """
 import importlib

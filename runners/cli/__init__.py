@@ -7,12 +7,12 @@ usage error come at once; TensorFlow loads in `main`, after the checks:
 
     from absl import flags
     from runners import cli
-    from txl_tf.training.options import TrainOptions       # TensorFlow-free
+    from txl_tf.commands.train_options import TrainOptions       # TensorFlow-free
     ...
     def main(argv):
         cli.check_directories(model_dir=FLAGS.model_dir)   # cli/paths.py
         cli.quiet_start()          # imports TensorFlow without its start-up lines (startup.py)
-        from txl_tf.training import train                  # the work, with TensorFlow
+        from txl_tf.commands.train import train            # the work, with TensorFlow
         ...
     if __name__ == "__main__":
         cli.run(main, groups=define_flags(), required=("model_dir",))   # cli/app.py, help.py

@@ -1,4 +1,5 @@
-"""The model flags, generated from `TransformerXLConfig`, and flags -> `TransformerXLConfig`.
+"""The model flags, generated from `TransformerXLConfig`, and flags -> `ConfigTemplate` (the
+configuration whose vocabulary is the data's) or `TransformerXLConfig`.
 
 The flag names are the config's field names (the reference's flag names), the help texts are the
 entries of its `Attributes:` docstring section and the defaults are its defaults, with two flag
@@ -15,6 +16,7 @@ from absl import flags
 import txl_tf
 from runners.cli import dataclass_flags
 from txl_tf.config import AUTO_CUTOFFS_MIN_VOCAB, auto_cutoffs
+from txl_tf.config_template import PLACEHOLDER_VOCAB, ConfigTemplate
 
 # Fields without a generated flag: n_token comes from the data, cutoffs is the text flag below,
 # layer_norm_epsilon is the reference's (only imported weights change it).
@@ -63,6 +65,25 @@ def parse_cutoffs(text: str, corpus_cutoffs: Sequence[int] = (), n_token: int = 
                                  f"got {text!r}.") from None
 
 
+def template_from_flags(flag_values) -> ConfigTemplate:
+    """The `ConfigTemplate` of the model flags: the configuration whose vocabulary (n_token and,
+    with `--cutoffs=auto`, the cutoffs) is the data's.
+
+    Args:
+      flag_values: the parsed flags of `define_model_flags`.
+
+    Raises:
+      ConfigError: a bad `--cutoffs` text or invalid model flags.
+    """
+    text = (flag_values.cutoffs or "").strip().lower()
+    cutoffs = None if text in ("", "auto") else parse_cutoffs(text)
+    d_embed = flag_values.d_embed
+    config = dataclass_flags.options_from_flags(
+        txl_tf.TransformerXLConfig, flag_values, skip=_NOT_FLAGS, n_token=PLACEHOLDER_VOCAB,
+        cutoffs=cutoffs or (), d_embed=None if d_embed in (None, -1, 0) else d_embed)
+    return ConfigTemplate(config, data_cutoffs=cutoffs is None)
+
+
 def config_from_flags(flag_values, n_token: int,
                       corpus_cutoffs: Sequence[int] = ()) -> txl_tf.TransformerXLConfig:
     """The `TransformerXLConfig` of the model flags.
@@ -73,10 +94,4 @@ def config_from_flags(flag_values, n_token: int,
       corpus_cutoffs: the data's cutoffs; those at or above n_token are dropped (explicit
         `--cutoffs` must be right). With none, `--cutoffs=auto` chooses them for n_token.
     """
-    cutoffs = parse_cutoffs(flag_values.cutoffs, corpus_cutoffs, n_token)
-    if (flag_values.cutoffs or "").strip().lower() in ("", "auto"):
-        cutoffs = tuple(c for c in cutoffs if c < n_token)
-    d_embed = flag_values.d_embed
-    return dataclass_flags.options_from_flags(
-        txl_tf.TransformerXLConfig, flag_values, skip=_NOT_FLAGS, n_token=n_token,
-        cutoffs=cutoffs, d_embed=None if d_embed in (None, -1, 0) else d_embed)
+    return template_from_flags(flag_values).for_data(n_token, corpus_cutoffs)

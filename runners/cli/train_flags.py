@@ -2,17 +2,17 @@
 that a training flagfile works there unchanged.
 
 The flags are generated from the model config (`model_flags`, with train.py's no-flags preset
-`model_flags.SMALL_MODEL`), `tf_records.DataOptions` and `txl_tf.training.TrainOptions`: their
+`model_flags.SMALL_MODEL`), `tf_records.DataOptions` and `txl_tf.commands.TrainOptions`: their
 defaults and help are written once, in those classes. Added here: `--corpus_option` and the
 corpus flags (the `corpus_options` field), and two process settings (`--xla_fusion`,
-`--logical_cpus`) that the runner applies before training.
+`--logical_cpus`) that the runner applies before training. The model flags give the run's
+`ConfigTemplate` (`model_flags.template_from_flags`): its vocabulary is the data's.
 """
 from absl import flags
 
 from runners.cli import data_flags, dataclass_flags, model_flags
 from tf_records import DataOptions
-from txl_tf.memory_estimate import check_step_fits
-from txl_tf.training.options import (JIT_COMPILE, PRECISIONS, STRATEGIES, TrainError,
+from txl_tf.commands.train_options import (JIT_COMPILE, PRECISIONS, STRATEGIES, TrainError,
                                      TrainOptions)
 
 _DATA_SKIP = ("corpus_options",)  # from --corpus_option and the corpus flags
@@ -93,15 +93,3 @@ def set_up_devices(f: flags.FlagValues = flags.FLAGS) -> None:
         cpus = tf.config.list_physical_devices("CPU")
         tf.config.set_logical_device_configuration(
             cpus[0], [tf.config.LogicalDeviceConfiguration()] * f.logical_cpus)
-
-
-def config_fn(f: flags.FlagValues = flags.FLAGS):
-    """The `config_fn(n_token, cutoffs)` of `txl_tf.training.train` for the parsed flags: the
-    model config for the data's vocabulary, refused before anything is written when even one
-    stream cannot fit."""
-    def make(n_token, cutoffs):
-        config = model_flags.config_from_flags(f, n_token, cutoffs)
-        check_step_fits(config, 1, training=True,
-                        bytes_per_value=2 if f.precision.startswith("mixed") else 4)
-        return config
-    return make

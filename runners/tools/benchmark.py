@@ -55,8 +55,8 @@ from txl_tf import model_flops  # noqa: E402
 from txl_tf.attention_variants import OURS, VASWANI  # noqa: E402
 from txl_tf.inference.evaluation import segment_nll  # noqa: E402
 from txl_tf.atomic_writes import write_text_atomic  # noqa: E402
-from txl_tf.training import TrainError, distribute, step_compilation  # noqa: E402
-from txl_tf.training.options import profile_range  # noqa: E402
+from txl_tf.commands.train_options import TrainError, profile_range  # noqa: E402
+from txl_tf.training import distribute, step_compilation  # noqa: E402
 from txl_tf.training.profiling import ProfileSteps  # noqa: E402
 from txl_tf.training.lr_schedule import WarmupCosineSchedule  # noqa: E402
 from txl_tf.training.optimizer import make_optimizer  # noqa: E402

@@ -425,7 +425,7 @@ def test_error_classes_map_to_exit_codes():
     import tensorflow as tf
 
     from runners import cli
-    from txl_tf.training import TrainError
+    from txl_tf.commands.train_options import TrainError
 
     def raised(fn):
         try:

@@ -17,8 +17,8 @@ import pytest
 import txl_tf
 from tiny import TRAIN_FLAGS
 from txl_tf.config import ConfigError
-from txl_tf.training import TrainError, TrainOptions
-from txl_tf.training.options import checked
+from txl_tf.commands.train_options import TrainError, TrainOptions
+from txl_tf.commands.train_options import checked
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FLAGS = TRAIN_FLAGS + ["--per_host_train_bsz=4", "--dataset=synthetic", "--data_dir=D",

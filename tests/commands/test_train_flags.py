@@ -10,7 +10,7 @@ import txl_tf
 from runners.cli import model_flags as flags_model
 from runners.train import define_flags, options_from_flags
 from txl_tf.config import check_against_saved
-from txl_tf.training.options import for_level
+from txl_tf.commands.train_options import for_level
 
 from tiny import tiny_config
 

@@ -16,7 +16,8 @@ import pytest
 
 import reference_numpy as ref
 from import_helpers import compare, make_segments, run_reference, run_txl
-from txl_tf.convert import importer, safetensors_io
+from txl_tf.commands import import_weights
+from txl_tf.convert import safetensors_io
 from txl_tf.convert.errors import WeightImportError
 import txl_tf
 
@@ -184,9 +185,9 @@ def test_huggingface_parity(tmp_path, name):
     params = _params_for(cfg, options, extras, rng)
     hf_config = _hf_config(cfg, options["untie_r"], extras)
     write_hf_dir(str(tmp_path / "hf"), params, cfg, hf_config, fmt)
-    model, report = importer.import_huggingface(str(tmp_path / "hf"), dict(tgt_len=4),
+    model, report = import_weights.import_huggingface(str(tmp_path / "hf"), dict(tgt_len=4),
                                                 **import_options)
-    importer.write_model_dir(model, str(tmp_path / "imported"), report)
+    import_weights.write_model_dir(model, str(tmp_path / "imported"), report)
     model = txl_tf.load_model(str(tmp_path / "imported"))
     assert model.config.layer_norm_epsilon == 1e-5
 
@@ -212,7 +213,7 @@ def test_huggingface_same_length_differs_from_paper_semantics(tmp_path):
     rng = np.random.default_rng(5)
     params = _params_for(cfg, options, extras, rng)
     write_hf_dir(str(tmp_path / "hf"), params, cfg, _hf_config(cfg, True, extras), fmt)
-    model, _ = importer.import_huggingface(str(tmp_path / "hf"), dict(tgt_len=4))
+    model, _ = import_weights.import_huggingface(str(tmp_path / "hf"), dict(tgt_len=4))
     assert model.config.mem_len == extras["mem_len"]
     segments = make_segments(rng, cfg["n_token"], 4, 2, 2)
     got = run_txl(model, segments)
@@ -236,7 +237,7 @@ def test_untied_output_table_and_stray_tensors_rejected(tmp_path):
     json.dump(hf_config, open(tmp_path / "untied" / "config.json", "w"))
     safetensors_io.write(str(tmp_path / "untied" / "model.safetensors"), untied)
     with pytest.raises(WeightImportError, match="out_layers.1.weight"):
-        importer.import_huggingface(str(tmp_path / "untied"))
+        import_weights.import_huggingface(str(tmp_path / "untied"))
 
     stray = dict(state)
     stray["classifier.weight"] = np.zeros((2, 2), np.float32)
@@ -244,7 +245,7 @@ def test_untied_output_table_and_stray_tensors_rejected(tmp_path):
     json.dump(hf_config, open(tmp_path / "stray" / "config.json", "w"))
     safetensors_io.write(str(tmp_path / "stray" / "model.safetensors"), stray)
     with pytest.raises(WeightImportError, match="classifier.weight"):
-        importer.import_huggingface(str(tmp_path / "stray"))
+        import_weights.import_huggingface(str(tmp_path / "stray"))
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
@@ -254,7 +255,7 @@ def test_pytorch_bin_without_torch_is_a_clear_error(tmp_path):
               open(tmp_path / "hf" / "config.json", "w"))
     (tmp_path / "hf" / "pytorch_model.bin").write_bytes(b"not read")
     with pytest.raises(WeightImportError, match="PyTorch is not installed"):
-        importer.import_huggingface(str(tmp_path / "hf"))
+        import_weights.import_huggingface(str(tmp_path / "hf"))
 
 
 def test_safetensors_round_trip(tmp_path):

@@ -12,7 +12,8 @@ import pytest
 
 import reference_numpy as ref
 from import_helpers import compare, make_segments, run_reference, run_txl, write_tf1_checkpoint
-from txl_tf.convert import importer, tf1_checkpoint
+from txl_tf.commands import import_weights
+from txl_tf.convert import tf1_checkpoint
 from txl_tf.convert.errors import WeightImportError
 import txl_tf
 
@@ -45,9 +46,9 @@ CASES = {
 
 def _import(tmp_path, params, run, global_step=None, **kwargs):
     prefix = write_tf1_checkpoint(str(tmp_path / "model.ckpt-0"), params, global_step)
-    model, report = importer.import_tf1(prefix, dict(run, tgt_len=4), **kwargs)
+    model, report = import_weights.import_tf1(prefix, dict(run, tgt_len=4), **kwargs)
     model_dir = str(tmp_path / "imported")
-    importer.write_model_dir(model, model_dir, report)
+    import_weights.write_model_dir(model, model_dir, report)
     return txl_tf.load_model(model_dir), report
 
 

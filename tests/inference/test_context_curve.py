@@ -15,7 +15,7 @@ from runners import evaluate
 from tf_records.vocab.model_vocab import write_model_vocab
 from tf_records import PreparedData
 from tiny import tiny_model
-from txl_tf.inference.model_evaluation import EvalOptions
+from txl_tf.commands.evaluate import EvalOptions
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

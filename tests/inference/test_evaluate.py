@@ -19,7 +19,7 @@ from tf_records.vocab.model_vocab import ModelVocabError, write_model_vocab
 from tf_records.text.tokenize import TextRules
 from tf_records.vocab.vocabulary import Vocabulary
 
-from tiny import tiny_config, train_config_fn
+from tiny import tiny_config, train_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -161,7 +161,7 @@ def synthetic_run(tmp_path_factory):
                        progress=False, **options)
     train = stream_cache.load(data_dir, "train")
     keras.utils.set_random_seed(0)
-    config = train_config_fn(tgt_len=8, mem_len=8)(n_token=16, cutoffs=())
+    config = train_config(tgt_len=8, mem_len=8).for_data(16)
     model = txl_tf.TransformerXL(config)
     optimizer = keras.optimizers.Adam(3e-3)
 

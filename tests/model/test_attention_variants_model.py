@@ -8,7 +8,7 @@ import tensorflow as tf
 
 import txl_tf
 from txl_tf import ConfigError, TransformerXL, TransformerXLConfig
-from txl_tf.convert import importer
+from txl_tf.commands import import_weights
 from txl_tf.convert.errors import WeightImportError
 
 from tiny import plain_train_step, tiny_config
@@ -351,4 +351,4 @@ def test_invalid_attn_type_combinations_are_rejected(changes, message):
 def test_weight_importers_refuse_other_attn_types():
     fields = small_config(attn_type=1).to_dict()
     with pytest.raises(WeightImportError, match="attn_type=1: .*only attn_type 0"):
-        importer._build(fields, lambda config, names: {})
+        import_weights._build(fields, lambda config, names: {})

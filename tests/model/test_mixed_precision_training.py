@@ -1,7 +1,7 @@
 """`--precision=mixed_bfloat16` (the TPU precision) trains like float32.
 
 The same run (same initial weights, same data, 80 steps on a slice of the built-in byte corpus)
-in float32 and in mixed_bfloat16 through `txl_tf.training.train`: both drive the loss far below its start
+in float32 and in mixed_bfloat16 through `txl_tf.commands.train.train`: both drive the loss far below its start
 and below the corpus' unigram entropy, and the bfloat16 losses (train and validation) stay
 within a few percent of the float32 ones all along. The checkpointed weights are float32 in both
 (bfloat16 is the compute dtype only) and differ between the runs, so bfloat16 was really used.
@@ -15,8 +15,9 @@ import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
 from tf_records import DataOptions, PreparedData
-from tiny import train_config_fn
-from txl_tf.training import TrainOptions, train
+from tiny import train_config
+from txl_tf.commands.train import train
+from txl_tf.commands.train_options import TrainOptions
 
 
 def train_losses(model_dir):
@@ -39,7 +40,7 @@ def runs(tmp_path_factory):
                 precision=precision)
             data = DataOptions(data_dir=str(root / "data"), dataset="builtin",
                                corpus_options={"max_bytes": 120_000})
-            summary = train(options, train_config_fn(), PreparedData(data))
+            summary = train(options, train_config(), PreparedData(data))
             out[precision] = dict(summary=summary, losses=train_losses(options.model_dir),
                                   model_dir=options.model_dir)
     finally:

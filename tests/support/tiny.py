@@ -1,7 +1,7 @@
 """The tiny model and data settings the tests share.
 
 Two sizes: `tiny_config` / `tiny_model` for tests that call the model directly (D 16, a forward
-pass takes milliseconds), and `TRAIN_SIZES` for tests that train (`txl_tf.training.train` or
+pass takes milliseconds), and `TRAIN_SIZES` for tests that train (`txl_tf.commands.train.train` or
 `runners/train.py`) on the `SYNTHETIC` corpus long enough to see the loss fall.
 
 Example:
@@ -16,6 +16,7 @@ import tensorflow as tf
 
 import tf_records
 import txl_tf
+from txl_tf.config_template import ConfigTemplate
 
 TINY_MODEL = dict(n_token=50, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, tgt_len=6,
                   mem_len=6, dropout=0.0, dropatt=0.0, init_std=0.2)
@@ -92,14 +93,10 @@ def plain_train_step(model, jit_compile):
     return step
 
 
-def train_config_fn(**changes):
-    """The `config_fn(n_token, cutoffs)` of `txl_tf.training.train` for a `TRAIN_SIZES` model without
-    dropout, with `changes` (any config field)."""
-    values = {**TRAIN_SIZES, "dropout": 0.0, "dropatt": 0.0, **changes}
-
-    def config_fn(n_token, cutoffs):
-        return txl_tf.TransformerXLConfig(n_token=n_token, cutoffs=cutoffs, **values)
-    return config_fn
+def train_config(**changes):
+    """The `ConfigTemplate` of `txl_tf.commands.train.train` for a `TRAIN_SIZES` model without
+    dropout, with `changes` (any config field but n_token and cutoffs: those are the data's)."""
+    return ConfigTemplate.of(**{**TRAIN_SIZES, "dropout": 0.0, "dropatt": 0.0, **changes})
 
 
 def prepare_synthetic(data_dir, layouts=None):

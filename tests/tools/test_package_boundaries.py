@@ -7,6 +7,7 @@ Under Bazel the files are those of the test's runfiles, i.e. the libraries' sour
 """
 import ast
 import os
+import re
 
 import pytest
 
@@ -78,3 +79,37 @@ def test_the_check_sees_function_level_and_dynamic_imports(tmp_path):
     bad.write_text(source)
     found = violations(str(bad), FORBIDDEN["txl_tf"])
     assert [line.split(" imports ")[1] for line in found] == ["absl.flags", "runners.cli"]
+
+
+LIBRARIES = ("txl_tf", "tf_records")
+
+
+@pytest.mark.parametrize("package", LIBRARIES)
+def test_no_library_module_imports_runners(package):
+    found = [line for path in modules(package) for line in violations(path, ("runners",))]
+    assert not found, f"{package}/ must not import runners/:\n" + "\n".join(found)
+
+
+def command_calls():
+    """(module path, function name, [(parameter, annotation text)]) of every public top-level
+    function of txl_tf/commands/."""
+    for path in modules("txl_tf/commands"):
+        with open(os.path.join(REPO, path), encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                arguments = node.args.args + node.args.kwonlyargs
+                yield path, node.name, [(a.arg, ast.unparse(a.annotation) if a.annotation
+                                         else "") for a in arguments]
+
+
+def test_command_calls_take_objects_not_callbacks():
+    """The runners pass data in as objects of the seam (txl_tf/model_text.py, ConfigTemplate,
+    DataSource), never as functions the library calls back (the console sink `echo` aside)."""
+    calls = list(command_calls())
+    assert any(name == "evaluate_model" for _, name, _ in calls)
+    callbacks = [f"{path}: {name}({arg}: {annotation})" for path, name, arguments in calls
+                 for arg, annotation in arguments
+                 if arg != "echo" and (arg.endswith("_fn") or re.search(r"Callable|Fn\b",
+                                                                        annotation))]
+    assert not callbacks, "callbacks into the caller:\n" + "\n".join(callbacks)

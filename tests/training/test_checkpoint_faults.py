@@ -24,7 +24,8 @@ import tensorflow as tf
 import txl_tf
 from tf_records import DataOptions, PreparedData
 from txl_tf.checkpoint_probes import checkpoint_files, checkpoint_problem
-from txl_tf.training import TrainError, TrainOptions, train
+from txl_tf.commands.train import train
+from txl_tf.commands.train_options import TrainError, TrainOptions
 from txl_tf.training.actions import KeepBest
 from txl_tf.training.checkpoints import CheckpointIOError, TrainCheckpoints, dropout_rng_state
 from txl_tf.training.checkpoints import worker_memory
@@ -33,7 +34,7 @@ from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.trainer import Trainer
 from txl_tf.training.warm_start import warm_start
 
-from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_SIZES, train_config_fn, train_flags
+from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_SIZES, train_config, train_flags
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = dict(TRAIN_SIZES, dropout=0.0, dropatt=0.0)
@@ -53,7 +54,7 @@ def base(tmp_path_factory):
     """A model directory with ckpt-4, ckpt-8, ckpt-12 and their memory; the data directory."""
     root = tmp_path_factory.mktemp("faults")
     options = TrainOptions(model_dir=str(root / "base"), **RUN)
-    run_training(options, str(root / "data"), train_config_fn())
+    run_training(options, str(root / "data"), train_config())
     assert sorted(checkpoint_files(options.model_dir)) == [4, 8, 12]
     return types.SimpleNamespace(model_dir=options.model_dir, data_dir=str(root / "data"))
 
@@ -408,22 +409,22 @@ def test_load_model_past_a_garbage_state_file_and_on_a_damaged_checkpoint(base, 
 
 def test_one_loop_run_reports_tokens_per_sec(base, tmp_path, capsys):
     options = TrainOptions(model_dir=str(tmp_path / "short"), **dict(RUN, train_steps=4))
-    summary = run_training(options, base.data_dir, train_config_fn())
+    summary = run_training(options, base.data_dir, train_config())
     assert summary["tokens_per_sec"] > 0 and summary["tokens_per_sec_includes_tracing"]
     again = run_training(TrainOptions(**dict(options.__dict__, train_steps=8)), base.data_dir,
-                         train_config_fn())
+                         train_config())
     assert "note: resuming with --train_steps=8 (was 4): the learning-rate schedule is " \
            "recomputed over 8 steps from step 4 on" in capsys.readouterr().out
     longer = run_training(TrainOptions(**dict(options.__dict__, train_steps=16)), base.data_dir,
-                          train_config_fn())
+                          train_config())
     assert longer["tokens_per_sec"] > 0 and not longer["tokens_per_sec_includes_tracing"]
     assert again["resumed"] and longer["resumed"]
     capsys.readouterr()
     twenty = TrainOptions(**dict(options.__dict__, train_steps=20))
-    assert run_training(twenty, base.data_dir, train_config_fn(), stop_after_steps=18)["step"] == 18
+    assert run_training(twenty, base.data_dir, train_config(), stop_after_steps=18)["step"] == 18
     assert "note: resuming with --train_steps=20 (was 16)" in capsys.readouterr().out
     # Resumed again (from step 16) with the same flags: nothing to say.
-    assert run_training(twenty, base.data_dir, train_config_fn())["step"] == 20
+    assert run_training(twenty, base.data_dir, train_config())["step"] == 20
     out = capsys.readouterr().out
     assert "resuming at step 16" in out and "note:" not in out
 

@@ -21,8 +21,9 @@ from werkzeug import test as werkzeug_test
 from werkzeug import wrappers
 
 from tf_records import DataOptions, PreparedData
-from tiny import SYNTHETIC, TRAIN_SIZES, train_config_fn
-from txl_tf.training import TrainOptions, train
+from tiny import SYNTHETIC, TRAIN_SIZES, train_config
+from txl_tf.commands.train import train
+from txl_tf.commands.train_options import TrainOptions
 
 RATES = {"a": 3e-3, "b": 1e-2}
 STATUSES = ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_FAILURE", "STATUS_RUNNING"]
@@ -61,7 +62,7 @@ def two_runs(tmp_path_factory):
                                max_eval_batches=2)
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            summaries[name] = train(options, train_config_fn(), data, name=f"variant {name}")
+            summaries[name] = train(options, train_config(), data, name=f"variant {name}")
         headers += [line for line in out.getvalue().splitlines()
                     if line.startswith("txl-tf training")]
     return str(root / "runs"), summaries, headers
@@ -114,7 +115,7 @@ def test_a_resumed_run_stays_one_session_with_the_latest_metrics(two_runs, tmp_p
                            warmup_steps=2, train_steps=6, steps_per_loop=2, log_steps=2,
                            save_steps=2, eval_steps=2, max_eval_batches=2)
     with contextlib.redirect_stdout(io.StringIO()):
-        resumed = train(options, train_config_fn(), data)
+        resumed = train(options, train_config(), data)
     assert resumed["resumed"] and resumed["step"] == 6
     [group] = session_groups(str(tmp_path / "runs"))
     assert group["name"] == "a" and group["hparams"]["train_steps"] == 4

@@ -35,10 +35,11 @@ from tensorboard.backend.event_processing import event_accumulator
 import tf_records
 from txl_tf.training.checkpoints import worker_memory
 from runners.tools.launch_local_cluster import kill_workers, tf_configs
-from txl_tf.training import TrainOptions, train
+from txl_tf.commands.train import train
+from txl_tf.commands.train_options import TrainOptions
 
 from tiny import (SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, TRAIN_SIZES, prepare_synthetic,
-                  train_config_fn)
+                  train_config)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN = os.path.join(REPO, "runners", "train.py")
@@ -191,7 +192,7 @@ def in_process_run(data, name, strategy, replicas, dropout=0.0):
                            **RUN)
     prepared = tf_records.PreparedData(tf_records.DataOptions(
         data_dir=data["full"], dataset="synthetic", corpus_options=SYNTHETIC))
-    summary = train(options, train_config_fn(dropout=dropout, dropatt=dropout), prepared,
+    summary = train(options, train_config(dropout=dropout, dropatt=dropout), prepared,
                     strategy=strategy)
     assert summary["replicas"] == replicas and summary["step"] == STEPS
     return options.model_dir

@@ -12,9 +12,9 @@ import pytest
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
 from tiny import SYNTHETIC_FLAGS, TRAIN_FLAGS
-from txl_tf.training import TrainError, TrainOptions
+from txl_tf.commands.train_options import TrainError, TrainOptions
 from txl_tf.training.controller import Controller
-from txl_tf.training.options import checked
+from txl_tf.commands.train_options import checked
 from txl_tf.training.profiling import ProfileSteps
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

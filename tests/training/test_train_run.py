@@ -1,4 +1,4 @@
-"""`txl_tf.training.train` and `runners/train.py` end to end on tiny corpora.
+"""`txl_tf.commands.train.train` and `runners/train.py` end to end on tiny corpora.
 
 * a short run on a tiny slice of the built-in corpus drives the loss below the unigram entropy
   and writes the TensorBoard scalars (read back with TensorBoard's event reader);
@@ -22,9 +22,10 @@ import tf_records
 import txl_tf
 from txl_tf.training.checkpoints import worker_memory
 from tf_records import DataOptions, PreparedData
-from txl_tf.training import TrainError, TrainOptions, train
+from txl_tf.commands.train import train
+from txl_tf.commands.train_options import TrainError, TrainOptions
 
-from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, TRAIN_SIZES, train_config_fn
+from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, TRAIN_SIZES, train_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -58,7 +59,7 @@ def short_run(tmp_path_factory):
         model_dir=str(root / "model"), per_host_train_bsz=8, learning_rate=5e-3,
         warmup_steps=10, train_steps=80, steps_per_loop=10, log_steps=20, save_steps=40,
         eval_steps=40, max_eval_batches=4)
-    summary = train(options, train_config_fn(), PreparedData(data))
+    summary = train(options, train_config(), PreparedData(data))
     return options, summary, data
 
 
@@ -102,7 +103,7 @@ def test_short_run_model_dir_is_complete(short_run):
 def test_flags_that_do_not_fit_the_checkpoint_are_errors(short_run):
     options, _, data = short_run
     with pytest.raises(txl_tf.ConfigError, match=r"d_head[\s\S]*n_head \* d_head"):
-        train(options, train_config_fn(d_head=8), PreparedData(data))
+        train(options, train_config(d_head=8), PreparedData(data))
 
 
 # ----------------------------------------------------------------------------------- resume
@@ -126,7 +127,7 @@ def run_training(root, options, make, **kwargs):
 
 def test_interrupted_run_resumes_exactly(tmp_path):
     """Dropout on: the dropout RNG, optimizer, data position and memory must all be restored."""
-    make = train_config_fn(dropout=0.2, dropatt=0.1)
+    make = train_config(dropout=0.2, dropatt=0.1)
     run_training(tmp_path, resume_options(tmp_path, "straight"), make)
     interrupted = resume_options(tmp_path, "interrupted")
     first = run_training(tmp_path, interrupted, make, stop_after_steps=6)  # last checkpoint: step 4
@@ -167,7 +168,7 @@ def test_kill_9_then_restart_matches_uninterrupted(tmp_path):
     assert "resuming at step" in restarted.stdout
 
     run_training(tmp_path, resume_options(tmp_path, "reference", train_steps=40, save_steps=10,
-                                          log_steps=5, steps_per_loop=5), train_config_fn())
+                                          log_steps=5, steps_per_loop=5), train_config())
     assert_same_state(str(tmp_path / "reference"), options.model_dir, 40, atol=1e-4)
 
 
@@ -176,14 +177,14 @@ def test_batch_not_divisible_by_replicas(tmp_path, two_cpu_devices):
     strategy = tf.distribute.MirroredStrategy(two_cpu_devices)
     options = resume_options(tmp_path, "odd", per_host_train_bsz=3)
     with pytest.raises(TrainError, match="not divisible by the 2 replicas"):
-        run_training(tmp_path, options, train_config_fn(), strategy=strategy)
+        run_training(tmp_path, options, train_config(), strategy=strategy)
 
 
 def test_missing_records_name_the_prepare_command(tmp_path):
     options = TrainOptions(model_dir=str(tmp_path / "m"), per_host_train_bsz=4)
     data = DataOptions(data_dir=str(tmp_path / "enwik8"), dataset="enwik8", download=False)
     with pytest.raises(tf_records.DataError, match=r"runners/prepare_data\.py .*--tgt_len=16"):
-        train(options, train_config_fn(), PreparedData(data))
+        train(options, train_config(), PreparedData(data))
 
 
 def test_unknown_flag_is_an_error(tmp_path):
@@ -199,7 +200,7 @@ def test_init_checkpoint_warm_starts_the_weights(short_run, tmp_path):
     warm = TrainOptions(model_dir=str(tmp_path / "warm"), per_host_train_bsz=8, learning_rate=1e-9, warmup_steps=0, train_steps=1,
                         steps_per_loop=1, log_steps=1, save_steps=1, eval_steps=0,
                         max_eval_batches=1, init_checkpoint=options.model_dir)
-    train(warm, train_config_fn(), PreparedData(data))
+    train(warm, train_config(), PreparedData(data))
     source, started = final_weights(options.model_dir), final_weights(warm.model_dir)
     model_names = [n for n in source if n.startswith("model/")]
     assert model_names
@@ -207,13 +208,13 @@ def test_init_checkpoint_warm_starts_the_weights(short_run, tmp_path):
         np.testing.assert_allclose(started[name], source[name], atol=1e-6, err_msg=name)
     with pytest.raises(txl_tf.ConfigError, match="d_model"):
         train(TrainOptions(**{**warm.__dict__, "model_dir": str(tmp_path / "w2")}),
-              train_config_fn(d_model=48), PreparedData(data))
+              train_config(d_model=48), PreparedData(data))
 
 
 def test_without_checkpoint_memory_resume_restarts_memory(tmp_path):
     options = resume_options(tmp_path, "nomem", checkpoint_memory=False, train_steps=6,
                              save_steps=2)
-    run_training(tmp_path, options, train_config_fn(), stop_after_steps=3)
+    run_training(tmp_path, options, train_config(), stop_after_steps=3)
     assert not os.path.exists(os.path.join(options.model_dir, "memory"))
-    summary = run_training(tmp_path, options, train_config_fn())
+    summary = run_training(tmp_path, options, train_config())
     assert summary["resumed"] and summary["step"] == 6

@@ -1,7 +1,7 @@
 """`export(causal_lm, export_dir, ...)`: the SavedModel of runners/export.py, for TF Serving.
 
 The backbone and the preprocessor's vocabulary are written as a model directory into a
-temporary directory, and `txl_tf.inference.saved_model_export.export_model` (what
+temporary directory, and `txl_tf.commands.export.export_model` (what
 runners/export.py calls) exports it: the same signatures, limits, warmup requests and server
 configuration, written atomically as EXPORT_DIR/VERSION. The text signatures need the
 preprocessor and the tensorflow_text ops; without a preprocessor only the id signatures are
@@ -15,13 +15,14 @@ Example:
 import dataclasses
 import os
 import tempfile
+import types
 
 import keras
 
 from txl_tf import model_files
 from txl_tf.causal_lm.errors import CausalLMInputError
-from txl_tf.inference.export_options import ExportInputError, ExportOptions
-from txl_tf.inference.saved_model_export import export_model
+from txl_tf.commands.export import export_model
+from txl_tf.commands.export_options import ExportInputError, ExportOptions
 from txl_tf.inference.serving_limits import ServingLimits
 
 # ExportOptions fields that `export` takes as keyword arguments (the rest it sets itself)
@@ -29,16 +30,22 @@ SETTINGS = tuple(f.name for f in dataclasses.fields(ExportOptions)
                  if f.name not in ("model_dir", "export_dir", "checkpoint"))
 
 
-def _vocabulary(preprocessor, model_dir, text_signatures):
-    """`vocabulary(config)` of `export_model`: the copy of the preprocessor in `model_dir`."""
-    def vocabulary(config):
-        if preprocessor is None:
-            return None, None
+class _PreprocessorText:
+    """The `TextData` (`txl_tf/model_text.py`) that `export_model` asks for the vocabulary: the
+    preprocessor's copy written into the temporary model directory."""
+
+    def __init__(self, preprocessor):
+        self.preprocessor = preprocessor
+
+    def has_vocabulary(self, model_dir) -> bool:
+        return True
+
+    def model_text(self, model_dir, vocab_size, vocab_file=None):
         copy = keras.saving.deserialize_keras_object(
-            keras.saving.serialize_keras_object(preprocessor))
+            keras.saving.serialize_keras_object(self.preprocessor))
         copy.load_assets(model_dir)
-        return copy.vocabulary_file, (copy.graph_text() if text_signatures else None)
-    return vocabulary
+        return types.SimpleNamespace(vocab_path=copy.vocabulary_file,
+                                     graph_codec=copy.graph_text)
 
 
 def export(causal_lm, export_dir, limits=None, **settings) -> dict:
@@ -83,4 +90,4 @@ def export(causal_lm, export_dir, limits=None, **settings) -> dict:
         options = ExportOptions(model_dir=model_dir, export_dir=os.fspath(export_dir),
                                 **settings)
         return export_model(options, limits,
-                            _vocabulary(preprocessor, model_dir, settings["text_signatures"]))
+                            None if preprocessor is None else _PreprocessorText(preprocessor))

@@ -22,10 +22,9 @@ from typing import Dict, Sequence
 
 import numpy as np
 
-from txl_tf.inference.context_losses import context_losses, scored_positions
-from txl_tf.inference.recl_options import RECL_THRESHOLD, ReclOptions  # noqa: F401
 
 RECL_RATIOS = (0.1, 0.5, 1.0)
+RECL_THRESHOLD = 0.01  # the paper's
 
 
 class ReclInputError(ValueError):
@@ -228,45 +227,3 @@ def format_recl_table(names: Sequence[str], table: Dict[float, Recl]) -> str:
                  for result in table.values()]
         lines.append(f"{name:<{width}}" + "".join(f"  {cell:>7}" for cell in cells))
     return "\n".join(lines)
-
-
-
-
-def check_options(options: ReclOptions) -> None:
-    """Refuses options no measurement can use, before any work.
-
-    Raises:
-      ReclInputError: a threshold outside (0, 1), batch_tokens or num_tokens below 1, or a bad
-        grid (`check_context_lengths`).
-    """
-    if not 0.0 < options.threshold < 1.0:  # also refuses nan
-        raise ReclInputError(f"--threshold must be a relative gain in (0, 1) (the paper: 0.01), "
-                             f"got {options.threshold}.")
-    for name in ("batch_tokens", "num_tokens"):
-        if getattr(options, name) < 1:
-            raise ReclInputError(f"--{name} must be >= 1, got {getattr(options, name)}.")
-    check_context_lengths([int(c) for c in options.context_lengths])
-
-
-def measure_recl(models: Dict[str, "object"], tokens, options: ReclOptions):
-    """Per-token losses of every model at every context length, then RECL at r = 0.1, 0.5, 1.0.
-
-    Args:
-      models: name -> `TransformerXL`, the group (each read with `default_regime` of its config:
-        segments with memory when mem_len > 0, else one window of c tokens).
-      tokens: int [S] the scored split's token stream.
-      options: the `ReclOptions`.
-
-    Returns:
-      (dict ratio -> `Recl`, float32 losses [N, C, T]); T, the tokens really scored, is at most
-      `options.num_tokens` (fewer when the split is shorter).
-
-    Raises:
-      ReclInputError, ContextLossError: a bad grid, too short a stream (one line).
-    """
-    contexts = check_context_lengths([int(c) for c in options.context_lengths])
-    positions = scored_positions(len(tokens), contexts, options.num_tokens)
-    losses = np.stack([context_losses(model, tokens, positions, contexts,
-                                      batch_tokens=options.batch_tokens, progress=True)
-                       for model in models.values()])
-    return recl_table(losses, contexts, RECL_RATIOS, options.threshold), losses

@@ -1,4 +1,4 @@
-"""`DataSource`: what `txl_tf.training.train` needs of a prepared data directory.
+"""`DataSource`: what `txl_tf.commands.train.train` needs of a prepared data directory.
 
 `txl_tf` never imports the data package; `train` receives any object with these members
 (`tf_records.PreparedData` is the one of this project). The record layout (`layout`) is opaque

@@ -19,7 +19,7 @@ import time
 from typing import Dict, List, Optional, Sequence
 
 from txl_tf.config import TransformerXLConfig, check_against_saved
-from txl_tf.training.options import TrainError, TrainOptions
+from txl_tf.commands.train_options import TrainError, TrainOptions
 
 FLAGS_FILE = "flags.txt"
 # Config fields a resumed run may change, with a note (mem_len: see `memory_fits`).

@@ -26,7 +26,7 @@ class TrainError(ValueError):
 
 @dataclasses.dataclass
 class TrainOptions:
-    """Options of one training run (`txl_tf.training.train`).
+    """Options of one training run (`txl_tf.commands.train.train`).
 
     Attributes:
       model_dir: Checkpoints, config, TensorBoard logs.

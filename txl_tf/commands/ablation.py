@@ -1,9 +1,9 @@
 """The paper's ablation (Table 6) at any scale: train the variants, evaluate each at several
 attention lengths, tabulate.
 
-`run_ablation(options, train_options, config_fn, data)`:
-  1. every variant (`txl_tf.ablation.variants`) is trained by `txl_tf.training.train` into
-     root/<variant>, with the same data, base configuration (`config_fn`, sizes unchanged),
+`run_ablation(options, train_options, template, data)`:
+  1. every variant (`txl_tf.ablation.variants`) is trained by `txl_tf.commands.train.train`
+     into root/<variant>, with the same data, base configuration (`template`, sizes unchanged),
      steps, learning-rate schedule and seed; only attn_type, mem_len and the loss change. A
      variant already trained to its steps is not trained again (train() resumes);
   2. its newest checkpoint is evaluated on `options.split` at attention lengths k x its
@@ -30,15 +30,17 @@ import tensorflow as tf
 
 from txl_tf import model_files
 from txl_tf.ablation import attention_length
-from txl_tf.ablation.options import AblationOptions
 from txl_tf.ablation.variants import Variant, select_variants, variant_config
-from txl_tf.training import TrainOptions, train
+from txl_tf.commands.ablation_options import AblationOptions
+from txl_tf.commands.train import train
+from txl_tf.commands.train_options import TrainOptions
+from txl_tf.config_template import ConfigTemplate
 from txl_tf.training.summaries import format_duration, metric_name, metric_value
 
 CURVE_DIR = "eval-attn"
 
 
-def train_variant(variant: Variant, options: TrainOptions, config_fn: Callable,
+def train_variant(variant: Variant, options: TrainOptions, template: ConfigTemplate,
                   data, root: str) -> dict:
     """Trains (or resumes) `variant` into root/<name>; returns train()'s summary.
 
@@ -53,9 +55,9 @@ def train_variant(variant: Variant, options: TrainOptions, config_fn: Callable,
             + ([] if variant.recurrence else ["--mem_len=0"])) + "\n"
     variant_options = dataclasses.replace(options, model_dir=model_dir, flags_text=flags_text,
                                           half_loss=variant.half_loss)
-    return train(variant_options, lambda n, cutoffs: variant_config(config_fn(n, cutoffs),
-                                                                    variant), data,
-                 name=f"variant {variant.name}")
+    variant_template = dataclasses.replace(template,
+                                           config=variant_config(template.config, variant))
+    return train(variant_options, variant_template, data, name=f"variant {variant.name}")
 
 
 def evaluate_variant(variant: Variant, model_dir: str, rows, multiples: Sequence[int],
@@ -151,15 +153,16 @@ def _rows(data, options: AblationOptions):
     return attention_length.stream_rows(tokens, options.eval_rows)
 
 
-def run_ablation(options: AblationOptions, train_options: TrainOptions, config_fn: Callable,
-                 data, echo: Callable[[str], None] = print) -> List[dict]:
+def run_ablation(options: AblationOptions, train_options: TrainOptions,
+                 template: ConfigTemplate, data,
+                 echo: Callable[[str], None] = print) -> List[dict]:
     """Trains and evaluates every variant of `options` (see the module docstring).
 
     Args:
       options: the `AblationOptions`.
       train_options: the training options shared by every variant (model_dir and half_loss
         are set per variant).
-      config_fn: (vocab_size V, corpus cutoffs) -> the base `TransformerXLConfig`.
+      template: the base configuration without its vocabulary (`ConfigTemplate`).
       data: the prepared data (`tf_records.PreparedData`): what `train` takes, plus
         `token_stream(split)`, `level` and `info`.
       echo: where the progress lines, JSON lines and the table go.
@@ -178,7 +181,7 @@ def run_ablation(options: AblationOptions, train_options: TrainOptions, config_f
          "variant")
     results, start, rows = [], time.time(), None
     for i, variant in enumerate(variants):
-        train_variant(variant, train_options, config_fn, data, options.root)
+        train_variant(variant, train_options, template, data, options.root)
         rows = _rows(data, options) if rows is None else rows  # the split exists once trained
         model_dir = os.path.join(options.root, variant.name)
         result = evaluate_variant(variant, model_dir, rows, multiples, data.level)

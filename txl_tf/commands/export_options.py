@@ -1,5 +1,5 @@
 """`ExportOptions`: what runners/export.py exports and its signatures' run settings
-(`export_model` in `txl_tf/inference/saved_model_export.py`), and the export's error
+(`export_model` in `txl_tf/commands/export.py`), and the export's error
 classes. TensorFlow-free, so that export.py's `--help` and usage errors do not wait for it.
 """
 import dataclasses

@@ -19,18 +19,21 @@ import dataclasses
 import json
 import os
 import time
-from typing import Callable, Optional
+from typing import Optional
 
 import keras
 import tensorflow as tf
 from absl import logging
 
 import txl_tf
+from txl_tf.commands.train_options import TrainError, TrainOptions, checked, for_level
 from txl_tf.config import ConfigError, check_against_saved
+from txl_tf.config_template import ConfigTemplate
 from txl_tf.loss_report import format_value, loss_fields, verdict
 from txl_tf import model_files
 from txl_tf.atomic_writes import write_json_atomic, write_text_atomic
 from txl_tf.checkpoint_probes import checkpoint_problem
+from txl_tf.memory_estimate import check_step_fits
 from txl_tf.training import actions as actions_lib
 from txl_tf.training import batch_fit
 from txl_tf.training import checkpoints as checkpoints_lib
@@ -45,7 +48,6 @@ from txl_tf.training.hparams_session import HParamsSession, run_hparams
 from txl_tf.training.lr_schedule import (WarmupCosineSchedule, schedule_change_notice,
                                          warmup_cosine_lr)
 from txl_tf.training.optimizer import make_optimizer
-from txl_tf.training.options import TrainError, TrainOptions, checked, for_level
 from txl_tf.training.profiling import ProfileSteps
 from txl_tf.training import step_compilation
 from txl_tf.training.summaries import RunSummaries, format_duration
@@ -145,17 +147,21 @@ def _build_placement(o: TrainOptions, strategy: tf.distribute.Strategy) -> Place
                      per_replica, valid_per_replica)
 
 
-def _build_data(o: TrainOptions, config_fn, data: DataSource, place: Placement):
+def _build_data(o: TrainOptions, template: ConfigTemplate, data: DataSource,
+                place: Placement):
     """(layouts, config): the records of this run's layout found or made (non-chief workers
-    wait up to 30 minutes for the chief's), and the model configuration of their vocabulary."""
-    tgt_len = config_fn(1 << 30, ()).tgt_len  # the real config needs the vocabulary
+    wait up to 30 minutes for the chief's), and the model configuration of their vocabulary;
+    a model whose one stream cannot fit this machine is refused before any record is made."""
+    bytes_per_value = 2 if o.precision.startswith("mixed") else 4
+    check_step_fits(template.config, 1, training=True, bytes_per_value=bytes_per_value)
+    tgt_len = template.tgt_len
     layouts = {"train": data.layout(tgt_len, place.per_replica, place.local, place.hosts,
                                     num_passes=o.num_passes),
                "valid": data.layout(tgt_len, place.valid_per_replica, place.local,
                                     place.hosts)}
     data.ensure_records(layouts, may_prepare=place.is_chief,
                         wait_seconds=0 if place.is_chief else 1800)
-    return layouts, config_fn(data.vocab_size, tuple(data.cutoffs))
+    return layouts, template.for_data(data.vocab_size, tuple(data.cutoffs))
 
 
 def _fit_batch(o: TrainOptions, config, place: Placement, strategy) -> TrainOptions:
@@ -425,7 +431,7 @@ def _finish(run: _Run, summary: dict) -> None:
 
 
 def train(options: TrainOptions,
-          config_fn: Callable[[int, tuple], txl_tf.TransformerXLConfig],
+          template: ConfigTemplate,
           data: DataSource,
           strategy: Optional[tf.distribute.Strategy] = None,
           stop_after_steps: Optional[int] = None,
@@ -434,7 +440,8 @@ def train(options: TrainOptions,
 
     Args:
       options: the run's `TrainOptions`.
-      config_fn: (vocab_size V, corpus cutoffs) -> `TransformerXLConfig` (e.g. from flags).
+      template: the model configuration without its vocabulary (`ConfigTemplate`: n_token
+        and the cutoffs come from `data`).
       data: the prepared data (`txl_tf/training/data_source.py`; `tf_records.PreparedData`).
       strategy: an existing strategy (tests); default: created from `options.strategy`.
       stop_after_steps: stop once this global step is reached, without a final save, as if the
@@ -459,7 +466,7 @@ def train(options: TrainOptions,
     keras.utils.set_random_seed(o.seed)
     strategy = strategy or _build_strategy(o)
     place = _build_placement(o, strategy)
-    layouts, config = _build_data(o, config_fn, data, place)
+    layouts, config = _build_data(o, template, data, place)
     o = _fit_batch(for_level(o, data.level), config, place, strategy)
     schedule = _build_schedule(o)
     run = _Run(o, strategy, place, data, layouts, config)

@@ -1,5 +1,5 @@
 """`AblationOptions`: the ablation experiment's own options (`run_ablation` in
-`txl_tf/ablation/experiment.py`; the training ones are a `TrainOptions`). TensorFlow-free,
+`txl_tf/commands/ablation.py`; the training ones are a `TrainOptions`). TensorFlow-free,
 so that runners/ablation.py's `--help` and usage errors do not wait for it.
 """
 import dataclasses

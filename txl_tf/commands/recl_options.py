@@ -1,11 +1,11 @@
 """`ReclOptions`: a RECL measurement of runners/recl.py (`measure_recl` in
-`txl_tf/inference/recl.py`). TensorFlow-free, so that recl.py's `--help` and usage errors
+`txl_tf/commands/recl.py`). TensorFlow-free, so that recl.py's `--help` and usage errors
 do not wait for it.
 """
 import dataclasses
 from typing import Optional
 
-RECL_THRESHOLD = 0.01  # the paper's
+from txl_tf.inference.recl import RECL_THRESHOLD
 
 
 @dataclasses.dataclass

@@ -1,7 +1,7 @@
 """Generating text from a prompt with a model directory: `GenerateOptions` -> result dict.
 
-`generate_text(options, text_fn, out)` tokenizes the prompt with the model's text rules (the
-caller's `text_fn(config)` gives them: see `TextRules` below), runs a
+`generate_text(options, data, out)` tokenizes the prompt with the model's text rules (the
+`ModelText` of `data`, a `txl_tf.model_text.TextData`), runs a
 `txl_tf.inference.generation.Generator`, writes the continuation to `out` as it is generated
 and returns what runners/generate.py prints as JSON, compact: {"prompt_tokens", "tokens",
 "seconds", "tokens_per_second", "seg_len", "mem_len", "clamp_len", "same_length", sampling
@@ -10,27 +10,14 @@ with `output_ids`. The text itself is what was written to `out`.
 """
 import sys
 import time
-from typing import Callable, Optional, Protocol
 
 import numpy as np
 
 from txl_tf import model_files
-from txl_tf.inference.generate_options import GenerateInputError, GenerateOptions  # noqa: F401
+from txl_tf.commands.generate_options import GenerateInputError, GenerateOptions  # noqa: F401
+from txl_tf.commands.inference_model import load_inference_model
 from txl_tf.inference.generation import Generator
-
-
-
-
-class TextRules(Protocol):
-    """The model's text rules for prompts (`tf_records.text.prompt.PromptText`)."""
-    level: str
-    unk_symbol: Optional[str]
-
-    def encode(self, text: str): ...
-
-    def unknown_symbols(self, text: str) -> list: ...
-
-    def streamer(self, prompt_ids): ...
+from txl_tf.model_text import ModelText, TextData
 
 
 def check_options(options: GenerateOptions) -> None:
@@ -56,7 +43,7 @@ def prompt_of(options: GenerateOptions) -> str:
     return options.prompt
 
 
-def prompt_ids(text: str, rules: TextRules):
+def prompt_ids(text: str, rules: ModelText):
     """The prompt's ids; a warning on stderr names the symbols read as unk."""
     ids = rules.encode(text)
     unknown = rules.unknown_symbols(text)
@@ -86,14 +73,13 @@ def _sample(gen, prompt, options, streamer, settings, out) -> list:
     return generated
 
 
-def generate_text(options: GenerateOptions, text_fn: Callable[[object], TextRules],
-                  out=sys.stdout) -> dict:
+def generate_text(options: GenerateOptions, data: TextData, out=sys.stdout) -> dict:
     """Generates `options.num_tokens` tokens after the prompt, writing them to `out`.
 
     Args:
       options: the `GenerateOptions`.
-      text_fn: `text_fn(config) -> TextRules` of the model (its vocabulary checked against
-        config.n_token).
+      data: the `TextData` (`txl_tf/model_text.py`; `tf_records.model_text.ModelData`) that
+        gives the model's `ModelText` (its vocabulary checked against config.n_token).
       out: where the continuation is written.
 
     Returns:
@@ -105,11 +91,10 @@ def generate_text(options: GenerateOptions, text_fn: Callable[[object], TextRule
     check_options(options)
     text = prompt_of(options)
     config = model_files.load_config(options.model_dir)
-    rules = text_fn(config)
+    rules = data.model_text(options.model_dir, config.n_token, options.vocab_file)
     ids = prompt_ids(text, rules)
     choice = model_files.choose_checkpoint(options.model_dir, options.checkpoint)
-    print(model_files.describe_choice(options.model_dir, choice), file=sys.stderr, flush=True)
-    model = model_files.load_model(options.model_dir, choice.path, dropout=0.0, dropatt=0.0)
+    model = load_inference_model(options.model_dir, choice)
     gen = Generator(model, seg_len=options.seg_len, mem_len=options.mem_len,
                     clamp_len=options.clamp_len, same_length=options.same_length)
     settings = dict(temperature=options.temperature, top_k=options.top_k,

@@ -1,5 +1,5 @@
 """`GenerateOptions`: what runners/generate.py generates and how (`generate_text` in
-`txl_tf/inference/text_generation.py`). TensorFlow-free, so that generate.py's `--help`
+`txl_tf/commands/generate.py`). TensorFlow-free, so that generate.py's `--help`
 and usage errors do not wait for it.
 """
 import dataclasses

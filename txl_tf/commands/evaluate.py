@@ -1,17 +1,17 @@
 """Evaluating a model directory's checkpoint with its own run settings: `EvalOptions` -> result.
 
-`evaluate_model(options, data_fn)` loads the model (checkpoint, run-setting overrides, dropout
-off), asks `data_fn` for the evaluation streams (the caller owns the data: a prepared split or a
-tokenized text), runs the evaluation loop (`txl_tf.inference.evaluation.Evaluator`), writes
-the loss and its unit to TensorBoard and returns the result dict that runners/evaluate.py
-prints:
+`evaluate_model(options, data)` loads the model (checkpoint, run-setting overrides, dropout
+off), gets the evaluation streams from `data` (`txl_tf.model_text.TextData`: a prepared split,
+or the text file tokenized with the model's vocabulary), runs the evaluation loop
+(`txl_tf.inference.evaluation.Evaluator`), writes the loss and its unit to TensorBoard and
+returns the result dict that runners/evaluate.py prints:
   {"split", "tokens", "loss", UNIT, "unigram_entropy_nats", "unigram_" + UNIT, "verdict",
    "tgt_len", "mem_len", "clamp_len", "same_length", "batch_size", "last_segment",
    "checkpoint" (its path), "checkpoint_name" (latest, best, ckpt-N), "checkpoint_step",
    "tokens_per_second"}
 where UNIT is the level's (`txl_tf/loss_report.py`: bpc for byte and char models, ppl for word
 models, bits_per_token for a model directory that records no level), the unigram entropy is
-that of the scored tokens themselves (None when the data function does not give it) and
+that of the scored tokens themselves (None when the data does not give it) and
 "verdict" the line that says the model did not beat it (also printed on stderr), or None. With
 `mem_lens` (the context curve) also "curve": [{"mem_len", "loss", UNIT, "tokens"}], and the
 top-level figures are those of the last memory length.
@@ -21,22 +21,17 @@ import json
 import os
 import re
 import sys
-from typing import Callable, Optional
+from typing import Optional
 
 import tensorflow as tf
 
 from txl_tf import model_files
+from txl_tf.commands.evaluate_options import (LAST_SEGMENTS, SPLITS,  # noqa: F401
+                                              EvalInputError, EvalOptions)
+from txl_tf.commands.inference_model import load_inference_model
 from txl_tf.inference import evaluation
-from txl_tf.inference.eval_options import (LAST_SEGMENTS, SPLITS,  # noqa: F401
-                                           EvalInputError, EvalOptions)
 from txl_tf.loss_report import format_loss, loss_fields, unit_name, verdict
-
-
-
-# data_fn(options, config) -> (batches, num_steps, split name, unigram entropy in nats or None):
-# the evaluation streams of `options.batch_size` rows and segments of config.tgt_len (see
-# `Evaluator.evaluate`) and the unigram entropy of their tokens (the verdict's baseline).
-DataFn = Callable[[EvalOptions, object], tuple]
+from txl_tf.model_text import EvalStreams, TextData
 
 
 def trained_data_dir(model_dir: str) -> str:
@@ -131,15 +126,38 @@ def _memory_length(text) -> int:
     return value
 
 
-def load_model(options: EvalOptions, choice: model_files.CheckpointChoice):
-    """The model of checkpoint `choice` with the evaluation run settings and dropout off; the
-    choice is named in one line on stderr."""
-    overrides = {"dropout": 0.0, "dropatt": 0.0}
-    for name in ("tgt_len", "mem_len", "clamp_len", "same_length"):
-        if getattr(options, name) is not None:
-            overrides[name] = getattr(options, name)
-    print(model_files.describe_choice(options.model_dir, choice), file=sys.stderr, flush=True)
-    return model_files.load_model(options.model_dir, choice.path, **overrides)
+def _run_settings(options: EvalOptions) -> dict:
+    """The run settings the options change (tgt_len, mem_len, clamp_len, same_length)."""
+    names = ("tgt_len", "mem_len", "clamp_len", "same_length")
+    return {n: getattr(options, n) for n in names if getattr(options, n) is not None}
+
+
+def text_streams(options: EvalOptions, config, data: TextData) -> EvalStreams:
+    """The streams of `options.text_file`, tokenized with the model's vocabulary, and their
+    unigram entropy."""
+    text = data.model_text(options.model_dir, config.n_token, options.vocab_file)
+    if not os.path.isfile(options.text_file):
+        raise EvalInputError(f"--text_file={options.text_file} does not exist.")
+    with open(options.text_file, "rb") as fh:
+        tokens = text.encode_document(fh.read())
+    b, q, n = options.batch_size, config.tgt_len, len(tokens)
+    try:
+        batches, num_steps = data.document_streams(tokens, b, q, options.last_segment)
+    except ValueError:  # the data package's layout error: too few tokens for the streams
+        raise EvalInputError(
+            f"the text has {n} tokens, too few for one segment of {b} streams x tgt_len {q} "
+            f"(needs {b * (q + 1)}); lower --batch_size or --tgt_len, or use --last_segment=pad."
+            if options.last_segment == "drop" else f"the text has {n} tokens, too few for {b} "
+            "streams of at least 2 tokens; lower --batch_size.") from None
+    return EvalStreams(batches, num_steps, "text", data.unigram_entropy(tokens))
+
+
+def split_streams(options: EvalOptions, config, data: TextData) -> EvalStreams:
+    """The records of `options.split` in `options.data_dir` for the evaluation layout, checked
+    against the model's vocabulary, and the split's unigram entropy."""
+    return EvalStreams(*data.split_streams(
+        options.data_dir, options.split, config.tgt_len, options.batch_size,
+        options.last_segment, config.n_token, options.model_dir, progress=options.progress))
 
 
 def write_summaries(out: dict, tb_dir: str, unit: str) -> None:
@@ -187,13 +205,13 @@ def _curve_fields(curve: list, level) -> dict:
                       for m, r in curve]}
 
 
-def evaluate_model(options: EvalOptions, data_fn: DataFn) -> dict:
-    """Evaluates the checkpoint of `options.model_dir` on the streams `data_fn` gives.
+def evaluate_model(options: EvalOptions, data: TextData) -> dict:
+    """Evaluates the checkpoint of `options.model_dir` on a split or on `options.text_file`.
 
     Args:
       options: the `EvalOptions`.
-      data_fn: `data_fn(options, config) -> (batches, num_steps, split, unigram entropy or
-        None)`: called with the checked options (data_dir resolved) and the evaluation config.
+      data: the `TextData` (`txl_tf/model_text.py`; `tf_records.model_text.ModelData`): the
+        model's vocabulary and the split's records or the text's streams.
 
     Returns:
       The JSON-able result dict (see the module docstring).
@@ -202,9 +220,10 @@ def evaluate_model(options: EvalOptions, data_fn: DataFn) -> dict:
       EvalInputError: bad options or nothing scored. ModelDirError: no model or checkpoint.
     """
     options, choice = checked_options(options)
-    model = load_model(options, choice)
+    model = load_inference_model(options.model_dir, choice, **_run_settings(options))
     c = model.config
-    batches, num_steps, split, unigram = data_fn(options, c)
+    batches, num_steps, split, unigram = (text_streams if options.text_file
+                                          else split_streams)(options, c, data)
     level = trained_level(options.model_dir)
     check_tb_dir(_tb_dir(options, split))
     if options.max_steps:

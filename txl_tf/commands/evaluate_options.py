@@ -1,5 +1,5 @@
 """`EvalOptions`: what runners/evaluate.py evaluates and how (`evaluate_model` in
-`txl_tf/inference/model_evaluation.py`). TensorFlow-free, so that evaluate.py's `--help`
+`txl_tf/commands/evaluate.py`). TensorFlow-free, so that evaluate.py's `--help`
 and usage errors do not wait for it.
 """
 import dataclasses

@@ -1,6 +1,6 @@
 """Writing a model directory as a versioned SavedModel for TensorFlow Serving.
 
-`export_model(options, limits, vocabulary)` writes EXPORT_DIR/VERSION under a temporary name
+`export_model(options, limits, data)` writes EXPORT_DIR/VERSION under a temporary name
 first (a serving process watching EXPORT_DIR never sees half a model), with the signatures of
 `txl_tf.inference.serving.ServingModule`, the export settings in
 VERSION/assets.extra/txl_export.json and TF Serving's warmup requests in
@@ -15,27 +15,22 @@ import json
 import os
 import re
 import shutil
-import sys
 import time
-from typing import Callable, Optional
+from typing import Optional
 
 import tensorflow as tf
 
 from txl_tf import model_files
+from txl_tf.commands.export_options import (INFO_FILE, ExportInputError,  # noqa: F401
+                                            ExportOptions, ExportRuntimeError)
+from txl_tf.commands.inference_model import load_inference_model
 from txl_tf.atomic_writes import write_text_atomic
 from txl_tf.config import ConfigError
-from txl_tf.inference.export_options import (INFO_FILE, ExportInputError,  # noqa: F401
-                                             ExportOptions, ExportRuntimeError)
 from txl_tf.inference import server_config, serving_warmup
 from txl_tf.inference.serving import SIGNATURE_VERSION, ServingLimits, ServingModule
+from txl_tf.model_text import TextData
 
 WARMUP_FILE = os.path.join("assets.extra", serving_warmup.WARMUP_FILE)
-
-
-
-# vocabulary(config) -> (vocabulary file or None, text codec or None): what the export ships
-# and tokenizes text with (see `ServingModule`); it raises the export errors itself.
-VocabularyFn = Callable[[object], tuple]
 
 
 def next_version(export_dir):
@@ -83,7 +78,25 @@ def remove_stale_temporaries(export_dir):
             pass  # alive, owned by another user
 
 
-def load_model(model_dir, checkpoint=model_files.LATEST):
+def vocabulary(options: ExportOptions, config, data: Optional[TextData]) -> tuple:
+    """(vocabulary file or None, in-graph text codec or None): what the export ships and
+    tokenizes text with (see `ServingModule`): the model's vocab.txt when it has one and, for
+    the text signatures, its codec. Raises the export errors."""
+    text_signatures = options.text_signatures
+    if data is None or (not text_signatures and not data.has_vocabulary(options.model_dir)):
+        return None, None
+    try:
+        text = data.model_text(options.model_dir, config.n_token)
+    except ValueError as error:  # the data package's vocabulary error, its message the fix
+        if text_signatures:
+            raise ExportInputError(
+                f"{error} (the text signatures need it; --notext_signatures exports the "
+                "id-based signatures only).") from None
+        raise ExportRuntimeError(str(error)) from None
+    return text.vocab_path, text.graph_codec() if text_signatures else None
+
+
+def read_model(model_dir, checkpoint=model_files.LATEST):
     """(config, model, `CheckpointChoice`) of a model directory, dropout off; the choice is
     named in one line on stderr; errors are export errors."""
     try:
@@ -98,9 +111,8 @@ def load_model(model_dir, checkpoint=model_files.LATEST):
         choice = model_files.choose_checkpoint(model_dir, checkpoint)
     except model_files.ModelDirError as error:
         raise ExportInputError(str(error)) from None
-    print(model_files.describe_choice(model_dir, choice), file=sys.stderr, flush=True)
     try:
-        model = model_files.load_model(model_dir, choice.path, dropout=0.0, dropatt=0.0)
+        model = load_inference_model(model_dir, choice)
     except (model_files.ModelDirError, tf.errors.OpError, IndexError, ValueError) as error:
         # IndexError: TensorFlow's checkpoint reader on a truncated file.
         message = getattr(error, "message", None) or str(error)
@@ -198,14 +210,15 @@ def write_server_config(export_dir, model_name, limits):
 
 
 def export_model(options: ExportOptions, limits: Optional[ServingLimits] = None,
-                 vocabulary: Optional[VocabularyFn] = None) -> dict:
+                 data: Optional[TextData] = None) -> dict:
     """Writes EXPORT_DIR/VERSION atomically (a temporary directory renamed into place).
 
     Args:
       options: the `ExportOptions`.
       limits: the `ServingLimits` (default: its defaults).
-      vocabulary: `vocabulary(config) -> (vocab_file, text_codec)` (see `VocabularyFn`);
-        None: no vocabulary and no text signatures.
+      data: the `TextData` (`txl_tf/model_text.py`; `tf_records.model_text.ModelData`) that
+        gives the model's vocabulary and text codec; None: no vocabulary and no text
+        signatures.
 
     Returns:
       A dict describing the export (what `export.py` prints).
@@ -215,8 +228,8 @@ def export_model(options: ExportOptions, limits: Optional[ServingLimits] = None,
     """
     limits = limits or ServingLimits()
     version, final = _target(options)
-    config, model, choice = load_model(options.model_dir, options.checkpoint)
-    vocab_file, codec = vocabulary(config) if vocabulary else (None, None)
+    config, model, choice = read_model(options.model_dir, options.checkpoint)
+    vocab_file, codec = vocabulary(options, config, data)
     settings = run_settings(options, config)
     module = ServingModule(model, vocab_file=vocab_file, text_codec=codec, limits=limits,
                            **settings)
