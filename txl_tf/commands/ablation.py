@@ -20,7 +20,6 @@ evaluated lengths, and its attention length the shortest one reaching it (the pa
 """
 import dataclasses
 import json
-import math
 import os
 import shutil
 import time

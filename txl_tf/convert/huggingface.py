@@ -22,7 +22,6 @@ Semantics of transformers v4.30 that matter for the conversion (see the README i
     original TF code (and txl-tf) lets it see mem_len + 1: Hugging Face with mem_len = M + 1 equals
     txl-tf with mem_len = M (`same_length_semantics="huggingface"` imports that way).
 """
-import json
 import os
 
 import numpy as np
