@@ -39,7 +39,7 @@ def test_every_exported_layer_has_a_contract_case():
                 and issubclass(getattr(txl_tf, name), keras.layers.Layer)}
     assert exported == {"AdaptiveEmbedding", "AdaptiveSoftmax", "PositionwiseFeedForward",
                         "RelativeMultiHeadAttention", "RelativePositionalEncoding",
-                        "TransformerXL", "TransformerXLBlock"}
+                        "TransformerXL", "TransformerXLBlock", "TransformerXLCausalLM"}
     tested = {name[len("test_"):] for name in globals() if name.startswith("test_")}
     for name in exported:
         snake = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
@@ -169,6 +169,19 @@ def test_transformer_xl_keeps_its_dtype_policy_through_its_config():
     model = txl_tf.TransformerXL(tiny_config(), dtype="mixed_bfloat16")
     revived = txl_tf.TransformerXL.from_config(model.get_config())
     assert revived.dtype_policy.name == "mixed_bfloat16"
+
+
+def test_transformer_xl_causal_lm():
+    config = tiny_config()
+    backbone = txl_tf.TransformerXL(config)
+    tokens = tf.constant(np.random.default_rng(0).integers(0, config.n_token, (B, 6)), tf.int32)
+    run_layer_test(txl_tf.TransformerXLCausalLM, dict(backbone=backbone), tokens,
+                   expected_output_shape=(B, 6, config.n_token),
+                   expected_num_trainable_weights=len(backbone.trainable_weights),
+                   # the backbone's dropout seeds; the memory is made by the first fit
+                   expected_num_non_trainable_variables=len(backbone.non_trainable_variables),
+                   expected_output_dtype="float32", built_by_init=True,
+                   policy_in_config=False)
 
 
 class _Scale(keras.layers.Layer):
