@@ -1,0 +1,77 @@
+"""`fit` with `BackupAndRestore` after the process is killed (SIGKILL, no clean-up): a new
+process resumes with the memory of the last backup and ends with the uninterrupted run's
+weights and memory.
+
+Each run is a child process training the model of `test_fit_callbacks.py` on its finite
+dataset (an epoch is one pass); the killed one dies in the middle of its second epoch, after
+the backup of the first.
+"""
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+CHILD = """
+import os, signal, sys
+sys.path[:0] = [{support!r}, {here!r}]
+import txl_tf  # first: TensorFlow then loads quietly
+import keras
+import numpy as np
+from test_fit_callbacks import EPOCHS, data, new_lm
+
+backup, out, kill_at, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+
+
+class Kill(keras.callbacks.Callback):
+    batches = 0
+
+    def on_train_batch_begin(self, batch, logs=None):
+        Kill.batches += 1
+        if self.model.optimizer.iterations.numpy() == kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+lm = new_lm(seed)  # another seed than the first run's: the weights must come from the backup
+lm.fit(data(), epochs=EPOCHS, verbose=0,
+       callbacks=[keras.callbacks.BackupAndRestore(backup), Kill()])
+arrays = {{f"w{{i}}": v.numpy() for i, v in enumerate(lm.backbone.trainable_variables)}}
+np.savez(out, memory=lm.memory_to_host(), **arrays)
+print(Kill.batches)
+"""
+
+
+def run(tmp_path, backup, out, kill_at, seed=1):
+    script = tmp_path / "child.py"
+    script.write_text(CHILD.format(support=os.path.join(REPO, "tests", "support"), here=HERE))
+    env = {**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return subprocess.run([sys.executable, str(script), str(tmp_path / backup),
+                           str(tmp_path / out), str(kill_at), str(seed)],
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_killed_fit_resumes_in_a_new_process_with_the_memory(tmp_path):
+    from test_fit_callbacks import EPOCHS, STEPS
+
+    whole = run(tmp_path, "backup-whole", "whole.npz", -1)
+    assert whole.returncode == 0, whole.stderr
+    killed = run(tmp_path, "backup", "never.npz", STEPS + 2)  # epoch 1, batch 2
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert not (tmp_path / "never.npz").exists()
+    assert (tmp_path / "backup").is_dir()  # the backup of epoch 0 survived the kill
+    resumed = run(tmp_path, "backup", "resumed.npz", -1, seed=2)
+    assert resumed.returncode == 0, resumed.stderr
+    assert int(whole.stdout.split()[-1]) == EPOCHS * STEPS
+    assert int(resumed.stdout.split()[-1]) == (EPOCHS - 1) * STEPS  # from epoch 1, not 0
+
+    expected = np.load(tmp_path / "whole.npz", allow_pickle=False)
+    got = np.load(tmp_path / "resumed.npz", allow_pickle=False)
+    assert sorted(got.files) == sorted(expected.files)
+    assert np.abs(expected["memory"]).max() > 0  # a memory, not zeros, was carried
+    for name in expected.files:
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6,
+                                   err_msg=name)
