@@ -1,9 +1,9 @@
 """`export(causal_lm, export_dir, ...)`: the SavedModel of runners/export.py, for TF Serving.
 
-The backbone and the preprocessor's vocabulary are written as a model directory into a
-temporary directory, and `txl_tf.commands.export.export_model` (what
-runners/export.py calls) exports it: the same signatures, limits, warmup requests and server
-configuration, written atomically as EXPORT_DIR/VERSION. The text signatures need the
+The backbone in memory is exported by `txl_tf.commands.export.export_built_model`, the function
+under runners/export.py: the same signatures, limits, warmup requests and server
+configuration, written atomically as EXPORT_DIR/VERSION; the export info's checkpoint fields
+are null (the weights come from no checkpoint). The text signatures need the
 preprocessor and the tensorflow_text ops; without a preprocessor only the id signatures are
 written.
 
@@ -15,37 +15,29 @@ Example:
 import dataclasses
 import os
 import tempfile
-import types
 
 import keras
 
-from txl_tf import model_files
 from txl_tf.causal_lm.errors import CausalLMInputError
-from txl_tf.commands.export import export_model
+from txl_tf.commands.export import export_built_model
 from txl_tf.commands.export_options import ExportInputError, ExportOptions
 from txl_tf.inference.serving_limits import ServingLimits
 
+# the export info's checkpoint fields: the weights are the model's own, from no checkpoint
+NO_CHECKPOINT = {"checkpoint": None, "checkpoint_name": None, "checkpoint_step": None}
 # ExportOptions fields that `export` takes as keyword arguments (the rest it sets itself)
 SETTINGS = tuple(f.name for f in dataclasses.fields(ExportOptions)
                  if f.name not in ("model_dir", "export_dir", "checkpoint"))
 
 
-class _PreprocessorText:
-    """The `TextData` (`txl_tf/model_text.py`) that `export_model` asks for the vocabulary: the
-    preprocessor's copy written into the temporary model directory."""
-
-    def __init__(self, preprocessor):
-        self.preprocessor = preprocessor
-
-    def has_vocabulary(self, model_dir) -> bool:
-        return True
-
-    def model_text(self, model_dir, vocab_size, vocab_file=None):
-        copy = keras.saving.deserialize_keras_object(
-            keras.saving.serialize_keras_object(self.preprocessor))
-        copy.load_assets(model_dir)
-        return types.SimpleNamespace(vocab_path=copy.vocabulary_file,
-                                     graph_codec=copy.graph_text)
+def _vocabulary(preprocessor, directory, text_signatures) -> tuple:
+    """(vocab.txt, in-graph codec or None) of a copy of `preprocessor` written to
+    `directory`."""
+    copy = keras.saving.deserialize_keras_object(
+        keras.saving.serialize_keras_object(preprocessor))
+    preprocessor.save_assets(directory)
+    copy.load_assets(directory)
+    return copy.vocabulary_file, copy.graph_text() if text_signatures else None
 
 
 def export(causal_lm, export_dir, limits=None, **settings) -> dict:
@@ -82,12 +74,10 @@ def export(causal_lm, export_dir, limits=None, **settings) -> dict:
                                  f"{type(limits).__name__}.")
     if not export_dir:
         raise ExportInputError("export_dir is required: the directory of the versions.")
-    # Not kept: removed when the export is written (export_model copies what it needs).
-    with tempfile.TemporaryDirectory(prefix="txl-causal-lm-") as model_dir:
-        model_files.save_model(causal_lm.backbone, model_dir)
-        if preprocessor is not None:
-            preprocessor.save_assets(model_dir)
-        options = ExportOptions(model_dir=model_dir, export_dir=os.fspath(export_dir),
-                                **settings)
-        return export_model(options, limits,
-                            None if preprocessor is None else _PreprocessorText(preprocessor))
+    options = ExportOptions(model_dir="", export_dir=os.fspath(export_dir), **settings)
+    # The vocabulary files are copied into the export; this directory is not kept.
+    with tempfile.TemporaryDirectory(prefix="txl-causal-lm-") as assets:
+        vocab_file, codec = (None, None) if preprocessor is None else _vocabulary(
+            preprocessor, assets, settings["text_signatures"])
+        return export_built_model(causal_lm.backbone, options, limits, vocab_file, codec,
+                                  source=NO_CHECKPOINT)

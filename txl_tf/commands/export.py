@@ -50,6 +50,13 @@ def check_paths(model_dir, export_dir):
     if not os.path.isfile(os.path.join(model_dir, "config.json")):
         raise ExportInputError(f"--model_dir {model_dir} has no config.json: it is not a "
                                "txl-tf model directory (train or import a model into it first).")
+    check_export_dir(export_dir)
+
+
+def check_export_dir(export_dir):
+    """Usage errors about the directory of the versions: a file, or not writable."""
+    if not export_dir:
+        raise ExportInputError("--export_dir is required: the directory of the versions.")
     if os.path.exists(export_dir) and not os.path.isdir(export_dir):
         raise ExportInputError(f"--export_dir {export_dir} is a file: give a directory (it "
                                "holds one numbered subdirectory per exported version).")
@@ -159,7 +166,7 @@ def run_settings(options: ExportOptions, config) -> dict:
 
 def _target(options: ExportOptions) -> tuple:
     """(version, final path), checked before anything is loaded."""
-    check_paths(options.model_dir, options.export_dir)
+    check_export_dir(options.export_dir)
     version = (next_version(options.export_dir) if options.version is None
                else int(options.version))
     if version < 0:
@@ -211,7 +218,8 @@ def write_server_config(export_dir, model_name, limits):
 
 def export_model(options: ExportOptions, limits: Optional[ServingLimits] = None,
                  data: Optional[TextData] = None) -> dict:
-    """Writes EXPORT_DIR/VERSION atomically (a temporary directory renamed into place).
+    """Writes EXPORT_DIR/VERSION of the model directory `options.model_dir` atomically (a
+    temporary directory renamed into place).
 
     Args:
       options: the `ExportOptions`.
@@ -226,17 +234,43 @@ def export_model(options: ExportOptions, limits: Optional[ServingLimits] = None,
     Raises:
       ExportInputError: a bad argument or path. ExportRuntimeError: reading or writing failed.
     """
-    limits = limits or ServingLimits()
-    version, final = _target(options)
+    check_paths(options.model_dir, options.export_dir)
+    target = _target(options)
     config, model, choice = read_model(options.model_dir, options.checkpoint)
     vocab_file, codec = vocabulary(options, config, data)
+    return export_built_model(model, options, limits, vocab_file, codec, choice.to_json(),
+                              target)
+
+
+def export_built_model(model, options: ExportOptions, limits: Optional[ServingLimits] = None,
+                       vocab_file: Optional[str] = None, codec=None,
+                       source: Optional[dict] = None, target: Optional[tuple] = None) -> dict:
+    """Writes EXPORT_DIR/VERSION of a `TransformerXL` in memory, as `export_model` does.
+
+    Args:
+      model: the `TransformerXL` (built; dropout is off in every signature).
+      options: the `ExportOptions` (`model_dir` and `checkpoint` unused).
+      limits: the `ServingLimits` (default: its defaults).
+      vocab_file: the vocab.txt the export ships, or None.
+      codec: the in-graph text codec of the text signatures (`ModelText.graph_codec()`), or
+        None for the id signatures only.
+      source: what the export info records of where the weights came from (e.g. the
+        checkpoint fields of `CheckpointChoice.to_json()`).
+      target: (version, final path) when already checked.
+
+    Returns:
+      The dict `export.py` prints.
+    """
+    limits = limits or ServingLimits()
+    version, final = target or _target(options)
+    config = model.config
     settings = run_settings(options, config)
     module = ServingModule(model, vocab_file=vocab_file, text_codec=codec, limits=limits,
                            **settings)
     info = {"version": version, "signatures": sorted(module.signatures()),
             "n_layer": config.n_layer, "d_model": config.d_model, "n_token": config.n_token,
             "vocab_asset": None if vocab_file is None else os.path.basename(vocab_file),
-            **choice.to_json(), **settings,
+            **(source or {}), **settings,
             "limits": dataclasses.asdict(limits), "signature_version": SIGNATURE_VERSION,
             "model_name": os.path.basename(os.path.abspath(options.export_dir)),
             "warmup_requests": options.warmup_requests}
