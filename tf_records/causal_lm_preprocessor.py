@@ -1,7 +1,7 @@
 """The preprocessor of a causal language model: strings to ids and back, saved the Keras way.
 
 `CausalLMPreprocessor` holds a model's vocabulary and text rules (every level: byte, char,
-word with `<unk>`/`<eos>`) and applies them as generation does (`prompt_text.PromptText`): a
+word with `<unk>`/`<eos>`) and applies them as generation does (`model_text.ModelText`): a
 prompt becomes ids, generated ids become the text of the continuation. It is a Keras-serializable
 layer without weights: `keras.saving.serialize_keras_object(preprocessor)` is its
 `preprocessor.json` (naming this module, so that a reader can import it from the file alone),
@@ -21,8 +21,7 @@ import numpy as np
 
 from tf_records.vocab import model_vocab
 from tf_records.errors import VocabularyError
-from tf_records.text.graph import GraphText
-from tf_records.text.prompt import PromptText
+from tf_records.model_text import ModelText
 from tf_records.text.tokenize import decode_ids
 
 # corpus-info.json fields that `write_model_vocab` derives from the vocabulary itself (the text
@@ -57,7 +56,7 @@ class CausalLMPreprocessor(keras.layers.Layer):
         self.built = True  # nothing to build: no weights
         self._text = None
         if isinstance(vocabulary, model_vocab.ModelVocab):
-            self._text = PromptText(vocabulary)
+            self._text = ModelText(vocabulary)
         elif vocabulary is not None:
             self.load_assets(vocabulary)
 
@@ -96,7 +95,7 @@ class CausalLMPreprocessor(keras.layers.Layer):
 
     def load_assets(self, dir_path):
         """Reads `vocab.txt` and `corpus-info.json` of `dir_path` (ModelVocabError if not)."""
-        self._text = PromptText(model_vocab.load_model_vocab(str(dir_path)))
+        self._text = ModelText(model_vocab.load_model_vocab(str(dir_path)))
 
     def get_config(self) -> dict:
         """The layer's configuration; the vocabulary is an asset (`save_assets`), not config."""
@@ -135,13 +134,10 @@ class CausalLMPreprocessor(keras.layers.Layer):
         return streamer.printed + streamer.finish()
 
     def graph_text(self):
-        """The in-graph text rules of the vocabulary (`graph_text.GraphText`) for an export's
-        text signatures; needs the tensorflow_text ops."""
-        # Optional dependency, imported only when text signatures are exported; importing it
-        # registers the ops GraphText uses.
-        import tensorflow_text  # noqa: F401
-        return GraphText(self.model_vocab)
+        """The in-graph text rules of the vocabulary (`text.graph.GraphText`) for an export's
+        text signatures (`ModelText.graph_codec`: loads the tensorflow_text ops)."""
+        return self._text_rules().graph_codec()
 
-    def _text_rules(self) -> PromptText:
+    def _text_rules(self) -> ModelText:
         self.model_vocab  # raises when there is no vocabulary
         return self._text
