@@ -15,7 +15,7 @@ from absl import flags
 
 import txl_tf
 from runners.cli import dataclass_flags
-from txl_tf.config import AUTO_CUTOFFS_MIN_VOCAB, auto_cutoffs
+from txl_tf.config import AUTO_CUTOFFS_MIN_VOCAB
 from txl_tf.config_template import PLACEHOLDER_VOCAB, ConfigTemplate
 
 # Fields without a generated flag: n_token comes from the data, cutoffs is the text flag below,
@@ -50,12 +50,12 @@ def define_model_flags(flag_values: flags.FlagValues = flags.FLAGS,
     return names + ["cutoffs"]
 
 
-def parse_cutoffs(text: str, corpus_cutoffs: Sequence[int] = (), n_token: int = 0) -> tuple:
-    """The cutoffs of the `--cutoffs` text: '' or 'auto' the corpus', or when it has none
-    `auto_cutoffs(n_token)`; 'none' no cutoffs."""
+def parse_cutoffs(text: str) -> Optional[tuple]:
+    """The cutoffs of the `--cutoffs` text: None for '' or 'auto' (the data's, chosen by
+    `ConfigTemplate.for_data`); () for 'none'; else the given ids."""
     text = (text or "").strip().lower()
     if text in ("", "auto"):
-        return tuple(int(c) for c in corpus_cutoffs) or auto_cutoffs(n_token)
+        return None
     if text == "none":
         return ()
     try:
@@ -75,8 +75,7 @@ def template_from_flags(flag_values) -> ConfigTemplate:
     Raises:
       ConfigError: a bad `--cutoffs` text or invalid model flags.
     """
-    text = (flag_values.cutoffs or "").strip().lower()
-    cutoffs = None if text in ("", "auto") else parse_cutoffs(text)
+    cutoffs = parse_cutoffs(flag_values.cutoffs)
     d_embed = flag_values.d_embed
     config = dataclass_flags.options_from_flags(
         txl_tf.TransformerXLConfig, flag_values, skip=_NOT_FLAGS, n_token=PLACEHOLDER_VOCAB,

@@ -49,8 +49,8 @@ def test_no_flags_defaults_are_the_small_default_flagfile():
             assert for_level(options, "byte").learning_rate == spelled[name].value
             continue
         assert defaults[name].value == spelled[name].value or name == "cutoffs", name
-    assert flags_model.parse_cutoffs(defaults.cutoffs, (), N_TOKEN["builtin"]) == \
-        flags_model.parse_cutoffs(spelled.cutoffs, (), N_TOKEN["builtin"])
+    assert flags_model.config_from_flags(defaults, N_TOKEN["builtin"]).cutoffs == \
+        flags_model.config_from_flags(spelled, N_TOKEN["builtin"]).cutoffs
 
 
 @pytest.mark.parametrize("path", FLAGFILES, ids=os.path.basename)
