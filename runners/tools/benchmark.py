@@ -34,8 +34,8 @@ A training flagfile works as well: --flagfile=runners/enwik8_base.flags --batch_
 import json
 import os
 import platform
+import ctypes
 import re
-import resource
 import statistics
 import subprocess
 import sys
@@ -268,6 +268,9 @@ def measure_matmul_peak(size, dtype, repeats=5):
 
 
 def _read_vm_hwm_mb():
+    """This process image's peak resident memory (VmHWM). Unlike `ru_maxrss`, it starts afresh
+    at exec: Linux carries the RSS of the forked copy of the parent into the child's
+    `ru_maxrss`, so a parent of 1.6 GB made every child's figure at least 1.6 GB."""
     with open("/proc/self/status") as f:
         return int(re.search(r"VmHWM:\s+(\d+)", f.read()).group(1)) / 1024.0
 
@@ -281,18 +284,33 @@ def _reset_vm_hwm():
         return False
 
 
+def _malloc_trim():
+    """Return the C heap's free memory to the system (glibc); False where there is none."""
+    try:
+        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
+    except (OSError, AttributeError):
+        return False
+
+
 def run_memory_child():
-    """Child process: build, compile and run training steps; report peak RSS figures."""
+    """Child process: build, compile and run training steps; report peak RSS figures (MB):
+    after importing TensorFlow and Keras, after building model, optimizer and data, the
+    process peak (compilation and first steps included), and the peak of later steps once
+    glibc has returned the compilation's freed heap (`malloc_trim`)."""
+    after_import = _read_vm_hwm_mb()
     config = model_config()
     steps = Steps(config, FLAGS.batch_size, FLAGS.seed)
-    after_build = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    after_build = _read_vm_hwm_mb()
     steps.time_steps("train", max(FLAGS.bench_warmup, 1))
-    after_compile = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    after_warmup = _read_vm_hwm_mb()
+    trimmed = _malloc_trim()
     reset = _reset_vm_hwm()
     steps.time_steps("train", 3)
-    result = {"mem_len": config.mem_len, "peak_rss_after_build_mb": after_build,
-              "peak_rss_after_warmup_mb": after_compile,
-              "steady_step_peak_rss_mb": _read_vm_hwm_mb() if reset else None}
+    steady = _read_vm_hwm_mb() if reset else None
+    result = {"mem_len": config.mem_len, "rss_after_import_mb": after_import,
+              "peak_rss_after_build_mb": after_build, "peak_rss_after_warmup_mb": after_warmup,
+              "steady_step_peak_rss_mb": steady, "malloc_trim": trimmed,
+              "process_peak_rss_mb": max(after_warmup, steady or 0.0)}
     print("CHILD_JSON " + json.dumps(result), flush=True)
 
 
@@ -301,21 +319,18 @@ def _flag_args(names):
 
 
 def measure_memory_child(mem_len):
-    """Run a memory child for mem_len; its peak RSS comes from wait4 (this child only)."""
+    """Run a memory child for mem_len (a fresh process: nothing of this one's memory counts)."""
     args = [sys.executable, os.path.abspath(__file__)] + _flag_args(MODEL_FLAGS + BENCH_FLAGS)
     args += [f"--mem_len={mem_len}", "--child=memory"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                            cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    out = proc.stdout.read().decode()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = status
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                          cwd=root, check=False)
+    out = proc.stdout.decode()
     match = re.search(r"^CHILD_JSON (.*)$", out, re.M)
     if not match:
         raise RuntimeError(f"memory child for mem_len={mem_len} failed:\n{out[-2000:]}")
-    result = json.loads(match.group(1))
-    result["process_peak_rss_mb"] = usage.ru_maxrss / 1024.0
-    return result
+    return json.loads(match.group(1))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -486,12 +501,14 @@ def print_table(r):
     if r.get("memory"):
         print("\npeak resident memory vs mem_len (training step, tgt_len "
               f"{c['tgt_len']}, batch {r['batch_size']}):")
-        print(f"{'mem_len':>8s}{'process peak MB':>17s}{'steady step peak MB':>21s}"
-              f"{'after build MB':>16s}")
+        print(f"{'mem_len':>8s}{'TF+Keras MB':>13s}{'after build MB':>16s}"
+              f"{'process peak MB':>17s}{'steady step peak MB':>21s}")
         for m in r["memory"]:
-            print(f"{m['mem_len']:>8d}{_fmt(m['process_peak_rss_mb']):>17s}"
-                  f"{_fmt(m['steady_step_peak_rss_mb']):>21s}"
-                  f"{_fmt(m['peak_rss_after_build_mb']):>16s}")
+            print(f"{m['mem_len']:>8d}{_fmt(m.get('rss_after_import_mb')):>13s}"
+                  f"{_fmt(m['peak_rss_after_build_mb']):>16s}"
+                  f"{_fmt(m['process_peak_rss_mb']):>17s}"
+                  f"{_fmt(m['steady_step_peak_rss_mb']):>21s}")
+        print("(steady: later steps, after malloc_trim returned the compilation's freed heap)")
     if r.get("vanilla"):
         print("\nTable 9 on this machine: per-token evaluation time (batch "
               f"{r['vanilla_batch_size']}, XL segment {r['vanilla'][0]['xl_segment_len']}):")

@@ -90,7 +90,10 @@ def test_benchmark_runs_on_a_tiny_config_and_reports_every_figure(tmp_path):
         record["train_flops_per_token"] * record["train_tokens_per_s"]
         / record["matmul_peak_flops"])
     assert [m["mem_len"] for m in record["memory"]] == [0, 8]
-    assert all(m["process_peak_rss_mb"] > 0 for m in record["memory"])
+    for m in record["memory"]:  # the child's own figures, in the order they grow
+        assert 0 < m["rss_after_import_mb"] <= m["peak_rss_after_build_mb"]
+        assert m["peak_rss_after_build_mb"] <= m["process_peak_rss_mb"]
+        assert m["steady_step_peak_rss_mb"] <= m["process_peak_rss_mb"]
     (row,) = record["vanilla"]
     assert row["attn_len"] == 8 and row["slowdown"] > 0
     for key in ("tensorflow", "keras", "cpu", "cores"):
