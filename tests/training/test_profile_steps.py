@@ -15,6 +15,7 @@ from tiny import SYNTHETIC_FLAGS, TRAIN_FLAGS
 from txl_tf.commands.train_options import TrainError, TrainOptions
 from txl_tf.training.controller import Controller
 from txl_tf.commands.train_options import checked
+from txl_tf.training import profile_summary
 from txl_tf.training.profiling import ProfileSteps
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -47,6 +48,10 @@ def test_train_writes_a_profile_of_the_steps(tmp_path, synthetic_data_dir):
     # The training loop ran while the profiler recorded: its tf.function and its ops.
     assert any("_train_loop" in name for name in names), sorted(names)[:50]
     assert any("MatMul" in name or "BatchMatMul" in name or "dot" in name for name in names)
+    # The summary of benchmark_profile.py reads the same trace: XLA's thunks ran on the pool.
+    totals, _ = profile_summary.self_times(profile_summary.read_newest_trace(
+        str(tmp_path / "model")))
+    assert any(name.startswith("dot") for name in totals), totals.most_common(20)
 
 
 class FakeTrainer:
