@@ -90,6 +90,20 @@ def test_no_library_module_imports_runners(package):
     assert not found, f"{package}/ must not import runners/:\n" + "\n".join(found)
 
 
+MACHINERY = ("txl_tf/training", "txl_tf/layers", "txl_tf/inference", "txl_tf/convert",
+             "txl_tf/ablation")
+
+
+@pytest.mark.parametrize("package", MACHINERY)
+def test_machinery_does_not_import_the_commands(package):
+    """The commands (txl_tf/commands/) are built on the machinery, never the reverse: what a
+    machinery module needs of a command's options (the named choices, txl_tf/training/
+    choices.py) lives below both."""
+    found = [line for path in modules(package)
+             for line in violations(path, ("txl_tf.commands",))]
+    assert not found, f"{package}/ must not import txl_tf.commands:\n" + "\n".join(found)
+
+
 def command_calls():
     """(module path, function name, [(parameter, annotation text)]) of every public top-level
     function of txl_tf/commands/."""

@@ -13,6 +13,9 @@
   inference_model    the model of a chosen checkpoint with dropout off (evaluate, generate,
                      export)
 
+Two modules are parts of `train`: `resume_check` (a resumed run against its model directory's
+record) and `warm_start` (`--warm_start_from`).
+
 `template` is a `txl_tf.config_template.ConfigTemplate` (the model configuration whose
 vocabulary is the data's) and `data` an object of the seam `txl_tf/model_text.py` describes
 (`tf_records.model_text.ModelData`, or `tf_records.PreparedData` for training): the runners pass

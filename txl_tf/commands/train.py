@@ -39,7 +39,7 @@ from txl_tf.training import batch_fit
 from txl_tf.training import checkpoints as checkpoints_lib
 from txl_tf.training.checkpoints.worker_memory import gather_worker_memory
 from txl_tf.training import distribute
-from txl_tf.training import resume_check
+from txl_tf.commands import resume_check
 from txl_tf.training.controller import Controller
 from txl_tf.training.data_source import DataSource
 from txl_tf.training import duration
@@ -52,7 +52,7 @@ from txl_tf.training.profiling import ProfileSteps
 from txl_tf.training import step_compilation
 from txl_tf.training.summaries import RunSummaries, format_duration
 from txl_tf.training.trainer import Trainer
-from txl_tf.training.warm_start import checkpoint_prefix, warm_start
+from txl_tf.commands.warm_start import checkpoint_prefix, warm_start
 
 SUMMARY_FILE = "train_summary.json"
 

@@ -8,17 +8,14 @@ import dataclasses
 import math
 from typing import Optional
 
+from txl_tf.training.choices import JIT_COMPILE, STRATEGIES  # noqa: F401  (for the flags)
+
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
-# Distribution strategies (`txl_tf/training/distribute.py: create_strategy`).
-STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
 # The peak learning rate of a level when --learning_rate is not given: a word-level model of a
 # small text stays at its unigram baseline at 2e-3 (docs/training.md).
 LEARNING_RATES = {"word": 1e-3}
 DEFAULT_LEARNING_RATE = 2e-3
-
-JIT_COMPILE = ("auto", "true", "false")
-
 
 class TrainError(ValueError):
     """Inconsistent training options; the message names the fix."""

@@ -18,7 +18,7 @@ from typing import NamedTuple, Optional, Sequence
 
 import tensorflow as tf
 
-from txl_tf.commands.train_options import STRATEGIES
+from txl_tf.training.choices import STRATEGIES
 
 
 class StrategyError(ValueError):
