@@ -227,6 +227,12 @@ CASES = [
      2, r"--model_dir=.*a_file is a file"),
     ("import_without_source", "import_weights", ["--model_dir={new}"],
      2, r"missing required flag --source;"),
+    ("import_tf1_without_checkpoint", "import_weights", ["--source=tf1", "--model_dir={new}"],
+     2, r"--source=tf1 needs --checkpoint"),
+    ("import_two_vocabularies", "import_weights",
+     ["--source=tf1", "--checkpoint={model}", "--vocab_pickle={root}/a_file",
+      "--vocab_file={root}/a_file", "--model_dir={new}"],
+     2, r"pass --vocab_pickle or --vocab_file, not both"),
 ]
 
 

@@ -8,8 +8,8 @@
   recl               recl_options                      measure_recl(models, tokens, options)
   ablation           ablation_options                  run_ablation(options, train_options,
                                                                     template, data)
-  import_weights     (the runner's own flags)          import_tf1, import_huggingface,
-                                                       write_model_dir
+  import_weights     import_weights_options            import_into_model_dir(options,
+                                                                              vocabulary)
   inference_model    the model of a chosen checkpoint with dropout off (evaluate, generate,
                      export)
 
@@ -36,6 +36,7 @@ _EXPORTS = {
     "ExportRuntimeError": "txl_tf.commands.export_options",
     "GenerateInputError": "txl_tf.commands.generate_options",
     "GenerateOptions": "txl_tf.commands.generate_options",
+    "ImportOptions": "txl_tf.commands.import_weights_options",
     "PRECISIONS": "txl_tf.commands.train_options",
     "ReclOptions": "txl_tf.commands.recl_options",
     "TrainError": "txl_tf.commands.train_options",

@@ -3,19 +3,25 @@
 `import_tf1` and `import_huggingface` infer the configuration, build the model, assign every
 variable exactly once (`assignment.assign_all`) and check that every source variable was used or
 deliberately ignored (`SourceWeights.check_all_used`). `write_model_dir` saves the result with
-`txl_tf.save_model` and `import.json` recording where it came from; the vocabulary is data and
-is written by the caller (runners/import_weights.py with `tf_records.vocab.export`) after
-`check_new_model_dir`.
+`txl_tf.save_model` and `import.json` recording where it came from.
+
+`import_into_model_dir(options, vocabulary)` is the whole import of runners/import_weights.py:
+the weights, the checks against the shipped corpus-info.json, the vocabulary (data: an object
+the runner passes in, `tf_records.vocab.released.ReleasedVocabulary`), the model directory and
+an optional Keras preset.
 """
+import dataclasses
 import json
 import os
+from typing import Optional, Protocol, Sequence
 
 from txl_tf import TransformerXL, TransformerXLConfig, save_model
 
 from txl_tf.convert import huggingface, tf1_checkpoint
 from txl_tf.convert.assignment import assign_all, model_variables
-from txl_tf.convert.errors import WeightImportError
+from txl_tf.convert.errors import WeightImportError, read_json_object
 from txl_tf.atomic_writes import write_text_atomic
+from txl_tf.commands.import_weights_options import ImportOptions
 
 IMPORT_INFO_FILE = "import.json"
 
@@ -80,3 +86,54 @@ def write_model_dir(model, model_dir, report):
     write_text_atomic(os.path.join(model_dir, IMPORT_INFO_FILE),
                       json.dumps(info, indent=2, sort_keys=True) + "\n")
     return path
+
+
+class ImportedVocabulary(Protocol):
+    """What `import_into_model_dir` needs of the vocabulary shipped with the weights."""
+
+    def write(self, model_dir: str, dataset: Optional[str], cutoffs: Sequence[int],
+              n_token: int) -> dict:
+        """Writes the model directory's vocab.txt and corpus-info.json."""
+
+
+@dataclasses.dataclass
+class Imported:
+    """What `import_into_model_dir` wrote: the model, the source report (import.json), the
+    checkpoint path and the preset directory (None without --preset_dir)."""
+    model: TransformerXL
+    report: dict
+    checkpoint: str
+    preset: Optional[str] = None
+
+
+def import_into_model_dir(options: ImportOptions,
+                          vocabulary: Optional[ImportedVocabulary] = None) -> Imported:
+    """Imports `options.source`'s weights and writes `options.model_dir` (and the preset).
+
+    Raises:
+      WeightImportError: unreadable or foreign weights, a corpus-info.json that does not match
+        them, a model directory that already holds a checkpoint.
+    """
+    corpus = options.corpus_info and read_json_object(
+        options.corpus_info, f"--corpus_info={options.corpus_info}",
+        "the corpus-info.json shipped with the weights")
+    corpus = corpus or {}
+    if options.source == "tf1":
+        model, report = import_tf1(options.checkpoint, options.run_settings(),
+                                   corpus.get("cutoffs"))
+    else:
+        model, report = import_huggingface(options.input_dir, options.run_settings(),
+                                           options.cluster_order, options.same_length_semantics)
+    c = model.config
+    if corpus.get("vocab_size") not in (None, c.n_token):
+        raise WeightImportError(f"--corpus_info vocab_size {corpus['vocab_size']} differs "
+                                f"from the checkpoint's n_token {c.n_token}.")
+    check_new_model_dir(options.model_dir)  # before the vocabulary is written
+    if vocabulary is not None:
+        vocabulary.write(options.model_dir, options.dataset or corpus.get("dataset"),
+                         c.cutoffs, c.n_token)
+    imported = Imported(model, report, write_model_dir(model, options.model_dir, report))
+    if options.preset_dir:
+        from txl_tf.causal_lm.presets import preset_from_model_dir
+        imported.preset = preset_from_model_dir(options.model_dir, options.preset_dir)
+    return imported
