@@ -31,10 +31,10 @@ Example (the default configuration, spelled out):
       --compare_huggingface --compare_vanilla
 A training flagfile works as well: --flagfile=runners/enwik8_base.flags --batch_size=2.
 """
+import ctypes
 import json
 import os
 import platform
-import ctypes
 import re
 import statistics
 import subprocess

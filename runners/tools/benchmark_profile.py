@@ -34,6 +34,7 @@ def main(argv):
     seconds = steps.time_steps(FLAGS.kind, FLAGS.steps)
     tf.profiler.experimental.stop()
     print(f"{FLAGS.kind} step seconds: {[round(s, 4) for s in seconds]}")
+    print(f"profile: {profile_summary.newest_trace_path(FLAGS.logdir)}")
     profile_summary.print_summary(profile_summary.read_newest_trace(FLAGS.logdir), FLAGS.top)
 
 

@@ -114,10 +114,9 @@ def import_into_model_dir(options: ImportOptions,
       WeightImportError: unreadable or foreign weights, a corpus-info.json that does not match
         them, a model directory that already holds a checkpoint.
     """
-    corpus = options.corpus_info and read_json_object(
-        options.corpus_info, f"--corpus_info={options.corpus_info}",
-        "the corpus-info.json shipped with the weights")
-    corpus = corpus or {}
+    corpus = read_json_object(options.corpus_info, f"--corpus_info={options.corpus_info}",
+                              "the corpus-info.json shipped with the weights"
+                              ) if options.corpus_info else {}
     if options.source == "tf1":
         model, report = import_tf1(options.checkpoint, options.run_settings(),
                                    corpus.get("cutoffs"))

@@ -26,14 +26,19 @@ WAITING = frozenset({"_train_loop", "eval_step", "TFE_Py_ExecuteCancelable", "Ea
                      "CpuExecutable::ExecuteAsyncOnStream"})
 
 
-def read_newest_trace(logdir: str) -> xplane_pb2.XSpace:
-    """The newest `plugins/profile/<run>/*.xplane.pb` under logdir, parsed."""
+def newest_trace_path(logdir: str) -> str:
+    """The newest `plugins/profile/<run>/*.xplane.pb` under logdir."""
     paths = sorted(glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb")),
                    key=os.path.getmtime)
     if not paths:
         raise FileNotFoundError(f"no profile written under {logdir}")
+    return paths[-1]
+
+
+def read_newest_trace(logdir: str) -> xplane_pb2.XSpace:
+    """The newest `plugins/profile/<run>/*.xplane.pb` under logdir, parsed."""
     space = xplane_pb2.XSpace()
-    with open(paths[-1], "rb") as f:
+    with open(newest_trace_path(logdir), "rb") as f:
         space.ParseFromString(f.read())
     return space
 
