@@ -1,7 +1,8 @@
 """The packages import only in the allowed direction (CONTRIBUTING.md).
 
 `txl_tf` never imports `tf_records`, `runners` or `absl.flags` (absl.logging is fine);
-`tf_records` never imports `txl_tf` or `runners`. Every module is parsed, and every import in it
+`tf_records` never imports `txl_tf` or `runners`; inside it, `vocab/` never imports `text/` (text
+is encoded with a vocabulary, not the reverse). Every module is parsed, and every import in it
 counts: module level, inside functions, and `importlib.import_module("...")` with a literal name.
 Under Bazel the files are those of the test's runfiles, i.e. the libraries' sources.
 """
@@ -15,6 +16,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FORBIDDEN = {
     "txl_tf": ("tf_records", "runners", "absl.flags"),
     "tf_records": ("txl_tf", "runners"),
+    "tf_records/vocab": ("tf_records.text",),
 }
 
 

@@ -1,7 +1,8 @@
 """Tokenization rules shared by corpora, evaluation and generation.
 
-`TextRules` records how raw text becomes symbols for a corpus (it is stored in
-`corpus-info.json` so that arbitrary text can later be tokenized the same way):
+`TextRules` (`tf_records/vocab/text_rules.py`, stored with the vocabulary in
+`corpus-info.json` so that arbitrary text can later be tokenized the same way) say how
+raw text becomes symbols:
 
 * `byte` level: the UTF-8 bytes of the text, minus `drop_bytes` (enwik8's reference
   preprocessing drops newline bytes: `drop_bytes=[10]`).
@@ -14,12 +15,12 @@ Word-level encoding has two backends that give identical ids (a test proves it):
 (the plain reference definition) and `"tf_text"` (`tensorflow_text.regex_split` on exactly
 Python's whitespace characters plus a `tf.lookup` hash table, in batches of lines).
 """
-import dataclasses
 import sys
 
 import numpy as np
 
 from tf_records.errors import DataError, VocabularyError
+from tf_records.vocab.text_rules import TextRules
 from tf_records.vocab.vocabulary import Vocabulary
 
 # Every character Python's str.split() treats as whitespace, as an RE2 character class.
@@ -27,28 +28,6 @@ PY_WHITESPACE = "".join(chr(c) for c in range(sys.maxunicode + 1) if chr(c).issp
 _WS_REGEX = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in PY_WHITESPACE) + "]+"
 
 BACKENDS = ("python", "tf_text")
-
-
-@dataclasses.dataclass(frozen=True)
-class TextRules:
-    """How text becomes symbols (see the module docstring)."""
-
-    level: str
-    lower_case: bool = False
-    eos: str | None = None
-    double_eos: str | None = None
-    drop_bytes: tuple = ()
-
-    def to_dict(self):
-        d = dataclasses.asdict(self)
-        d["drop_bytes"] = list(self.drop_bytes)
-        return d
-
-    @classmethod
-    def from_dict(cls, d):
-        d = dict(d)
-        d["drop_bytes"] = tuple(d.get("drop_bytes", ()))
-        return cls(**d)
 
 
 def split_lines(text: str):

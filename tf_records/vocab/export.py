@@ -11,7 +11,7 @@ import os
 from tf_records import atomic
 from tf_records.errors import VocabularyImportError
 from tf_records.vocab.model_vocab import CORPUS_INFO_FILE, VOCAB_FILE
-from tf_records.text.tokenize import TextRules
+from tf_records.vocab.text_rules import TextRules
 from tf_records.vocab.vocabulary import Vocabulary
 
 # The reference corpora's text rules (reference brief section 2.2).

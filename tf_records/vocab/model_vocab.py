@@ -27,7 +27,7 @@ from typing import Optional
 from tf_records import atomic
 from tf_records.corpus_info import CORPUS_INFO, VOCAB_FILE, check_vocab_file, read_corpus_info
 from tf_records.errors import DataError, VocabularyError
-from tf_records.text.tokenize import TextRules
+from tf_records.vocab.text_rules import TextRules
 from tf_records.vocab.vocabulary import Vocabulary
 
 CORPUS_INFO_FILE = CORPUS_INFO
