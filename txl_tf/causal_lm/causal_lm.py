@@ -38,29 +38,6 @@ from txl_tf.training.trainer import Trainer
 SUM = tf.distribute.ReduceOp.SUM
 
 
-def _already_summed(grads_and_vars):
-    """The gradients as given: the step has summed them across replicas already."""
-    return list(grads_and_vars)
-
-
-def _sum_gradients_once(optimizer):
-    """Makes a Keras optimizer apply the step's already summed and clipped gradients as they
-    are (Keras' TensorFlow optimizers otherwise sum them across replicas again, and clip before
-    the sum); see `txl_tf/training/optimizer.py`."""
-    if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
-        raise ValueError("the optimizer is a LossScaleOptimizer; pass the inner optimizer: "
-                         "compile(loss_scaling=True) scales the loss itself.")
-    if any(getattr(optimizer, name, None) for name in ("clipnorm", "global_clipnorm",
-                                                       "clipvalue")):
-        raise ValueError("the optimizer clips the gradients itself; use compile(clip=...), "
-                         "which clips the global norm of the replica-summed gradient.")
-    if not hasattr(optimizer, "_all_reduce_sum_gradients"):
-        raise RuntimeError(f"this Keras version ({keras.__version__}) has no "
-                           "Optimizer._all_reduce_sum_gradients; txl_tf/causal_lm must be "
-                           "adapted to its gradient aggregation.")
-    optimizer._all_reduce_sum_gradients = _already_summed
-
-
 def _as_batch(data):
     """{"inputs", "labels"} int32 [B, Q] of an element {"inputs", "labels"} or (x, y)."""
     if isinstance(data, dict):
@@ -149,8 +126,8 @@ class TransformerXLCausalLM(keras.Model):
 
         Args:
           optimizer: a Keras optimizer or its name. It receives gradients already summed over
-            the replicas and clipped, and applies them as they are (its `_all_reduce_sum_gradients`
-            is replaced); it must not clip itself.
+            the replicas and clipped, and applies them as they are
+            (`txl_tf.training.optimizer.take_summed_gradients`); it must not clip itself.
           clip: max global norm of the replica-summed gradient (<= 0: no clipping).
           half_loss: train on the last Q - Q // 2 positions of every segment only.
           loss_scaling: dynamic loss scaling (default: when the backbone's dtype policy is
@@ -165,7 +142,6 @@ class TransformerXLCausalLM(keras.Model):
                 raise ValueError(f"compile({name}=...) is not supported: the loss is the "
                                  "model's mean NLL per target token; leave it out.")
         super().compile(optimizer=optimizer, jit_compile=False, auto_scale_loss=False, **kwargs)
-        _sum_gradients_once(self.optimizer)
         if loss_scaling is None:
             loss_scaling = self.backbone.dtype_policy.name == "mixed_float16"
         strategy = self.distribute_strategy

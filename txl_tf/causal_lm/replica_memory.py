@@ -13,13 +13,7 @@ from typing import List, Optional
 import numpy as np
 import tensorflow as tf
 
-
-def local_replicas(strategy: tf.distribute.Strategy) -> int:
-    """The replicas of `strategy` on this host (1 for the default strategy)."""
-    try:
-        return len(strategy.extended.worker_devices)
-    except RuntimeError:  # the default strategy
-        return 1
+from txl_tf.training.distribute import local_replicas
 
 
 class ReplicaMemory:

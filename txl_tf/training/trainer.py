@@ -21,8 +21,8 @@ Design:
     `LoopStats.loss` is then the half-loss mean and `LoopStats.tokens` still counts every target
     token (throughput); evaluation always scores every token.
   * Gradients: each replica's gradients are summed across replicas once (`all_reduce` SUM in
-    replica context), the global norm of that sum is clipped to `clip`, and `PreReducedAdam`
-    applies them without reducing again. With `grad_accum_steps = k` each replica splits its B
+    replica context), the global norm of that sum is clipped to `clip`, and the optimizer
+    applies them without reducing again (`optimizer.take_summed_gradients`). With `grad_accum_steps = k` each replica splits its B
     streams into k chunks of B/k streams (each with its own memory rows), accumulates their
     gradients, then reduces and applies once: the same update as the full batch.
   * mixed_float16: dynamic loss scaling (x2 every `growth_interval` finite steps, /2 and the update
@@ -40,6 +40,8 @@ import tensorflow as tf
 
 from txl_tf.inference import evaluation
 from txl_tf.loss_mask import half_loss_mask
+from txl_tf.training.distribute import local_replicas
+from txl_tf.training.optimizer import take_summed_gradients
 from txl_tf.training.step_compilation import compiled_mode
 
 SUM = tf.distribute.ReduceOp.SUM
@@ -64,8 +66,8 @@ class Trainer:
     """Training and evaluation steps of a `TransformerXL` under a `tf.distribute.Strategy`.
 
     Args:
-      model, optimizer: created under `strategy.scope()`; the optimizer must take already
-        all-reduced gradients (`txl_tf.training.optimizer.PreReducedAdam`).
+      model, optimizer: created under `strategy.scope()`; the optimizer is made to take the
+        step's already all-reduced gradients (`txl_tf.training.optimizer.take_summed_gradients`).
       strategy: the distribution strategy.
       clip: max global norm of the reduced gradient (<= 0: no clipping).
       grad_accum_steps: chunks per replica batch whose gradients are accumulated (divides B).
@@ -85,7 +87,7 @@ class Trainer:
         if grad_accum_steps < 1:
             raise ValueError(f"grad_accum_steps must be >= 1, got {grad_accum_steps}.")
         self.model = model
-        self.optimizer = optimizer
+        self.optimizer = take_summed_gradients(optimizer)
         self.strategy = strategy
         self.clip = float(clip)
         self.grad_accum_steps = int(grad_accum_steps)
@@ -109,10 +111,7 @@ class Trainer:
     # ---------------------------------------------------------------------------------- memory
     @property
     def num_local_replicas(self) -> int:
-        try:
-            return len(self.strategy.extended.worker_devices)
-        except RuntimeError:  # the default strategy: one replica
-            return 1
+        return local_replicas(self.strategy)
 
     def init_memory(self, per_replica_batch: int, mem_len: Optional[int] = None):
         """Zero memory on every replica: distributed L x [B, M, D]."""
