@@ -3,7 +3,8 @@
 A preset directory holds
 
   config.json          the `TransformerXLConfig` (the same file as a model directory's)
-  model.weights.h5     the backbone's weights (`keras.Model.save_weights`)
+  model.weights.h5     the backbone's weights (the file of `keras.Model.save_weights`, built
+                       in memory: `weights_file_bytes`)
   preprocessor.json    `keras.saving.serialize_keras_object(preprocessor)`: it names the
                        preprocessor's module and class, which a reader looks up in a fixed
                        table of txl-tf's own classes (`PREPROCESSOR_CLASSES`): a preset is
