@@ -99,6 +99,9 @@ def reserved_version(export_dir: str, version: Optional[int]):
             tmp = os.path.join(export_dir, swap_names(os.path.join(export_dir, str(version)))[0])
             os.mkdir(tmp)  # the reservation; the umask applies, as to every exported file
     except OSError as error:
+        if error.errno == errno.ENOSPC:
+            raise ExportRuntimeError(f"no space left on {export_dir}: free some space and "
+                                     "export again.") from None
         raise ExportRuntimeError(f"--export_dir {export_dir}: {error.strerror or error}; give a "
                                  "directory you can write to.") from None
     try:
