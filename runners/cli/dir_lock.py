@@ -141,7 +141,8 @@ def _open(path: str) -> Optional[int]:
         return None  # nothing can be written there, by this run or another; the run
         # reports the directory in its own words if it must write
     st = os.fstat(fd)
-    problem = (None if stat.S_ISREG(st.st_mode) and st.st_nlink == 1 else
+    # nlink 0: removed by its last holder meanwhile; `_open_locked` then opens it again
+    problem = (None if stat.S_ISREG(st.st_mode) and st.st_nlink <= 1 else
                "a hard link to another file" if stat.S_ISREG(st.st_mode) else
                "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a special file")
     if problem:
