@@ -11,6 +11,7 @@ Example:
 import contextlib
 import json
 import os
+import re
 import shutil
 import uuid
 
@@ -47,6 +48,61 @@ def write_json_atomic(path: str, payload) -> None:
     write_text_atomic(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
 
+def swap_names(path: str) -> tuple:
+    """(tmp_name, old_name) of this process for `atomic_directory(path, ...)`:
+    `.NAME.tmp-PID` and `.NAME.old-PID`, the names `recover_directory` knows."""
+    name, pid = os.path.basename(os.path.abspath(path)), os.getpid()
+    return f".{name}.tmp-{pid}", f".{name}.old-{pid}"
+
+
+def running_elsewhere(pid: int) -> bool:
+    """Whether process `pid` is another process that still runs (not this one: its own
+    leftovers are a killed process's whose pid was reused)."""
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by another user
+        return True
+    return True
+
+
+def recover_directory(path: str) -> list:
+    """Undo what writers of `path` killed inside `atomic_directory` (names of `swap_names`)
+    left beside it; the leftovers of writers still running are left alone.
+
+    A writer killed between its two renames left no `path` and the complete previous
+    directory as `.NAME.old-PID`: that one is renamed back to `path` (the newest, if several).
+    Every other leftover, `.NAME.tmp-PID` (written whole or not) and `.NAME.old-PID` when
+    `path` exists, is deleted.
+
+    Returns:
+      [(what, leftover path)] with what "restored" or "removed", in that order.
+
+    Raises:
+      OSError: the parent cannot be listed or a leftover renamed.
+    """
+    parent, name = os.path.split(os.path.abspath(path))
+    pattern = re.compile(rf"\.{re.escape(name)}\.(tmp|old)-(\d+)")
+    found = {"tmp": [], "old": []}
+    if not os.path.isdir(parent):
+        return []
+    for entry in os.listdir(parent):
+        match = pattern.fullmatch(entry)
+        if match and not running_elsewhere(int(match.group(2))):
+            found[match.group(1)].append(os.path.join(parent, entry))
+    done, olds = [], sorted(found["old"], key=os.path.getmtime)
+    if olds and not os.path.lexists(path):
+        os.replace(olds[-1], path)
+        done.append(("restored", olds.pop()))
+    for leftover in olds + found["tmp"]:
+        shutil.rmtree(leftover, ignore_errors=True)
+        done.append(("removed", leftover))
+    return done
+
+
 @contextlib.contextmanager
 def atomic_directory(path: str, tmp_name: str, old_name: str):
     """Write a whole directory, then swap it in as `path`: readers see the old one or the new
@@ -55,7 +111,7 @@ def atomic_directory(path: str, tmp_name: str, old_name: str):
     Yields an empty directory `tmp_name` beside `path` (made with the umask). When the block
     ends normally, a previous `path` is renamed to `old_name`, the new directory to `path`, and
     the old one deleted (a process killed between the two renames leaves `old_name`, from which
-    the caller may restore `path`). When the block or the swap fails, the new directory is
+    the caller may restore `path`; with the names of `swap_names`, `recover_directory` does). When the block or the swap fails, the new directory is
     deleted and the error raised.
     """
     parent = os.path.dirname(os.path.abspath(path))

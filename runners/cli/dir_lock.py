@@ -14,14 +14,24 @@ included), so a lock is never left held. An exclusive holder writes its pid and 
 the file and deletes the file when it ends normally; a file still holding a pid when the lock
 is taken is the trace of a killed run, reported in one `note:` line and taken over.
 
+The lock file is opened without following a symbolic link (`O_NOFOLLOW`), and only a regular
+file with one name is used: a `.lock` that is a link, a directory, a FIFO or another special
+file, a hard link to another file, or one that exists but cannot be opened for writing
+(immutable) is refused in one line (`LockFileError`) rather than followed, written or ignored,
+so that the lock neither writes outside its directory nor is silently disabled. Its removal at
+the end checks that the name still holds the file this run locked. A directory locked twice by
+this one process (e.g. --model_dir and --data_dir the same) is named as such, not as a rival.
+
 Paths with a scheme (gs://...) are not locked: flock works on local (and most network)
 filesystems only. A directory where the lock file cannot be made (read-only, a parent is a
 file) is not locked: the run reports the directory in its own words when it writes there.
 """
 import contextlib
+import errno
 import fcntl
 import json
 import os
+import stat
 import time
 from typing import Optional, Tuple
 
@@ -31,6 +41,16 @@ LOCK_FILE = ".lock"
 class DirectoryInUseError(RuntimeError):
     """Another process holds the directory's lock; exit code 1 (try again when it ends)."""
     exit_code = 1
+
+
+class LockFileError(ValueError):
+    """The directory's `.lock` is not a regular file this run may lock, or the directory is
+    locked twice by this process; exit code 2 (the fix is the user's)."""
+    exit_code = 2
+
+
+# no link followed, not inherited by child processes, a FIFO's open does not block
+_OPEN_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
 def _start_time(pid: int) -> Optional[float]:
@@ -51,21 +71,22 @@ def _format_time(seconds: Optional[float]) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(seconds))
 
 
-def _holder_in_proc_locks(path: str) -> Optional[int]:
-    """The pid holding a flock on `path` according to /proc/locks (Linux), or None."""
+def _holders_in_proc_locks(fd: int) -> list:
+    """The pids holding a flock on the file of `fd` according to /proc/locks (Linux)."""
     try:
-        st = os.stat(path)
+        st = os.fstat(fd)
         with open("/proc/locks") as f:
             lines = f.read().splitlines()
     except OSError:
-        return None
+        return []
+    holders = []
     for line in lines:
         parts = line.split()
         if len(parts) >= 6 and parts[1] == "FLOCK" and parts[4].isdigit():
             inode = parts[5].rsplit(":", 1)[-1]
             if inode.isdigit() and int(inode) == st.st_ino:
-                return int(parts[4])
-    return None
+                holders.append(int(parts[4]))
+    return holders
 
 
 def _recorded(fd: int) -> Tuple[Optional[int], Optional[float]]:
@@ -78,15 +99,56 @@ def _recorded(fd: int) -> Tuple[Optional[int], Optional[float]]:
         return None, None
 
 
-def _in_use(directory: str, fd: int, path: str) -> DirectoryInUseError:
+def _in_use(directory: str, fd: int):
+    """The error of a lock held elsewhere: `DirectoryInUseError` naming the holder, or
+    `LockFileError` when the only holder is this process itself."""
     pid, started = _recorded(fd)
-    holder = _holder_in_proc_locks(path)
-    if holder is not None and holder != pid:
-        pid, started = holder, _start_time(holder)
+    holders = _holders_in_proc_locks(fd)
+    rivals = [h for h in holders if h != os.getpid()]
+    if holders and not rivals:
+        return LockFileError(
+            f"{directory} is locked twice by this run (process {os.getpid()}): two of its "
+            "directory flags name the same directory; give each its own directory.")
+    if rivals and pid not in rivals:
+        pid, started = rivals[0], _start_time(rivals[0])
+    if pid == os.getpid():  # a stale record that happens to carry this pid
+        pid = None
     who = f"process {pid}" if pid is not None else "another process"
     return DirectoryInUseError(
         f"{directory} is in use by {who} (started {_format_time(started)}); wait until it "
         "ends or choose another directory.")
+
+
+def _refuse(path: str, what: str) -> LockFileError:
+    return LockFileError(f"{path} is {what}, not a lock file of txl-tf; remove it (the run "
+                         "makes its own) and run again.")
+
+
+def _open(path: str) -> Optional[int]:
+    """An fd of the regular file `path`, created when missing, never through a link; None when
+    it cannot be created (e.g. a read-only directory)."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS, 0o666)
+    except OSError as error:
+        if os.path.islink(path) or error.errno == errno.ELOOP:
+            raise _refuse(path, "a symbolic link") from None
+        if os.path.isdir(path):
+            raise _refuse(path, "a directory") from None
+        if os.path.lexists(path):  # exists but not writable: immutable, or another's
+            raise LockFileError(f"{path} exists but cannot be opened for writing "
+                                f"({error.strerror}); remove it or make it writable, then run "
+                                "again.") from None
+        return None  # nothing can be written there, by this run or another; the run
+        # reports the directory in its own words if it must write
+    st = os.fstat(fd)
+    # nlink 0: removed by its last holder meanwhile; `_open_locked` then opens it again
+    problem = (None if stat.S_ISREG(st.st_mode) and st.st_nlink <= 1 else
+               "a hard link to another file" if stat.S_ISREG(st.st_mode) else
+               "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a special file")
+    if problem:
+        os.close(fd)
+        raise _refuse(path, problem)
+    return fd
 
 
 def _open_locked(directory: str, exclusive: bool) -> Optional[int]:
@@ -94,23 +156,26 @@ def _open_locked(directory: str, exclusive: bool) -> Optional[int]:
     read-only directory)."""
     path = os.path.join(directory, LOCK_FILE)
     while True:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-        except OSError:  # e.g. read-only: nothing can be written there, by this run or another;
-            return None  # the run reports the directory in its own words if it must write
+        fd = _open(path)
+        if fd is None:
+            return None
         try:
             fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
         except BlockingIOError:
-            error = _in_use(directory, fd, path)
+            error = _in_use(directory, fd)
             os.close(fd)
             raise error from None
-        try:  # the file may have been deleted by its last holder between open and flock
-            same = os.path.samestat(os.fstat(fd), os.stat(path))
-        except FileNotFoundError:
-            same = False
-        if same:
+        if _names(path, fd):  # not deleted by its last holder between open and flock
             return fd
         os.close(fd)
+
+
+def _names(path: str, fd: int) -> bool:
+    """Whether `path` (not followed if a link) is the file of `fd`."""
+    try:
+        return os.path.samestat(os.fstat(fd), os.lstat(path))
+    except FileNotFoundError:
+        return False
 
 
 def _take_over(directory: str, fd: int) -> None:
@@ -163,7 +228,8 @@ def _release(directory: str, fd: int, made: Optional[str]) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with contextlib.suppress(OSError):
-            os.remove(path)
+            if _names(path, fd):  # never a link or file put in its place meanwhile
+                os.remove(path)
             _remove_made(directory, made)
     except BlockingIOError:  # another shared holder still reads the directory
         pass
@@ -199,6 +265,8 @@ def locked(directory: Optional[str], exclusive: bool = True):
 
     Raises:
       DirectoryInUseError: another process holds a conflicting lock.
+      LockFileError: `.lock` is a link, a directory, a special or foreign file, or the
+        directory is already locked by this process.
     """
     if not directory or "://" in directory:
         yield

@@ -170,3 +170,133 @@ def test_refused_run_on_a_new_directory_leaves_no_directory(tmp_path, args, code
     assert refused.returncode == code and "Traceback" not in refused.stderr, refused.stderr
     assert refused.stderr.count("error:") == 1
     assert sorted(os.listdir(tmp_path)) == ["empty.txt"]  # neither new/D nor new
+
+
+# -- the lock file itself: never followed, never a rival of its own process -----------------
+
+def locked_in_process(directory, exclusive=True):
+    from runners.cli import dir_lock
+    with dir_lock.locked(str(directory), exclusive=exclusive):
+        return sorted(os.listdir(directory))
+
+
+def refused_in_process(directory, message):
+    from runners.cli import dir_lock
+    with pytest.raises(dir_lock.LockFileError, match=message) as error:
+        with dir_lock.locked(str(directory)):
+            raise AssertionError("the lock was taken")
+    assert "\n" not in str(error.value)
+    return str(error.value)
+
+
+@pytest.mark.parametrize("dangling", [False, True])
+def test_a_lock_that_is_a_symbolic_link_is_refused_and_its_target_untouched(tmp_path, dangling):
+    (tmp_path / "D").mkdir()
+    victim = tmp_path / "victim.txt"
+    if not dangling:
+        victim.write_text("the user's text\n")
+    os.symlink(victim, tmp_path / "D" / ".lock")
+    line = refused_in_process(tmp_path / "D", "is a symbolic link, not a lock file of txl-tf")
+    assert "remove it" in line
+    assert os.path.islink(tmp_path / "D" / ".lock")  # not removed: the run did not make it
+    if dangling:
+        assert not os.path.lexists(victim)  # nothing created outside the directory
+    else:
+        assert victim.read_text() == "the user's text\n"
+
+
+def test_a_hard_linked_lock_is_refused_and_the_other_name_untouched(tmp_path):
+    (tmp_path / "D").mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's text\n")
+    os.link(victim, tmp_path / "D" / ".lock")
+    refused_in_process(tmp_path / "D", "is a hard link to another file")
+    assert victim.read_text() == "the user's text\n"
+
+
+def test_a_lock_that_is_a_directory_or_a_fifo_is_refused(tmp_path):
+    (tmp_path / "D" / ".lock").mkdir(parents=True)
+    (tmp_path / "D" / ".lock" / "keep").write_text("x")
+    refused_in_process(tmp_path / "D", "is a directory, not a lock file")
+    assert (tmp_path / "D" / ".lock" / "keep").read_text() == "x"
+    (tmp_path / "F").mkdir()
+    os.mkfifo(tmp_path / "F" / ".lock")
+    refused_in_process(tmp_path / "F", "is a FIFO, not a lock file")  # returns: no blocking
+    assert os.path.exists(tmp_path / "F" / ".lock")
+
+
+def test_an_immutable_lock_is_refused_not_ignored(tmp_path):
+    (tmp_path / "D").mkdir()
+    lock = tmp_path / "D" / ".lock"
+    lock.write_text("")
+    if os.geteuid() != 0:
+        os.chmod(lock, 0o444)
+    elif subprocess.run(["chattr", "+i", str(lock)], capture_output=True).returncode != 0:
+        pytest.skip("neither a non-root user nor chattr +i (root writes a read-only file)")
+    try:
+        refused_in_process(tmp_path / "D", "exists but cannot be opened for writing")
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(lock)], check=True)
+
+
+def test_a_directory_locked_twice_by_one_process_names_no_rival(tmp_path):
+    from runners.cli import dir_lock
+    with dir_lock.locked(str(tmp_path / "D")):
+        for exclusive in (True, False):
+            with pytest.raises(dir_lock.LockFileError, match="locked twice by this run") as error:
+                with dir_lock.locked(str(tmp_path / "D"), exclusive=exclusive):
+                    pass
+            assert "in use by" not in str(error.value)
+            assert f"process {os.getpid()}" in str(error.value)
+    assert not os.path.exists(tmp_path / "D")  # made by the run, removed empty
+
+
+def test_a_stale_record_of_this_pid_is_no_note(tmp_path, capsys):
+    (tmp_path / "D").mkdir()
+    (tmp_path / "D" / ".lock").write_text(f"{os.getpid()} 0\n")
+    assert locked_in_process(tmp_path / "D") == [".lock"]
+    assert "note:" not in capsys.readouterr().out
+    assert os.listdir(tmp_path / "D") == []
+
+
+def test_a_lock_replaced_by_a_link_while_held_is_not_removed(tmp_path):
+    from runners.cli import dir_lock
+    (tmp_path / "D").mkdir()
+    (tmp_path / "elsewhere").write_text("x")
+    with dir_lock.locked(str(tmp_path / "D")):
+        os.remove(tmp_path / "D" / ".lock")
+        os.symlink(tmp_path / "elsewhere", tmp_path / "D" / ".lock")
+    assert os.path.islink(tmp_path / "D" / ".lock")
+    assert (tmp_path / "elsewhere").read_text() == "x"
+
+
+def test_train_and_prepare_data_refuse_a_linked_lock_in_one_line(tmp_path):
+    """The runners as users type them: exit code 2, one error line, the victim unchanged."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's text\n")
+    (tmp_path / "book.txt").write_text(TEXT)
+    for name, flag in (("train", "--model_dir=M"), ("prepare_data", "--data_dir=M")):
+        (tmp_path / "M").mkdir(exist_ok=True)
+        if not os.path.lexists(tmp_path / "M" / ".lock"):
+            os.symlink(victim, tmp_path / "M" / ".lock")
+        args = ["--dataset=text", "--raw_path=book.txt", "--level=word", flag]
+        if name == "train":
+            args += ["--data_dir=D", *TRAIN]
+        proc = run(name, *args, cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr[-3000:]
+        assert "Traceback" not in proc.stderr
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and "is a symbolic link" in errors[0], proc.stderr[-3000:]
+        assert victim.read_text() == "the user's text\n"
+        assert os.path.islink(tmp_path / "M" / ".lock")
+
+
+def test_train_with_one_directory_for_model_and_data_names_no_rival(tmp_path):
+    (tmp_path / "book.txt").write_text(TEXT)
+    proc = run("train", "--dataset=text", "--raw_path=book.txt", "--model_dir=S",
+               "--data_dir=S", *TRAIN, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "locked twice by this run" in errors[0], proc.stderr[-3000:]
+    assert "in use by" not in proc.stderr

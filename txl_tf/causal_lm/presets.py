@@ -3,9 +3,12 @@
 A preset directory holds
 
   config.json          the `TransformerXLConfig` (the same file as a model directory's)
-  model.weights.h5     the backbone's weights (`keras.Model.save_weights`)
+  model.weights.h5     the backbone's weights (the file of `keras.Model.save_weights`, built
+                       in memory: `weights_file_bytes`)
   preprocessor.json    `keras.saving.serialize_keras_object(preprocessor)`: it names the
-                       preprocessor's module and class, so a reader imports them from the file
+                       preprocessor's module and class, which a reader looks up in a fixed
+                       table of txl-tf's own classes (`PREPROCESSOR_CLASSES`): a preset is
+                       data from others, and nothing its files name is imported or run
   vocab.txt,           the preprocessor's vocabulary and text rules (its `save_assets`; the
   corpus-info.json     same pair as a model directory's), text and JSON
   metadata.json        versions of txl_tf / TensorFlow / Keras, parameter count, the training
@@ -15,12 +18,20 @@ A preset directory holds
 checkpoint: latest, best, ckpt-N); its vocab.txt and corpus-info.json are read by
 `MODEL_DIR_PREPROCESSOR`, the registered Keras class that a preset's preprocessor.json names.
 
+Replacing a preset swaps whole directories (`.NAME.tmp-PID` written, the old one renamed to
+`.NAME.old-PID`, the new one renamed into place); a writer killed between the two renames
+leaves the old preset under its `.old` name, which the next load or save of NAME renames back
+(`recover_preset`). Files in the directory that are not the preset's own are never deleted: a
+directory holding any is refused.
+
 Example:
   >>> save_to_preset(causal_lm, "presets/tiny")
   >>> backbone, preprocessor = load_preset("presets/tiny")
   >>> backbone, preprocessor = load_preset("runs/default", checkpoint="best")
 """
+import errno
 import importlib
+import io
 import json
 import os
 import platform
@@ -28,11 +39,13 @@ import types
 
 import keras
 import tensorflow as tf
+from keras.src.saving import saving_lib  # the HDF5 store of save_weights: weights_file_bytes
 
 import txl_tf
 from txl_tf import model_files
-from txl_tf.atomic_writes import atomic_directory, write_json_atomic
-from txl_tf.causal_lm.errors import CausalLMInputError
+from txl_tf.atomic_writes import (atomic_directory, recover_directory, swap_names,
+                                  write_json_atomic)
+from txl_tf.causal_lm.errors import CausalLMInputError, CausalLMRuntimeError
 from txl_tf.config import ConfigError
 from txl_tf.model import TransformerXL
 
@@ -44,12 +57,19 @@ VOCAB_FILES = ("vocab.txt", "corpus-info.json")
 PRESET_FILES = (CONFIG_FILE, WEIGHTS_FILE, PREPROCESSOR_FILE, METADATA_FILE) + VOCAB_FILES
 
 # The preprocessor of a model directory's vocab.txt and corpus-info.json: what a preset's
-# preprocessor.json holds for it. Data, not an import: the module is imported by name when a
-# model directory with a vocabulary is loaded (txl_tf does not depend on tf_records).
+# preprocessor.json holds for it. Data, not an import: its module is imported (from
+# PREPROCESSOR_CLASSES) when a directory with a vocabulary is loaded (txl_tf does not depend
+# on tf_records).
 MODEL_DIR_PREPROCESSOR = {"module": "tf_records.causal_lm_preprocessor",
                           "class_name": "CausalLMPreprocessor",
                           "registered_name": "tf_records>CausalLMPreprocessor",
                           "config": {"name": "preprocessor"}}
+# The only preprocessor classes a preprocessor.json may name: (module, class name) -> the
+# registered Keras name. Modules are imported by these constant names, never by a file's.
+PREPROCESSOR_CLASSES = {
+    (MODEL_DIR_PREPROCESSOR["module"], MODEL_DIR_PREPROCESSOR["class_name"]):
+        MODEL_DIR_PREPROCESSOR["registered_name"],
+}
 # corpus-info.json fields that describe the training data in metadata.json
 DATA_FIELDS = ("dataset", "level", "vocab_size", "num_tokens", "options", "data_dir")
 
@@ -74,14 +94,85 @@ def metadata(causal_lm, training_data=None, source=None) -> dict:
             "training_data": data, "source": source or {}}
 
 
+def _check_target(path: str, preset_dir) -> None:
+    """Refuses a `preset_dir` whose replacement would lose something: a file, a link, or a
+    directory holding anything but a preset's own files."""
+    if os.path.islink(path) or (os.path.lexists(path) and not os.path.isdir(path)):
+        raise CausalLMInputError(f"{preset_dir} exists and is not a preset directory (a file or "
+                                 "a link); give a new or empty directory (an existing preset "
+                                 "is replaced).")
+    entries = sorted(os.listdir(path)) if os.path.isdir(path) else []
+    if not entries:
+        return
+    foreign = [e for e in entries if e not in PRESET_FILES]
+    if WEIGHTS_FILE not in entries or CONFIG_FILE not in entries:
+        raise CausalLMInputError(f"{preset_dir} exists and is not a preset (no {WEIGHTS_FILE} "
+                                 f"and {CONFIG_FILE}); give a new or empty directory (an "
+                                 "existing preset is replaced).")
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise CausalLMInputError(f"{preset_dir} holds files that are not the preset's ({shown}) "
+                                 "and replacing the preset replaces the directory: move them "
+                                 "out of it, or save to another directory.")
+
+
+def recover_preset(preset_dir) -> None:
+    """Restores a preset whose replacement was killed between its two renames (the previous
+    preset, complete, under `.NAME.old-PID`) and deletes other leftovers of killed writers.
+
+    Raises:
+      CausalLMRuntimeError: a leftover cannot be renamed back or listed.
+    """
+    path = os.path.abspath(os.fspath(preset_dir))
+    try:
+        recover_directory(path)
+    except OSError as error:
+        tmp_name, old_name = swap_names(path)
+        raise CausalLMRuntimeError(
+            f"cannot restore the preset {preset_dir} left by a killed save ({error.strerror}): "
+            f"rename the newest {os.path.dirname(path)}/.{os.path.basename(path)}.old-* to "
+            f"{os.path.basename(path)} yourself, or make the directory writable.") from None
+
+
+def weights_file_bytes(backbone) -> bytes:
+    """The bytes of `backbone.save_weights("model.weights.h5")`, made in memory.
+
+    HDF5 crashes the process (a segmentation fault in `h5py.File.close`) when the disk fills
+    while it writes, and `save_weights` takes only a path; so the file is built in memory with
+    Keras' own HDF5 store and written by Python, whose failure is an `OSError`.
+    """
+    buffer = io.BytesIO()
+    store = saving_lib.H5IOStore(buffer, mode="w")
+    try:
+        saving_lib._save_state(backbone, weights_store=store, assets_store=None,  # noqa: SLF001
+                               inner_path="", visited_saveables=set())
+    finally:
+        store.close()
+    return buffer.getvalue()
+
+
+def _write_preset(causal_lm, path, backbone, meta) -> None:
+    """Writes the preset's files into a new directory swapped in as `path`."""
+    with atomic_directory(path, *swap_names(path)) as tmp:
+        model_files.save_config(backbone.config, tmp)
+        with open(os.path.join(tmp, WEIGHTS_FILE), "xb") as f:
+            f.write(weights_file_bytes(backbone))
+        if causal_lm.preprocessor is not None:
+            spec = keras.saving.serialize_keras_object(causal_lm.preprocessor)
+            write_json_atomic(os.path.join(tmp, PREPROCESSOR_FILE), spec)
+            causal_lm.preprocessor.save_assets(tmp)
+        write_json_atomic(os.path.join(tmp, METADATA_FILE), meta)
+
+
 def save_to_preset(causal_lm, preset_dir, training_data=None, source=None) -> str:
-    """Writes `preset_dir` whole (a temporary directory renamed into place).
+    """Writes `preset_dir` whole (a temporary directory swapped in by two renames; a save
+    killed between them is undone by the next load or save, `recover_preset`).
 
     Args:
       causal_lm: an object with `.backbone` (a `TransformerXL`) and `.preprocessor` (None or
         a Keras-serializable layer with `save_assets` / `load_assets`).
       preset_dir: the directory; an existing preset there is replaced, any other existing
-        path is refused.
+        path (a file, a link, a directory holding other files) is refused.
       training_data: dict describing the training data for metadata.json (default: the
         preprocessor's corpus-info fields `DATA_FIELDS`).
       source: dict naming where the weights came from (e.g. a model directory's checkpoint).
@@ -90,42 +181,84 @@ def save_to_preset(causal_lm, preset_dir, training_data=None, source=None) -> st
       The absolute path of the preset.
 
     Raises:
-      CausalLMInputError: `preset_dir` is a file or a non-empty directory that is no preset.
+      CausalLMInputError: `preset_dir` is a file, a link or a directory holding anything but
+        a preset's files.
+      CausalLMRuntimeError: writing failed (no space left, read-only); the previous preset is
+        intact and no temporary is left.
     """
     path = os.path.abspath(os.fspath(preset_dir))
-    if os.path.isfile(path) or (os.path.isdir(path) and os.listdir(path)
-                                and not os.path.isfile(os.path.join(path, WEIGHTS_FILE))):
-        raise CausalLMInputError(f"{preset_dir} exists and is not a preset; give a new or empty "
-                                 "directory (an existing preset is replaced).")
+    recover_preset(path)
+    _check_target(path, preset_dir)
     backbone = _built(causal_lm.backbone)
     meta = metadata(causal_lm, training_data, source)
-    name = os.path.basename(path)
-    with atomic_directory(path, f".{name}.tmp-{os.getpid()}",
-                                      f".{name}.old-{os.getpid()}") as tmp:
-        model_files.save_config(backbone.config, tmp)
-        backbone.save_weights(os.path.join(tmp, WEIGHTS_FILE))
-        if causal_lm.preprocessor is not None:
-            spec = keras.saving.serialize_keras_object(causal_lm.preprocessor)
-            write_json_atomic(os.path.join(tmp, PREPROCESSOR_FILE), spec)
-            causal_lm.preprocessor.save_assets(tmp)
-        write_json_atomic(os.path.join(tmp, METADATA_FILE), meta)
+    try:
+        _write_preset(causal_lm, path, backbone, meta)
+    except (OSError, RuntimeError, tf.errors.OpError) as error:
+        full = getattr(error, "errno", None) == errno.ENOSPC or "No space left" in str(error)
+        reason = ("no space left on the device" if full else
+                  (getattr(error, "message", None) or str(error)).splitlines()[0][:300])
+        raise CausalLMRuntimeError(
+            f"cannot write the preset {preset_dir} ({reason}); nothing was changed (an existing "
+            "preset there is intact): free some space or choose a writable directory, then "
+            "save again.") from None
     return path
 
 
-def deserialize_preprocessor(spec: dict, assets_dir: str):
+def _preprocessor_class(spec, source: str):
+    """The class `spec` names, looked up in `PREPROCESSOR_CLASSES` (nothing else is imported).
+
+    Raises:
+      CausalLMInputError: `spec` is not a serialized Keras object, or names another class.
+    """
+    fix = "save the preset again with txl-tf"
+    if not isinstance(spec, dict):
+        raise CausalLMInputError(f"{source} holds a JSON {type(spec).__name__}, not a "
+                                 f"serialized Keras object; {fix}.")
+    module, name = spec.get("module"), spec.get("class_name")
+    if not isinstance(module, str) or not isinstance(name, str):
+        raise CausalLMInputError(f"{source} is not a serialized Keras object (no 'module' and "
+                                 f"'class_name' strings); {fix}.")
+    registered = PREPROCESSOR_CLASSES.get((module, name))
+    if registered is None or spec.get("registered_name", registered) != registered:
+        allowed = ", ".join(f"{m}.{c}" for m, c in PREPROCESSOR_CLASSES)
+        raise CausalLMInputError(
+            f"{source} names the preprocessor {module[:80]!r}.{name[:80]!r}, which is not "
+            f"txl-tf's ({allowed}); a preset runs no code it names: pass preprocessor= "
+            "(your own, already imported) or save the preset with txl-tf's preprocessor.")
+    return getattr(importlib.import_module(module), name)  # one of the table's modules
+
+
+def deserialize_preprocessor(spec, assets_dir: str, source: str = None):
     """The preprocessor a serialized config describes, its assets read from `assets_dir`.
 
-    The module the config names is imported first (Keras finds only registered classes).
+    Args:
+      spec: the serialized config (preprocessor.json): module and class must be one of
+        `PREPROCESSOR_CLASSES`; of its config only `name` and `trainable` are read.
+      assets_dir: the directory of its vocab.txt and corpus-info.json.
+      source: the file the spec came from, for messages (default: assets_dir's
+        preprocessor.json).
+
+    Raises:
+      CausalLMInputError: a class outside `PREPROCESSOR_CLASSES` or a malformed spec.
     """
-    if not isinstance(spec, dict) or not isinstance(spec.get("module"), str):
-        raise CausalLMInputError(f"{PREPROCESSOR_FILE} in {assets_dir} is not a serialized "
-                                 "Keras object (no 'module'); save the preset again.")
+    source = source or os.path.join(assets_dir, PREPROCESSOR_FILE)
+    cls = _preprocessor_class(spec, source)
+    config = spec.get("config", {})
+    if not isinstance(config, dict):
+        raise CausalLMInputError(f"{source}: 'config' is a JSON {type(config).__name__}, not "
+                                 "an object; save the preset again with txl-tf.")
+    kwargs = {k: config[k] for k in ("name", "trainable") if k in config}
+    if not isinstance(kwargs.get("name", ""), str) or not isinstance(
+            kwargs.get("trainable", True), bool):
+        raise CausalLMInputError(f"{source}: 'config' has a 'name' that is not a string or a "
+                                 "'trainable' that is not true/false; save the preset again "
+                                 "with txl-tf.")
     try:
-        importlib.import_module(spec["module"])
-    except ImportError as error:
-        raise CausalLMInputError(f"the preprocessor's module {spec['module']} cannot be "
-                                 f"imported ({error}); install it or pass preprocessor=.") from None
-    preprocessor = keras.saving.deserialize_keras_object(spec)
+        preprocessor = cls(**kwargs)
+    except (TypeError, ValueError) as error:
+        raise CausalLMInputError(f"{source}: its 'config' is refused by {cls.__name__} "
+                                 f"({str(error).splitlines()[0][:200]}); save the preset again "
+                                 "with txl-tf.") from None
     preprocessor.load_assets(assets_dir)
     return preprocessor
 
@@ -134,9 +267,11 @@ def _read_json(path):
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
-    except (OSError, ValueError) as error:
-        raise CausalLMInputError(f"{path} cannot be read as JSON ({error}); save the preset "
-                                 "again.") from None
+    except (OSError, ValueError, RecursionError) as error:  # UnicodeDecodeError: a ValueError
+        reason = ("nested too deeply" if isinstance(error, RecursionError)
+                  else str(error).splitlines()[0][:200] or type(error).__name__)
+        raise CausalLMInputError(f"{path} cannot be read as UTF-8 JSON ({reason}); save the "
+                                 "preset again.") from None
 
 
 def find_preprocessor(directory):
@@ -189,6 +324,8 @@ def load_preset(preset, checkpoint=model_files.LATEST, preprocessor=None):
         files, or a vocabulary of another size than the model's.
     """
     preset = os.fspath(preset)
+    if not os.path.isdir(preset):
+        recover_preset(preset)  # a replacement killed between its renames
     if not os.path.isdir(preset):
         raise CausalLMInputError(f"{preset} is not a directory; give a preset "
                                  "(save_to_preset) or a txl-tf model directory.")

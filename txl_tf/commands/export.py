@@ -1,7 +1,8 @@
 """Writing a model directory as a versioned SavedModel for TensorFlow Serving.
 
 `export_model(options, limits, data)` writes EXPORT_DIR/VERSION under a temporary name
-first (a serving process watching EXPORT_DIR never sees half a model), with the signatures of
+first (a serving process watching EXPORT_DIR never sees half a model; the version reserved,
+swapped in and recovered after a kill by `export_versions`), with the signatures of
 `txl_tf.inference.serving.ServingModule`, the export settings in
 VERSION/assets.extra/txl_export.json and TF Serving's warmup requests in
 VERSION/assets.extra/tf_serving_warmup_requests (`serving_warmup`); then it writes the server's
@@ -13,8 +14,6 @@ import dataclasses
 import errno
 import json
 import os
-import re
-import shutil
 import time
 from typing import Optional
 
@@ -23,6 +22,7 @@ import tensorflow as tf
 from txl_tf import model_files
 from txl_tf.commands.export_options import (INFO_FILE, ExportInputError,  # noqa: F401
                                             ExportOptions, ExportRuntimeError)
+from txl_tf.commands.export_versions import next_version, reserved_version, swap_in
 from txl_tf.commands.inference_model import load_inference_model
 from txl_tf.atomic_writes import write_text_atomic
 from txl_tf.config import ConfigError
@@ -31,12 +31,6 @@ from txl_tf.inference.serving import SIGNATURE_VERSION, ServingLimits, ServingMo
 from txl_tf.model_text import TextData
 
 WARMUP_FILE = os.path.join("assets.extra", serving_warmup.WARMUP_FILE)
-
-
-def next_version(export_dir):
-    versions = [int(n) for n in os.listdir(export_dir) if re.fullmatch(r"\d+", n)] \
-        if os.path.isdir(export_dir) else []
-    return max(versions, default=0) + 1
 
 
 def check_paths(model_dir, export_dir):
@@ -69,20 +63,6 @@ def check_export_dir(export_dir):
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ExportRuntimeError(f"--export_dir {export_dir}: {existing} is not writable "
                                  "(read-only); give a directory you can write to.")
-
-
-def remove_stale_temporaries(export_dir):
-    """Removes `.tmp-<version>-<pid>` directories left by exports that were killed."""
-    for name in os.listdir(export_dir):
-        match = re.fullmatch(r"\.tmp-\d+-(\d+)", name)
-        if not match:
-            continue
-        try:
-            os.kill(int(match.group(1)), 0)
-        except ProcessLookupError:
-            shutil.rmtree(os.path.join(export_dir, name), ignore_errors=True)
-        except OSError:
-            pass  # alive, owned by another user
 
 
 def vocabulary(options: ExportOptions, config, data: Optional[TextData]) -> tuple:
@@ -182,27 +162,6 @@ def _target(options: ExportOptions) -> tuple:
     return version, final
 
 
-def _write_atomically(module, export_dir, version, final, info):
-    """Writes a temporary directory and renames it into place (the old version stays whole
-    until replaced)."""
-    try:
-        os.makedirs(export_dir, exist_ok=True)
-        remove_stale_temporaries(export_dir)
-    except OSError as error:
-        raise ExportInputError(f"--export_dir {export_dir}: {error.strerror}.") from None
-    tmp = os.path.join(export_dir, f".tmp-{version}-{os.getpid()}")
-    old = tmp + "-replaced"
-    try:
-        write_saved_model(module, tmp, info)
-        if os.path.exists(final):
-            os.replace(final, old)
-        os.replace(tmp, final)
-    finally:
-        for leftover in (tmp, old):
-            if os.path.exists(leftover):
-                shutil.rmtree(leftover, ignore_errors=True)
-
-
 def write_server_config(export_dir, model_name, limits):
     """models.config and batching_parameters.txt beside the versions (`server_config`)."""
     base = os.path.abspath(export_dir)
@@ -256,13 +215,28 @@ def export_built_model(model, options: ExportOptions, limits: Optional[ServingLi
         None for the id signatures only.
       source: what the export info records of where the weights came from (e.g. the
         checkpoint fields of `CheckpointChoice.to_json()`).
-      target: (version, final path) when already checked.
+      target: (version, final path) when already checked (the version written is the one
+        reserved: the next free one when `options.version` is None).
 
     Returns:
       The dict `export.py` prints.
     """
     limits = limits or ServingLimits()
-    version, final = target or _target(options)
+    if target is None:
+        _target(options)  # the checks; the version is reserved below
+    with reserved_version(options.export_dir, options.version) as (version, tmp):
+        info, module = _module_and_info(model, options, limits, vocab_file, codec, source,
+                                        version)
+        start = time.time()
+        write_saved_model(module, tmp, info)
+        final = swap_in(tmp, options.export_dir, version, options.overwrite)
+    files = write_server_config(options.export_dir, info["model_name"], limits)
+    return {"export_path": os.path.abspath(final), **info, "server_config": files,
+            "seconds": time.time() - start}
+
+
+def _module_and_info(model, options, limits, vocab_file, codec, source, version) -> tuple:
+    """(the export info, the `ServingModule`) of an export of `model` as `version`."""
     config = model.config
     settings = run_settings(options, config)
     module = ServingModule(model, vocab_file=vocab_file, text_codec=codec, limits=limits,
@@ -274,8 +248,4 @@ def export_built_model(model, options: ExportOptions, limits: Optional[ServingLi
             "limits": dataclasses.asdict(limits), "signature_version": SIGNATURE_VERSION,
             "model_name": os.path.basename(os.path.abspath(options.export_dir)),
             "warmup_requests": options.warmup_requests}
-    start = time.time()
-    _write_atomically(module, options.export_dir, version, final, info)
-    files = write_server_config(options.export_dir, info["model_name"], limits)
-    return {"export_path": os.path.abspath(final), **info, "server_config": files,
-            "seconds": time.time() - start}
+    return info, module
