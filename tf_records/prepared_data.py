@@ -102,7 +102,8 @@ class PreparedData:
         if not isinstance(options, DataOptions):
             options = DataOptions(data_dir=os.fspath(options), dataset=None, download=False)
         self.options = _resolve(options)
-        self._metas = {}
+        self._metas = {}   # {split: metadata} of the records ensure_records found or made
+        self._found = {}   # {(split, layout): metadata}: the same, for input_fn to reuse
 
     @property
     def data_dir(self) -> str:
@@ -206,6 +207,7 @@ class PreparedData:
         elif missing:
             metas.update(self._wait_for_chief(layouts, missing, wait_seconds, vocab_size))
         self._metas.update(metas)
+        self._found.update({(split, layouts[split]): meta for split, meta in metas.items()})
         return metas
 
     def _records(self, layouts, vocab_size, make, progress=False):
@@ -302,12 +304,17 @@ class PreparedData:
         """
         if vocab_size is None and self._metas:
             vocab_size = self.vocab_size
-        try:
-            meta = store.find_or_make(self.data_dir, split, layout, vocab_size=vocab_size)
-        except _MISSING as error:
-            if not make_from_cache:
-                raise
-            meta = self._make_from_cache(split, layout, vocab_size, error, progress)
+        meta = self._found.get((split, layout))
+        if meta is not None:  # found by ensure_records: the records are looked up once
+            store.check_vocab_size(self.data_dir, split, layout, meta, vocab_size)
+        else:
+            try:
+                meta = store.find_or_make(self.data_dir, split, layout, vocab_size=vocab_size)
+            except _MISSING as error:
+                if not make_from_cache:
+                    raise
+                meta = self._make_from_cache(split, layout, vocab_size, error, progress)
+            self._found[(split, layout)] = meta
         return records_input_fn(self.data_dir, split, layout, meta, repeat=repeat,
                                 start_step=start_step, verify=verify)
 

@@ -10,6 +10,7 @@ import pytest
 
 import tf_records
 from tf_records import DataOptions, PreparedData
+from tf_records.records import store
 
 SYNTHETIC = {"train_tokens": 3_000, "eval_tokens": 600, "num_symbols": 16, "period": 24}
 
@@ -148,3 +149,22 @@ def test_copy_to_writes_the_vocabulary_files_and_the_data_dir(tmp_path):
     assert sorted(os.listdir(model_dir)) == ["corpus-info.json", "vocab.txt"]  # no temp left
     vocab = data.vocabulary()
     assert len(vocab.vocab) == data.vocab_size and vocab.level == data.level
+
+
+def test_records_found_by_ensure_records_are_not_looked_up_again(tmp_path, monkeypatch):
+    data = synthetic(tmp_path / "d")
+    layouts = {"train": data.layout(8, 2), "valid": data.layout(8, 1)}
+    metas = data.ensure_records(layouts)
+    looked_up = []
+    real = store.find_or_make
+    monkeypatch.setattr(store, "find_or_make",
+                        lambda *a, **k: looked_up.append(a[1]) or real(*a, **k))
+    for split, layout in layouts.items():
+        assert data.input_fn(split, layout).metadata["files"] == metas[split]["files"]
+    assert looked_up == []
+    other = data.layout(8, 1)  # valid's layout, for train: not found yet, looked up once
+    with pytest.raises(tf_records.DataError):
+        data.input_fn("train", other)
+    assert looked_up == ["train"]
+    with pytest.raises(tf_records.DataError, match="vocab"):  # a reused one is still checked
+        data.input_fn("train", layouts["train"], vocab_size=metas["train"]["vocab_size"] + 1)
