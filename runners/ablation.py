@@ -24,7 +24,7 @@ from runners import cli
 from runners.cli import dataclass_flags
 from runners.cli.model_flags import template_from_flags
 from runners.cli.train_flags import define_flags, options_from_flags, set_up_devices
-from tf_records import PreparedData
+from tf_records import DataOptions, PreparedData
 from txl_tf.commands.ablation_options import AblationOptions
 from txl_tf.attention_variants import ATTENTION_VARIANTS
 
@@ -82,6 +82,8 @@ def main(argv):
                                  f"{ENCODING_NAMES}; -half = the half loss); drop --{name}.")
     cli.check_directories(root=FLAGS.root, data_dir=FLAGS.data_dir)
     cli.check_files(raw_path=FLAGS.raw_path)
+    cli.check_data_dir(FLAGS.data_dir, dataclass_flags.given(FLAGS, "dataset"),
+                       DataOptions.data_dir)
     data_options, train_options = options_from_flags(FLAGS)
     options = dataclass_flags.options_from_flags(AblationOptions, FLAGS)
     own = tuple(f"--{name}=" for name in [*AblationOptions.__dataclass_fields__, "preset"])
