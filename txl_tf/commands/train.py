@@ -45,6 +45,7 @@ from txl_tf.training.data_source import DataSource
 from txl_tf.training import duration
 from txl_tf.training.heartbeat import Heartbeat
 from txl_tf.training.hparams_session import HParamsSession, run_hparams
+from txl_tf.training.interruption import StopOnSignal, TrainingInterrupted
 from txl_tf.training.lr_schedule import (WarmupCosineSchedule, schedule_change_notice,
                                          warmup_cosine_lr)
 from txl_tf.training.optimizer import make_optimizer
@@ -414,6 +415,19 @@ def _verdict(train_loss, valid_loss, baselines: dict, level: str) -> Optional[st
             or verdict(train_loss, baselines["train"], level, "training"))
 
 
+def _save_and_stop(run: _Run, controller: Controller, signal_name: str) -> None:
+    """Saves a checkpoint at the step reached (unless one was just saved there) and raises
+    `TrainingInterrupted` with the line saying how to resume."""
+    o, save = run.options, run.actions["save"]
+    latest = model_files.latest_checkpoint(o.model_dir)
+    if latest is None or int(latest.rsplit("-", 1)[1]) != controller.step:
+        save.checkpoints.save(controller.step, save.memories(controller.mems))
+    raise TrainingInterrupted(
+        f"interrupted ({signal_name}) at step {controller.step} of {o.train_steps}; a "
+        f"checkpoint of step {controller.step} is saved in {o.model_dir}: run the same "
+        "command to resume from it.")
+
+
 def _finish(run: _Run, summary: dict) -> None:
     """After every worker is done (no worker takes the coordination service down before the
     others' last step and checkpoint), the chief writes train_summary.json."""
@@ -458,6 +472,8 @@ def train(options: TrainOptions,
       TrainError, ConfigError: inconsistent options (one line naming the fix).
       CheckpointIOError: model_dir's checkpoints cannot be read or written.
       DivergedError: the training loss became non-finite (a `FloatingPointError`).
+      TrainingInterrupted: SIGINT (Ctrl-C) or SIGTERM stopped a single-process run; a
+        checkpoint of the step reached was saved first (a second signal exits at once).
     """
     start_time = time.time()
     o = checked(options)
@@ -486,11 +502,16 @@ def train(options: TrainOptions,
     controller.heartbeat.estimate = _estimate_duration(run, step)
     end_step = o.train_steps if stop_after_steps is None else min(o.train_steps,
                                                                   stop_after_steps)
-    try:
-        controller.run(end_step)
-    finally:
-        if "profile" in run.actions:
-            run.actions["profile"].close()
+    # A signal stops a single-process run after the current loop, with a checkpoint there.
+    with StopOnSignal(enabled=place.num_workers == 1) as stop:
+        controller.should_stop = lambda: stop.requested is not None
+        try:
+            controller.run(end_step)
+        finally:
+            if "profile" in run.actions:
+                run.actions["profile"].close()
+        if stop.requested and controller.step < end_step:
+            _save_and_stop(run, controller, stop.requested)
     summary = _summary(run, controller, resumed, baselines, time.time() - start_time)
     _finish(run, summary)
     return summary
