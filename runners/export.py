@@ -64,6 +64,7 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     options = dataclass_flags.options_from_flags(ExportOptions, FLAGS)
     cli.check_directories(model_dir=options.model_dir, export_dir=options.export_dir)
+    cli.check_model_dirs(model_dir=options.model_dir)
     limits = dataclass_flags.options_from_flags(ServingLimits, FLAGS)
     print(json.dumps(run(options, limits)), flush=True)
     return 0

@@ -63,6 +63,7 @@ def main(argv):
     o = dataclass_flags.options_from_flags(GenerateOptions, FLAGS)
     cli.check_directories(model_dir=o.model_dir)
     cli.check_files(vocab_file=o.vocab_file)
+    cli.check_model_dirs(model_dir=o.model_dir)
     if o.mem_len is not None and o.mem_len < 1:
         raise GenerateInputError(f"--mem_len={o.mem_len}: generation keeps the context in "
                                  "the memory and needs --mem_len >= 1 (default: the model's).")

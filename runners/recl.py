@@ -61,6 +61,7 @@ def main(argv):
     options = options_from_flags(ReclOptions, FLAGS)
     if not options.model_dirs:
         raise app.UsageError("give the group with --model_dirs=DIR1,DIR2,...")
+    cli.check_model_dirs(model_dirs=options.model_dirs)
     cli.quiet_start()
     # TensorFlow loads here, after the flags were checked: --help and usage errors come at once.
     from txl_tf.commands.recl import check_options, load_group, measure_recl

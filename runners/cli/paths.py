@@ -10,6 +10,7 @@ from absl import app
 
 from tf_records.corpora import CORPORA
 from tf_records.corpus_info import CORPUS_INFO
+from txl_tf.config import CONFIG_FILE, missing_config_message
 
 
 def _check_links(name: str, path) -> None:
@@ -118,3 +119,21 @@ def check_data_dir(data_dir: str, dataset_given: bool, default: str,
     raise app.UsageError(
         f"--data_dir={data_dir} is not a prepared data directory ({CORPUS_INFO} not found); "
         f"{where} To make a new corpus there, say which: --dataset=NAME ({', '.join(CORPORA)}).")
+
+
+def check_model_dirs(**paths) -> None:
+    """Raises `app.UsageError` for a model directory flag whose config.json is missing, before
+    TensorFlow loads (the same line `txl_tf.load_config` gives, at once).
+
+    Args:
+      **paths: flag name -> a path or a list of paths (None or '' are skipped; paths with a
+        scheme, gs://..., are left to TensorFlow's file system).
+    """
+    for name, value in paths.items():
+        for path in value if isinstance(value, (list, tuple)) else [value]:
+            if not path or "://" in str(path):
+                continue
+            if os.path.exists(path) and not os.path.isdir(path):
+                continue  # check_directories says it is a file
+            if not os.path.isfile(os.path.join(path, CONFIG_FILE)):
+                raise app.UsageError(missing_config_message(path))
