@@ -1,4 +1,4 @@
-"""Evaluate a txl-tf checkpoint on a split or on any text, with its own memory settings.
+r"""Evaluate a txl-tf checkpoint on a split or on any text, with its own memory settings.
 
 Examples:
   # the test split of the data the model was trained on (MODEL_DIR/corpus-info.json names it)

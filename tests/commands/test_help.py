@@ -142,3 +142,13 @@ def test_no_runner_module_imports_tensorflow():
                             cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO), timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "[]", result.stdout[-3000:]
+
+
+@pytest.mark.parametrize("name", RUNNERS)
+def test_help_examples_have_no_runs_of_spaces(name):
+    """The docstring --help prints keeps an example's line continuation (`\\` and a new
+    line), so that no command is glued to its next line's indentation."""
+    import importlib
+    doc = importlib.import_module(f"runners.{name}").__doc__
+    glued = [line for line in doc.splitlines() if re.search(r"\S {5,}--", line)]
+    assert not glued, glued

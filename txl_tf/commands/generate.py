@@ -6,7 +6,8 @@
 and returns what runners/generate.py prints as JSON, compact: {"prompt_tokens", "tokens",
 "seconds", "tokens_per_second", "seg_len", "mem_len", "clamp_len", "same_length", sampling
 settings, "checkpoint", "checkpoint_name", "checkpoint_step"}, and "ids" (the generated ids)
-with `output_ids`. The text itself is what was written to `out`; a continuation of nothing
+with `output_ids`. The text itself is what was written to `out`: the prompt as given, then its
+continuation; a continuation of nothing
 but line ends and the unknown symbol gets one `note:` line on stderr saying why
 (`empty_text_note`).
 """
@@ -119,7 +120,8 @@ def empty_text_note(prompt, generated: list, rules: ModelText,
 
 
 def generate_text(options: GenerateOptions, data: TextData, out=sys.stdout) -> dict:
-    """Generates `options.num_tokens` tokens after the prompt, writing them to `out`.
+    """Generates `options.num_tokens` tokens after the prompt, writing the prompt and then
+    them to `out`.
 
     Args:
       options: the `GenerateOptions`.
@@ -145,6 +147,8 @@ def generate_text(options: GenerateOptions, data: TextData, out=sys.stdout) -> d
     settings = dict(temperature=options.temperature, top_k=options.top_k,
                     top_p=options.top_p, seed=options.seed)
     streamer = rules.streamer(ids)
+    out.write(text)  # the prompt, then its continuation as it comes
+    out.flush()
     start = time.time()
     generated = _sample(gen, np.asarray(ids, np.int32)[None], options, streamer, settings, out)
     seconds = time.time() - start
