@@ -24,7 +24,9 @@ Example:
   True
 """
 import dataclasses
+import json
 import math
+import os
 from typing import Optional
 
 LN2 = math.log(2.0)
@@ -32,6 +34,7 @@ CHAR_LEVELS = ("byte", "char", "character")
 WORD_LEVELS = ("word",)
 _DECIMALS = {"bpc": 4, "ppl": 2, "bits_per_token": 4}
 _SYMBOLS = {"byte": "bytes", "char": "characters", "character": "characters", "word": "words"}
+CORPUS_INFO = "corpus-info.json"  # the data's description, copied into a model directory
 # A word-level corpus is starved below this many training tokens per vocabulary entry (the
 # data side warns at the same figure when it prepares one) ...
 MIN_TOKENS_PER_TYPE = 20
@@ -143,6 +146,16 @@ class CorpusFacts:
             return None
         return cls(info.get("level"), int(info["vocab_size"]), int(counts["train"]),
                    int(counts.get(split) or 0), unk.get(split), info.get("unk_symbol"))
+
+    @classmethod
+    def from_model_dir(cls, model_dir: str, split: str = "valid") -> Optional["CorpusFacts"]:
+        """The facts of the corpus-info.json a model directory holds (a copy of its data's),
+        or None."""
+        try:
+            with open(os.path.join(model_dir, CORPUS_INFO), encoding="utf-8") as fh:
+                return cls.from_info(json.load(fh), split)
+        except (OSError, ValueError):
+            return None
 
     @property
     def tokens_per_type(self) -> float:

@@ -95,3 +95,14 @@ def test_generation_of_only_line_ends_and_unk_says_why(trained):
     assert "its corpus is too small for word level (" in note and "--level=char" in note
     assert empty_text_note(prompt, [eos, word, eos], rules, model_dir) is None
     assert empty_text_note(prompt, [], rules, model_dir) is None
+
+
+def test_evaluate_adds_why_to_its_verdict(trained):
+    root, _ = trained
+    proc = runner("evaluate", "--model_dir=M", "--split=valid", "--noprogress", cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["loss"] >= out["unigram_entropy_nats"], "4 steps do not beat counting words"
+    assert out["verdict"].startswith("verdict: the model does not beat counting words")
+    assert " This corpus is also too small for word level: " in out["verdict"]
+    assert "% of the valid words are <unk>" in out["verdict"]

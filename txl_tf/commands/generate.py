@@ -11,8 +11,6 @@ continuation; a continuation of nothing
 but line ends and the unknown symbol gets one `note:` line on stderr saying why
 (`empty_text_note`).
 """
-import json
-import os
 import sys
 import time
 from typing import Optional
@@ -25,8 +23,6 @@ from txl_tf.commands.inference_model import load_inference_model
 from txl_tf.inference.generation import Generator
 from txl_tf.loss_report import CorpusFacts, starved_word_level
 from txl_tf.model_text import ModelText, TextData
-
-CORPUS_INFO = "corpus-info.json"  # the data's description, copied into the model directory
 
 
 def check_options(options: GenerateOptions) -> None:
@@ -82,15 +78,6 @@ def _sample(gen, prompt, options, streamer, settings, out) -> list:
     return generated
 
 
-def _corpus_facts(model_dir: str) -> Optional[CorpusFacts]:
-    """The `CorpusFacts` of the model's corpus (model_dir/corpus-info.json), or None."""
-    try:
-        with open(os.path.join(model_dir, CORPUS_INFO), encoding="utf-8") as fh:
-            return CorpusFacts.from_info(json.load(fh))
-    except (OSError, ValueError):
-        return None
-
-
 def empty_text_note(prompt, generated: list, rules: ModelText,
                     model_dir: str) -> Optional[str]:
     """The line saying why, when the generated tokens are only line ends, spaces and the unknown
@@ -111,7 +98,7 @@ def empty_text_note(prompt, generated: list, rules: ModelText,
     if text.strip():
         return None
     unk = rules.unk_symbol or "unknown symbols"
-    why = starved_word_level(_corpus_facts(model_dir))
+    why = starved_word_level(CorpusFacts.from_model_dir(model_dir))
     advice = (f"its corpus is too small for word level ({why}): train at character level "
               "(prepare_data.py --level=char)" if why else
               "see the verdict of its training run: train longer or on more text")
