@@ -15,6 +15,9 @@ line or in a flagfile wins over the preset:
   --preset=builtin    the built-in corpus (bytes of Python's standard library), train.py's
                       no-flags model;
   --preset=none       train.py's own defaults.
+The defaults --help shows are the default preset's (synthetic), the values it trains with.
+train.py's --model_dir (each variant trains into --root/<variant>), --attn_type and
+--half_loss (each variant sets them) are not taken: refused, and not in --help.
 """
 import dataclasses
 
@@ -24,7 +27,7 @@ from runners import cli
 from runners.cli import dataclass_flags
 from runners.cli.model_flags import template_from_flags
 from runners.cli.train_flags import define_flags, options_from_flags, set_up_devices
-from tf_records import PreparedData
+from tf_records import DataOptions, PreparedData
 from txl_tf.commands.ablation_options import AblationOptions
 from txl_tf.attention_variants import ATTENTION_VARIANTS
 
@@ -48,40 +51,65 @@ PRESETS = {
 }
 
 
+DEFAULT_PRESET = "synthetic"
 VARIANT_FLAGS = ("attn_type", "half_loss")  # what each variant sets for itself
+# train.py's flags that the experiment does not take: refused, and not in --help.
+REFUSED_FLAGS = {
+    "model_dir": "is not taken: each variant trains into --root/<variant> (give --root)",
+    **{name: "is set by each variant (--variants picks them: {encodings}; -half = the half "
+             "loss)" for name in VARIANT_FLAGS},
+}
 ENCODING_NAMES = ", ".join(f"{v.name} = attn_type {v.attn_type}" for v in ATTENTION_VARIANTS)
+_PRESET_FLAGS = sorted({name for preset in PRESETS.values() for name in preset})
 
 
 def define_ablation_flags(fv=flags.FLAGS) -> dict:
     """train.py's flags, the experiment's (`AblationOptions`) and --preset; returns the groups
-    of `--help`."""
+    of `--help`. The defaults shown (and used) are those of the default preset."""
     groups = define_flags(fv)
     experiment = dataclass_flags.define_flags(AblationOptions, fv,
                                               enums={"split": ("train", "valid", "test")})
-    flags.DEFINE_enum("preset", "synthetic", list(PRESETS), "Flag values of an experiment "
+    flags.DEFINE_enum("preset", DEFAULT_PRESET, list(PRESETS), "Flag values of an experiment "
                       "(see the module docstring); flags given explicitly win.", flag_values=fv)
+    for name in _PRESET_FLAGS:  # the definitions' own defaults, for the other presets
+        fv[name].own_default = fv[name].default
+    for name, value in PRESETS[DEFAULT_PRESET].items():
+        fv.set_default(name, value)
     return {"Ablation": ["preset", *experiment], **groups}
 
 
 def apply_preset(fv=flags.FLAGS) -> None:
-    """Sets the preset's value of every flag not given on the command line or in a flagfile;
-    they then count as given (a preset's --dataset, say, is checked against --data_dir)."""
-    for name, value in PRESETS[fv.preset].items():
-        if not dataclass_flags.given(fv, name):
-            fv[name].value = value
+    """Sets the preset's value of every flag not given on the command line or in a flagfile
+    (they then count as given: a preset's --dataset, say, is checked against --data_dir); a
+    flag another preset sets gets its definition's own default."""
+    preset = PRESETS[fv.preset]
+    for name in _PRESET_FLAGS:
+        if dataclass_flags.given(fv, name):
+            continue
+        if name in preset:
+            fv[name].value = preset[name]
             fv[name].present = 1
+        else:
+            fv[name].value = fv[name].own_default
+
+
+def refuse_flags(fv=flags.FLAGS) -> None:
+    """A usage error for a train.py flag the experiment does not take (`REFUSED_FLAGS`)."""
+    for name, why in REFUSED_FLAGS.items():
+        if dataclass_flags.given(fv, name):
+            raise app.UsageError(f"--{name} {why.format(encodings=ENCODING_NAMES)}; drop "
+                                 f"--{name}.")
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]} (flags are --name=value).")
     apply_preset()
-    for name in VARIANT_FLAGS:
-        if dataclass_flags.given(FLAGS, name):
-            raise app.UsageError(f"--{name} is set by each variant (--variants picks them: "
-                                 f"{ENCODING_NAMES}; -half = the half loss); drop --{name}.")
+    refuse_flags()
     cli.check_directories(root=FLAGS.root, data_dir=FLAGS.data_dir)
     cli.check_files(raw_path=FLAGS.raw_path)
+    cli.check_data_dir(FLAGS.data_dir, dataclass_flags.given(FLAGS, "dataset"),
+                       DataOptions.data_dir)
     data_options, train_options = options_from_flags(FLAGS)
     options = dataclass_flags.options_from_flags(AblationOptions, FLAGS)
     own = tuple(f"--{name}=" for name in [*AblationOptions.__dataclass_fields__, "preset"])
@@ -98,4 +126,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    cli.run(main, groups=define_ablation_flags())
+    cli.run(main, groups=define_ablation_flags(), hidden=tuple(REFUSED_FLAGS))

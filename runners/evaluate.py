@@ -1,4 +1,4 @@
-"""Evaluate a txl-tf checkpoint on a split or on any text, with its own memory settings.
+r"""Evaluate a txl-tf checkpoint on a split or on any text, with its own memory settings.
 
 Examples:
   # the test split of the data the model was trained on (MODEL_DIR/corpus-info.json names it)
@@ -60,6 +60,7 @@ def main(argv):
     options = dataclass_flags.options_from_flags(EvalOptions, FLAGS)
     cli.check_directories(model_dir=options.model_dir, data_dir=options.data_dir)
     cli.check_files(data_dir=options.data_dir, vocab_file=options.vocab_file)
+    cli.check_model_dirs(model_dir=options.model_dir)
     text_file = options.text_file
     if text_file and os.path.isfile(text_file) and os.path.getsize(text_file) == 0:
         raise EvalInputError(f"--text_file={text_file} is empty; give a text with at least "

@@ -1,4 +1,4 @@
-"""Export a txl-tf model directory as a SavedModel for TensorFlow Serving.
+r"""Export a txl-tf model directory as a SavedModel for TensorFlow Serving.
 
 Example:
   python runners/export.py --model_dir=/ckpt/wt103 --export_dir=/models/txl \
@@ -39,6 +39,7 @@ from tf_records.model_text import ModelData
 from txl_tf.commands.export_options import (INFO_FILE, ExportInputError,  # noqa: F401
                                             ExportOptions, ExportRuntimeError)
 from txl_tf.inference.serving_limits import ServingLimits
+from txl_tf.tf_start import benign_lines_dropped
 
 FLAGS = flags.FLAGS
 
@@ -56,7 +57,8 @@ def run(options: ExportOptions, limits: ServingLimits = None) -> dict:
     cli.quiet_start()
     # TensorFlow loads here, after the flags were checked: --help and usage errors come at once.
     from txl_tf.commands.export import export_model
-    return export_model(options, limits, ModelData())
+    with benign_lines_dropped():  # TensorFlow's error-level lines that report no error
+        return export_model(options, limits, ModelData())
 
 
 def main(argv):
@@ -64,6 +66,7 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     options = dataclass_flags.options_from_flags(ExportOptions, FLAGS)
     cli.check_directories(model_dir=options.model_dir, export_dir=options.export_dir)
+    cli.check_model_dirs(model_dir=options.model_dir)
     limits = dataclass_flags.options_from_flags(ServingLimits, FLAGS)
     print(json.dumps(run(options, limits)), flush=True)
     return 0

@@ -1,4 +1,4 @@
-"""Generate text from a prompt with a txl-tf model, streaming tokens as they come.
+r"""Generate text from a prompt with a txl-tf model, streaming tokens as they come.
 
 Example:
   python runners/generate.py --model_dir=/ckpt/wt103 --prompt="The meaning of life is" \
@@ -6,8 +6,8 @@ Example:
 
 The prompt is tokenized with the model's vocabulary (MODEL_DIR/vocab.txt + corpus-info.json),
 consumed in segments of --seg_len with memory, then every new token costs one forward pass of
-length 1 against the cached memory. The continuation is printed to stdout as it is generated,
-followed by one compact JSON line: {"prompt_tokens", "tokens", "seconds", "tokens_per_second",
+length 1 against the cached memory. The prompt is printed to stdout, then its continuation as
+it is generated, followed by one compact JSON line: {"prompt_tokens", "tokens", "seconds", "tokens_per_second",
 sampling settings, "checkpoint", "checkpoint_name", "checkpoint_step", ...}; --output_ids adds
 "ids". --nostream generates everything in one graph call (a tf.while_loop) instead, with the
 same tokens. --checkpoint=best uses MODEL_DIR/best/ (the best on validation), --checkpoint=ckpt-N
@@ -63,6 +63,7 @@ def main(argv):
     o = dataclass_flags.options_from_flags(GenerateOptions, FLAGS)
     cli.check_directories(model_dir=o.model_dir)
     cli.check_files(vocab_file=o.vocab_file)
+    cli.check_model_dirs(model_dir=o.model_dir)
     if o.mem_len is not None and o.mem_len < 1:
         raise GenerateInputError(f"--mem_len={o.mem_len}: generation keeps the context in "
                                  "the memory and needs --mem_len >= 1 (default: the model's).")

@@ -1,4 +1,4 @@
-"""Prepare a corpus: download (or take --raw_path), build the vocabulary, token caches and records.
+r"""Prepare a corpus: download (or take --raw_path), build the vocabulary, token caches and records.
 
 Examples:
   python runners/prepare_data.py --dataset=builtin --data_dir=data/builtin \

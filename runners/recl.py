@@ -1,4 +1,4 @@
-"""Relative effective context length of a model group (the paper's Table 8, Appendix C).
+r"""Relative effective context length of a model group (the paper's Table 8, Appendix C).
 
 Example:
   python runners/recl.py --model_dirs=runs/xl,runs/no_recurrence,runs/vanilla \
@@ -29,6 +29,9 @@ def recorded_data_dir(model_dir: str) -> str:
     info = tf_records.read_corpus_info(model_dir) or {}
     if not info.get("data_dir"):
         raise app.UsageError(f"{model_dir} does not record its training data; give --data_dir.")
+    if not os.path.isdir(info["data_dir"]):
+        raise app.UsageError(f"{model_dir} was trained on the data in {info['data_dir']}, which "
+                             "is no longer there; give --data_dir.")
     return info["data_dir"]
 
 
@@ -61,6 +64,7 @@ def main(argv):
     options = options_from_flags(ReclOptions, FLAGS)
     if not options.model_dirs:
         raise app.UsageError("give the group with --model_dirs=DIR1,DIR2,...")
+    cli.check_model_dirs(model_dirs=options.model_dirs)
     cli.quiet_start()
     # TensorFlow loads here, after the flags were checked: --help and usage errors come at once.
     from txl_tf.commands.recl import check_options, load_group, measure_recl

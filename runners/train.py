@@ -9,7 +9,9 @@ machine's GPUs or CPU, and says which in one line.
 
 Data: `--data_dir` prepared by runners/prepare_data.py is used with the dataset and corpus options
 its corpus-info.json records (give an option only to change it); missing records are made by
-the chief, downloading the corpus on first use (`--raw_path` for a file already on disk).
+the chief, downloading the corpus on first use (`--raw_path` for a file already on disk). A
+--data_dir not yet prepared, other than the default, needs --dataset (which corpus to make
+there): a mistyped path is refused in one line naming the nearest prepared directory.
 
 Unknown flags, also in flagfiles, are errors. A restarted run with the same flags and --model_dir
 resumes from the last checkpoint: same weights, optimizer state, data position and memory.
@@ -17,9 +19,10 @@ resumes from the last checkpoint: same weights, optimizer state, data position a
 from absl import app, flags
 
 from runners import cli
+from runners.cli import dataclass_flags
 from runners.cli.model_flags import template_from_flags
 from runners.cli.train_flags import define_flags, options_from_flags, set_up_devices
-from tf_records import PreparedData
+from tf_records import DataOptions, PreparedData
 
 FLAGS = flags.FLAGS
 
@@ -29,6 +32,8 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments {argv[1:]} (flags are --name=value).")
     cli.check_directories(model_dir=FLAGS.model_dir, data_dir=FLAGS.data_dir)
     cli.check_files(raw_path=FLAGS.raw_path)
+    cli.check_data_dir(FLAGS.data_dir, dataclass_flags.given(FLAGS, "dataset"),
+                       DataOptions.data_dir, model_dir=FLAGS.model_dir)
     data_options, options = options_from_flags(FLAGS)
     template = template_from_flags(FLAGS)
     cli.quiet_start()

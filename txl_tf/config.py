@@ -8,13 +8,25 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 from typing import Any, Mapping, Optional, Tuple
 
 from txl_tf.attention_variants import ATTENTION_VARIANTS, attention_variant
 
 
+CONFIG_FILE = "config.json"  # the configuration in a model directory
+
+
 class ConfigError(ValueError):
     """An impossible or inconsistent `TransformerXLConfig`."""
+
+
+def missing_config_message(model_dir: str) -> str:
+    """The line for a model directory without config.json (checked before TensorFlow loads by
+    the runners, and by `model_files.load_config`)."""
+    return (f"{os.path.join(model_dir, CONFIG_FILE)} not found: {model_dir!r} is not a txl-tf "
+            "model directory (train one with runners/train.py, import one with "
+            "runners/import_weights.py, or save one with txl_tf.save_model).")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,10 +28,9 @@ import tensorflow as tf
 from txl_tf.atomic_writes import write_json_atomic
 from txl_tf.checkpoint_probes import (checkpoint_files, first_line, is_damage_error,
                                       quiet_tf_warnings)
-from txl_tf.config import TransformerXLConfig
+from txl_tf.config import CONFIG_FILE, TransformerXLConfig, missing_config_message
 from txl_tf.model import TransformerXL
 
-CONFIG_FILE = "config.json"
 BEST_DIR = "best"         # model_dir/best/: the best checkpoint on validation of a training run
 BEST_FILE = "best.json"   # best/best.json: {"step", "valid_loss", "bpc" or "ppl"}
 LATEST, BEST = "latest", "best"
@@ -59,10 +58,7 @@ def load_config(model_dir: str) -> TransformerXLConfig:
         raise ModelDirError(f"{model_dir} is a file, not a txl-tf model directory; give the "
                             "directory that holds config.json and the checkpoints.")
     if not os.path.isfile(path):
-        raise ModelDirError(
-            f"{path} not found: {model_dir!r} is not a txl-tf model directory (train one with "
-            "runners/train.py, import one with runners/import_weights.py, or save one with "
-            "txl_tf.save_model).")
+        raise ModelDirError(missing_config_message(model_dir))
     with open(path) as f:
         return TransformerXLConfig.from_json(f.read())
 

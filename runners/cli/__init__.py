@@ -22,7 +22,8 @@ Other imports inside functions are for what a run may not need at all (an option
 such as torch).
 
 Modules: help (the grouped --help, missing required flags), startup (quiet_start), paths
-(check_directories, check_files), dir_lock (locked: one run per directory), errors (exit codes, classify), app (run), dataclass_flags
+(check_directories, check_files, check_data_dir,
+check_model_dirs), dir_lock (locked: one run per directory), errors (exit codes, classify), app (run), dataclass_flags
 (flags generated from option dataclasses), model_flags, train_flags, data_flags (the flags of
 the model, of a training run and of the corpus).
 """
@@ -30,5 +31,6 @@ from runners.cli.app import run  # noqa: F401
 from runners.cli.errors import (  # noqa: F401
     INTERRUPTED, OK, RUNTIME_ERROR, USAGE_ERROR, classify)
 from runners.cli.dir_lock import is_chief_process, locked  # noqa: F401
-from runners.cli.paths import check_directories, check_files  # noqa: F401
+from runners.cli.paths import (  # noqa: F401
+    check_data_dir, check_directories, check_files, check_model_dirs)
 from runners.cli.startup import quiet_start  # noqa: F401

@@ -20,12 +20,12 @@ def _usage_error(message: str) -> None:
     sys.exit(errors.USAGE_ERROR)
 
 
-def _flags_parser(groups, required):
+def _flags_parser(groups, required, hidden=()):
     """absl's flag parsing with `--help` as cli/help.py prints it, a bad flag as one line and
     exit code 2, and every missing required flag named in one line."""
     def parse(argv):
         if help_lib.wants_help(argv):
-            help_lib.print_help(flags.FLAGS, groups or {}, required)
+            help_lib.print_help(flags.FLAGS, groups or {}, required, hidden=hidden)
             sys.exit(errors.OK)
         try:
             remaining = flags.FLAGS(argv)
@@ -69,7 +69,7 @@ def _main_with_one_error_line(main):
     return wrapped
 
 
-def run(main, groups=None, required=()) -> None:
+def run(main, groups=None, required=(), hidden=()) -> None:
     """`absl.app.run(main)` with `--help`, bad flags and expected failures as above.
 
     Args:
@@ -78,5 +78,8 @@ def run(main, groups=None, required=()) -> None:
         are listed under "This command".
       required: flags the command cannot run without; all the missing ones are named in one
         usage error before `main` runs.
+      hidden: flags defined (shared definitions) that the command does not honour: left out of
+        `--help`; the command refuses them itself.
     """
-    app.run(_main_with_one_error_line(main), flags_parser=_flags_parser(groups, required))
+    app.run(_main_with_one_error_line(main),
+            flags_parser=_flags_parser(groups, required, hidden))

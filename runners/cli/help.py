@@ -78,7 +78,8 @@ def flag_line(flag, required: bool = False, width: int = 100) -> str:
 
 
 def help_text(flag_values: flags.FlagValues, groups: Mapping[str, Sequence[str]],
-              doc: str = "", required: Sequence[str] = (), width: int = 100) -> str:
+              doc: str = "", required: Sequence[str] = (), width: int = 100,
+              hidden: Sequence[str] = ()) -> str:
     """The text of `--help`.
 
     Args:
@@ -88,12 +89,14 @@ def help_text(flag_values: flags.FlagValues, groups: Mapping[str, Sequence[str]]
       doc: the runner's docstring, shown first.
       required: names of the flags without which the command does not run.
       width: line width.
+      hidden: flags defined but not shown (a shared flag the command does not honour and
+        refuses with its own line, e.g. ablation.py's --model_dir).
 
     Returns:
       The text: `doc`, then one block per group, then how to see absl's own flags.
     """
     listed, blocks = set(), []
-    own = own_flags(flag_values)
+    own = [n for n in own_flags(flag_values) if n not in hidden]
     rest = [n for n in own if not any(n in names for names in groups.values())]
     for title, names in [*groups.items(), ("This command", rest)]:
         names = [n for n in names if n in own and n not in listed]
@@ -109,10 +112,10 @@ def help_text(flag_values: flags.FlagValues, groups: Mapping[str, Sequence[str]]
 
 
 def print_help(flag_values: flags.FlagValues, groups: Mapping[str, Sequence[str]],
-               required: Sequence[str] = (), out=None) -> None:
+               required: Sequence[str] = (), out=None, hidden: Sequence[str] = ()) -> None:
     """Prints `help_text` of the `__main__` module's docstring to `out` (stdout)."""
     doc = getattr(sys.modules.get("__main__"), "__doc__", "") or ""
-    (out or sys.stdout).write(help_text(flag_values, groups, doc, required))
+    (out or sys.stdout).write(help_text(flag_values, groups, doc, required, hidden=hidden))
 
 
 def missing(flag_values: flags.FlagValues, required: Sequence[str]) -> Optional[str]:

@@ -1,8 +1,16 @@
-"""Checks of the path flags a runner is given, before any work: one usage error naming the flag."""
+"""Checks of the path flags a runner is given, before any work: one usage error naming the flag
+(and, for --data_dir, the nearest prepared directory)."""
+import difflib
 import errno
+import json
 import os
+from typing import Optional
 
 from absl import app
+
+from tf_records.corpora import CORPORA
+from tf_records.corpus_info import CORPUS_INFO
+from txl_tf.config import CONFIG_FILE, missing_config_message
 
 
 def _check_links(name: str, path) -> None:
@@ -45,3 +53,87 @@ def check_files(**paths) -> None:
     for name, path in paths.items():
         if path and not os.path.exists(path):
             raise app.UsageError(f"--{name}={path} does not exist; check the path.")
+
+
+def _nearest_data_dir(data_dir: str) -> Optional[str]:
+    """The prepared data directory (one holding corpus-info.json) beside `data_dir` whose name
+    is nearest to it (difflib), or None when there is none."""
+    parent = os.path.dirname(os.path.normpath(data_dir)) or "."
+    try:
+        names = [name for name in os.listdir(parent)
+                 if os.path.isfile(os.path.join(parent, name, CORPUS_INFO))]
+    except OSError:
+        return None
+    close = difflib.get_close_matches(os.path.basename(os.path.normpath(data_dir)), names,
+                                      n=1, cutoff=0.0)
+    return os.path.join(parent, close[0]) if close else None
+
+
+def _recorded_data_dir(model_dir: Optional[str]) -> Optional[str]:
+    """The data directory the run in `model_dir` was trained on (its corpus-info.json), or
+    None for a new run."""
+    if not model_dir:
+        return None
+    try:
+        with open(os.path.join(model_dir, CORPUS_INFO)) as f:
+            info = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return info.get("data_dir") if isinstance(info, dict) else None
+
+
+def _same_path(a: str, b: str) -> bool:
+    return os.path.normpath(os.path.abspath(a)) == os.path.normpath(os.path.abspath(b))
+
+
+def check_data_dir(data_dir: str, dataset_given: bool, default: str,
+                   model_dir: Optional[str] = None) -> None:
+    """Raises `app.UsageError`, before anything is written, for a `--data_dir` that is not
+    prepared (no corpus-info.json) when preparing it there would be a mistake:
+
+    * it is not the default directory and no `--dataset` says which corpus to make there (a
+      mistyped path would otherwise silently become a new corpus of the default dataset);
+      the line names the nearest prepared directory beside it;
+    * `model_dir` holds a run trained on another data directory (a new corpus would be
+      built, then refused for its vocabulary).
+
+    Args:
+      data_dir: the --data_dir given.
+      dataset_given: whether --dataset was given (on the command line or in a flagfile).
+      default: the default --data_dir (`DataOptions.data_dir`).
+      model_dir: the run's --model_dir, if the command trains one.
+    """
+    if not data_dir or "://" in data_dir or os.path.isfile(os.path.join(data_dir, CORPUS_INFO)):
+        return
+    recorded = _recorded_data_dir(model_dir)
+    if recorded and not _same_path(recorded, data_dir):
+        raise app.UsageError(
+            f"--data_dir={data_dir} is not prepared, and the run in --model_dir={model_dir} "
+            f"was trained on the data in {recorded}; give --data_dir={recorded}, or a new "
+            "--model_dir for new data.")
+    if dataset_given or _same_path(data_dir, default):
+        return
+    nearest = _nearest_data_dir(data_dir)
+    where = (f"did you mean --data_dir={nearest}?" if nearest
+             else "no prepared data directory is beside it.")
+    raise app.UsageError(
+        f"--data_dir={data_dir} is not a prepared data directory ({CORPUS_INFO} not found); "
+        f"{where} To make a new corpus there, say which: --dataset=NAME ({', '.join(CORPORA)}).")
+
+
+def check_model_dirs(**paths) -> None:
+    """Raises `app.UsageError` for a model directory flag whose config.json is missing, before
+    TensorFlow loads (the same line `txl_tf.load_config` gives, at once).
+
+    Args:
+      **paths: flag name -> a path or a list of paths (None or '' are skipped; paths with a
+        scheme, gs://..., are left to TensorFlow's file system).
+    """
+    for name, value in paths.items():
+        for path in value if isinstance(value, (list, tuple)) else [value]:
+            if not path or "://" in str(path):
+                continue
+            if os.path.exists(path) and not os.path.isdir(path):
+                continue  # check_directories says it is a file
+            if not os.path.isfile(os.path.join(path, CONFIG_FILE)):
+                raise app.UsageError(missing_config_message(path))

@@ -20,13 +20,15 @@ def trained(tmp_path_factory):
 
 
 def generate_py(model, prompt, num_tokens, **flags):
-    """(printed continuation, generated ids) of runners/generate.py."""
+    """(printed continuation, generated ids) of runners/generate.py (which prints the prompt
+    first)."""
     args = [f"--model_dir={model}", f"--prompt={prompt}", f"--num_tokens={num_tokens}",
             "--output_ids"] + [f"--{k}={v}" for k, v in flags.items()]
     proc = run_runner("generate", args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text, _, last = proc.stdout.rstrip("\n").rpartition("\n")
-    return text, json.loads(last)["ids"]
+    assert text.startswith(prompt), (prompt, text)
+    return text[len(prompt):], json.loads(last)["ids"]
 
 
 SAMPLED = dict(temperature=0.8, top_k=40, top_p=0.95, seed=7)

@@ -53,7 +53,8 @@ def shared(tmp_path_factory):
     root = tmp_path_factory.mktemp("bad_inputs")
     model, data = str(root / "model"), str(root / "data")
     trained = run_runner("train", TINY + [
-        f"--model_dir={model}", f"--data_dir={data}", "--corpus_option=max_bytes=20000",
+        f"--model_dir={model}", f"--data_dir={data}", "--dataset=builtin",
+        "--corpus_option=max_bytes=20000",
         "--train_steps=2", "--warmup_steps=1", "--steps_per_loop=2", "--log_steps=2",
         "--save_steps=2", "--eval_steps=2", "--max_eval_batches=1"], cwd=str(root))
     assert trained.returncode == 0, trained.stderr[-3000:]

@@ -23,7 +23,7 @@ from tiny import TRAIN_FLAGS
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STEPS = ["--warmup_steps=1", "--steps_per_loop=2", "--log_steps=2", "--save_steps=2",
          "--eval_steps=2", "--max_eval_batches=1", "--per_host_train_bsz=4",
-         "--corpus_option=max_bytes=20000"]
+         "--dataset=builtin", "--corpus_option=max_bytes=20000"]
 
 
 def run_runner(name, args, cwd):

@@ -19,6 +19,8 @@ RUNNERS = ("train", "evaluate", "generate", "export", "prepare_data", "import_we
 ABSL_FLAGS = ("logtostderr", "alsologtostderr", "verbosity", "only_check_args", "pdb",
               "run_with_profiling", "helpxml", "stderrthreshold", "log_dir")
 HELP_SECONDS = 3.0
+# Shared flags a runner defines but does not take: not in its --help, refused with one line.
+NOT_TAKEN = {"ablation": {"model_dir", "attn_type", "half_loss"}}
 
 
 def run_runner(name, *args):
@@ -71,6 +73,9 @@ def test_help_lists_every_own_flag_with_its_default_and_none_of_absl(name):
     for line in listing:
         match = re.match(r"^  --(?:\[no\])?(\w+)(?:=(\S*))?", line)
         shown[match.group(1)] = match.group(2)
+    hidden = NOT_TAKEN.get(name, set())
+    assert not hidden & set(shown), f"{name}.py --help lists {hidden & set(shown)}"
+    flags = {flag: default for flag, default in flags.items() if flag not in hidden}
     missing = sorted(set(flags) - set(shown))
     assert not missing, f"{name}.py --help does not list {missing}"
     for flag, default in flags.items():
@@ -137,3 +142,50 @@ def test_no_runner_module_imports_tensorflow():
                             cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO), timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "[]", result.stdout[-3000:]
+
+
+@pytest.mark.parametrize("name", RUNNERS)
+def test_help_examples_have_no_runs_of_spaces(name):
+    """The docstring --help prints keeps an example's line continuation (`\\` and a new
+    line), so that no command is glued to its next line's indentation."""
+    import importlib
+    doc = importlib.import_module(f"runners.{name}").__doc__
+    glued = [line for line in doc.splitlines() if re.search(r"\S {5,}--", line)]
+    assert not glued, glued
+
+
+def _definers():
+    """runner -> a function defining its flags in a FlagValues (as its `__main__` block does)
+    and returning its --help groups."""
+    from runners import (ablation, evaluate, export, generate, import_weights, prepare_data)
+    from runners.cli import dataclass_flags, train_flags
+    from txl_tf.commands.recl_options import ReclOptions
+    return {"train": train_flags.define_flags, "evaluate": evaluate.define_flags,
+            "generate": generate.define_flags, "export": export.define_flags,
+            "import_weights": import_weights.define_flags,
+            "prepare_data": prepare_data.define_all_flags,
+            "recl": lambda fv: dataclass_flags.define_flags(ReclOptions, fv) and {},
+            "ablation": ablation.define_ablation_flags}
+
+
+@pytest.mark.parametrize("name", RUNNERS)
+def test_every_default_shown_is_the_value_used(name):
+    """Each flag --help shows with a default, given explicitly with that text, parses to the
+    value the runner gets without it (ablation.py's preset applied: tests/commands/
+    test_ablation_flags.py compares the options it runs with)."""
+    from absl import flags as absl_flags
+    from runners.cli import help as help_lib
+    fv = absl_flags.FlagValues()
+    groups = _definers()[name](fv)
+    text = help_lib.help_text(fv, groups or {}, hidden=tuple(NOT_TAKEN.get(name, ())))
+    shown = dict(re.findall(r"^  --(?:\[no\])?(\w+)=(\S+)", text, re.M))
+    assert shown, text[:2000]
+    fv([f"{name}.py"])
+    explicit = absl_flags.FlagValues()
+    _definers()[name](explicit)
+    explicit([f"{name}.py", *[f"--{flag}={value}" for flag, value in shown.items()]])
+    def value(flag_values, flag):  # a list flag's items are read as text, then converted
+        v = flag_values[flag].value  # by the options (dataclass_flags.options_from_flags)
+        return [str(x) for x in v] if isinstance(v, (list, tuple)) else v
+    for flag in shown:
+        assert value(explicit, flag) == value(fv, flag), (flag, shown[flag], fv[flag].value)

@@ -78,7 +78,7 @@ def test_bad_inputs_are_one_line(group, args, message):
 
 def test_missing_model_dir_and_missing_group(group, tmp_path):
     result = _run(f"--model_dirs={tmp_path / 'nope'}")
-    assert result.returncode == 2 and "is not a directory" in result.stderr
+    assert result.returncode == 2 and "config.json not found" in result.stderr
     result = _run()
     assert result.returncode == 2 and "--model_dirs" in result.stderr
 

@@ -48,3 +48,39 @@ def test_readme_library_example_prints_what_the_readme_shows():
     assert proc.stderr == "", proc.stderr
     assert len(proc.stdout.splitlines()) == len(shown.splitlines())
     assert numbers(proc.stdout) == pytest.approx(numbers(shown), rel=1e-5)
+
+
+BENIGN_LINE = ("E0000 00:00:1795677100.094888   19118 util.cc:81] oneDNN supports DT_INT64 only "
+               "on platforms with AVX-512. Falling back to the default Eigen-based "
+               "implementation if present.")
+
+
+def test_benign_error_lines_are_dropped_and_every_other_line_passes_in_order():
+    """What C++ code writes to file descriptor 2 inside `benign_lines_dropped` (export.py's
+    work): TensorFlow's oneDNN int64 line is dropped; real error lines, partial lines (a
+    progress bar) and Python's own stderr pass, in order; afterwards stderr is as before."""
+    code = ("import os, sys\n"
+            "from txl_tf.tf_start import benign_lines_dropped\n"
+            "with benign_lines_dropped():\n"
+            "    os.write(2, b'E0000 00:00:1.0 1 op_kernel.cc:1] a real error\\n')\n"
+            f"    os.write(2, {BENIGN_LINE!r}.encode() + b'\\n')\n"
+            "    print('from python', file=sys.stderr, flush=True)\n"
+            "    os.write(2, b'progress 10%\\r')\n"
+            "    os.write(2, b'progress 20%\\r')\n"
+            "print('after', file=sys.stderr)\n")
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=REPO,
+                          env=dict(env, PYTHONPATH=REPO), timeout=300)  # bytes: \r kept
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == (b"E0000 00:00:1.0 1 op_kernel.cc:1] a real error\nfrom python\n"
+                           b"progress 10%\rprogress 20%\rafter\n"), proc.stderr
+
+
+def test_tf_cpp_min_log_level_0_keeps_the_benign_line():
+    code = ("import os\n"
+            "os.environ['TF_CPP_MIN_LOG_LEVEL'] = '0'\n"
+            "from txl_tf.tf_start import benign_lines_dropped\n"
+            "with benign_lines_dropped():\n"
+            f"    os.write(2, {BENIGN_LINE!r}.encode() + b'\\n')\n")
+    proc = run_python(code)
+    assert proc.stderr == BENIGN_LINE + "\n"

@@ -63,7 +63,7 @@ def preprocessor_of(directory):
 
 TRAIN_STEPS = ["--warmup_steps=1", "--steps_per_loop=2", "--log_steps=2", "--save_steps=2",
                "--eval_steps=2", "--max_eval_batches=1", "--per_host_train_bsz=4",
-               "--corpus_option=max_bytes=20000", "--train_steps=4"]
+               "--dataset=builtin", "--corpus_option=max_bytes=20000", "--train_steps=4"]
 
 
 def run_runner(name, args, cwd=None):

@@ -30,7 +30,7 @@ from txl_tf.commands.evaluate_options import (LAST_SEGMENTS, SPLITS,  # noqa: F4
                                               EvalInputError, EvalOptions)
 from txl_tf.commands.inference_model import load_inference_model
 from txl_tf.inference import evaluation
-from txl_tf.loss_report import format_loss, loss_fields, unit_name, verdict
+from txl_tf.loss_report import CorpusFacts, format_loss, loss_fields, unit_name, verdict
 from txl_tf.model_text import EvalStreams, TextData
 
 
@@ -237,7 +237,8 @@ def evaluate_model(options: EvalOptions, data: TextData) -> dict:
     baseline = loss_fields(unigram, level, "unigram_")
     out = {"split": split, "tokens": result.tokens, **loss_fields(result.loss, level),
            "unigram_entropy_nats": baseline.pop("unigram_loss"), **baseline,
-           "verdict": verdict(result.loss, unigram, level, split),
+           "verdict": verdict(result.loss, unigram, level, split,
+                              CorpusFacts.from_model_dir(options.model_dir, split)),
            "tgt_len": c.tgt_len, "mem_len": c.mem_len,
            "clamp_len": c.clamp_len, "same_length": c.same_length,
            **(_curve_fields(curve, level) if curve else {}),

@@ -6,10 +6,14 @@
 and returns what runners/generate.py prints as JSON, compact: {"prompt_tokens", "tokens",
 "seconds", "tokens_per_second", "seg_len", "mem_len", "clamp_len", "same_length", sampling
 settings, "checkpoint", "checkpoint_name", "checkpoint_step"}, and "ids" (the generated ids)
-with `output_ids`. The text itself is what was written to `out`.
+with `output_ids`. The text itself is what was written to `out`: the prompt as given, then its
+continuation; a continuation of nothing
+but line ends and the unknown symbol gets one `note:` line on stderr saying why
+(`empty_text_note`).
 """
 import sys
 import time
+from typing import Optional
 
 import numpy as np
 
@@ -17,6 +21,7 @@ from txl_tf import model_files
 from txl_tf.commands.generate_options import GenerateInputError, GenerateOptions  # noqa: F401
 from txl_tf.commands.inference_model import load_inference_model
 from txl_tf.inference.generation import Generator
+from txl_tf.loss_report import CorpusFacts, starved_word_level
 from txl_tf.model_text import ModelText, TextData
 
 
@@ -73,8 +78,37 @@ def _sample(gen, prompt, options, streamer, settings, out) -> list:
     return generated
 
 
+def empty_text_note(prompt, generated: list, rules: ModelText,
+                    model_dir: str) -> Optional[str]:
+    """The line saying why, when the generated tokens are only line ends, spaces and the unknown
+    symbol (a word-level model of too little text does that), else None.
+
+    Args:
+      prompt: the prompt's ids (the text of the generated ones follows them).
+      generated: the generated ids.
+      rules: the model's `ModelText`.
+      model_dir: the model directory (its corpus-info.json gives the corpus' size).
+    """
+    if not generated:
+        return None
+    streamer = rules.streamer(prompt)
+    text = "".join(streamer.push(token) for token in generated) + streamer.finish()
+    if rules.unk_symbol:
+        text = text.replace(rules.unk_symbol, "")
+    if text.strip():
+        return None
+    unk = rules.unk_symbol or "unknown symbols"
+    why = starved_word_level(CorpusFacts.from_model_dir(model_dir))
+    advice = (f"its corpus is too small for word level ({why}): train at character level "
+              "(prepare_data.py --level=char)" if why else
+              "see the verdict of its training run: train longer or on more text")
+    return (f"note: the model generated only line ends, spaces and {unk} ({len(generated)} "
+            f"tokens): it predicts little beyond the most frequent tokens; {advice}.")
+
+
 def generate_text(options: GenerateOptions, data: TextData, out=sys.stdout) -> dict:
-    """Generates `options.num_tokens` tokens after the prompt, writing them to `out`.
+    """Generates `options.num_tokens` tokens after the prompt, writing the prompt and then
+    them to `out`.
 
     Args:
       options: the `GenerateOptions`.
@@ -100,9 +134,14 @@ def generate_text(options: GenerateOptions, data: TextData, out=sys.stdout) -> d
     settings = dict(temperature=options.temperature, top_k=options.top_k,
                     top_p=options.top_p, seed=options.seed)
     streamer = rules.streamer(ids)
+    out.write(text)  # the prompt, then its continuation as it comes
+    out.flush()
     start = time.time()
     generated = _sample(gen, np.asarray(ids, np.int32)[None], options, streamer, settings, out)
     seconds = time.time() - start
+    note = empty_text_note(ids, generated, rules, options.model_dir)
+    if note:
+        print(note, file=sys.stderr, flush=True)
     return {"prompt_tokens": len(ids), "tokens": len(generated),
             **({"ids": generated} if options.output_ids else {}), "seconds": round(seconds, 3),
             "tokens_per_second": round(len(generated) / seconds, 1) if seconds > 0 else None,

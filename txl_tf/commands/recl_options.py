@@ -16,7 +16,8 @@ class ReclOptions:
       model_dirs: Model directories of the group, compared with each other (names: their last
         path components).
       data_dir: Prepared data directory holding the split (default: the data the first model
-        was trained on, recorded in its corpus-info.json).
+        was trained on, recorded in its corpus-info.json; needed when that records none or the
+        directory is no longer there).
       split: Split whose tokens are scored.
       context_lengths: The grid c_0, c_0 + Delta, ... of context lengths, evenly spaced.
       num_tokens: Scored tokens: the first ones of the split with max(c) tokens before them.

@@ -29,7 +29,8 @@ import txl_tf
 from txl_tf.commands.train_options import TrainError, TrainOptions, checked, for_level
 from txl_tf.config import ConfigError, check_against_saved
 from txl_tf.config_template import ConfigTemplate
-from txl_tf.loss_report import format_value, loss_fields, verdict
+from txl_tf.loss_report import (CorpusFacts, corpus_verdict, format_value, loss_fields,
+                                 verdict)
 from txl_tf import model_files
 from txl_tf.atomic_writes import write_json_atomic, write_text_atomic
 from txl_tf.checkpoint_probes import checkpoint_problem
@@ -45,6 +46,7 @@ from txl_tf.training.data_source import DataSource
 from txl_tf.training import duration
 from txl_tf.training.heartbeat import Heartbeat
 from txl_tf.training.hparams_session import HParamsSession, run_hparams
+from txl_tf.training.interruption import StopOnSignal, TrainingInterrupted
 from txl_tf.training.lr_schedule import (WarmupCosineSchedule, schedule_change_notice,
                                          warmup_cosine_lr)
 from txl_tf.training.optimizer import make_optimizer
@@ -300,10 +302,11 @@ def _already_trained(o: TrainOptions, step: int) -> dict:
 
 
 def _announce(run: _Run, summaries: RunSummaries, step: int, resumed: bool,
-              baseline: Optional[float], name: Optional[str] = None) -> None:
+              baselines: dict, name: Optional[str] = None) -> None:
     """The configuration text (new runs), the run's hparams session and the chief's opening
     lines (the first one names the run when it has a `name`; the second says how the step is
-    compiled)."""
+    compiled; then the unigram baseline of each split, `baselines`: {split: nats or None},
+    beside the lines whose loss is measured on it)."""
     o, place, config, data = run.options, run.place, run.config, run.data
     if not resumed:  # a resumed run stays the session its start wrote (TensorBoard reads one)
         run.hparams.start(run_hparams(config, o, {"dataset": data.dataset, "level": data.level,
@@ -313,7 +316,9 @@ def _announce(run: _Run, summaries: RunSummaries, step: int, resumed: bool,
              "data": {"data_dir": data.data_dir, "dataset": data.dataset,
                       "corpus_options": data.corpus_options},
              "replicas": place.replicas, "global_batch": place.global_batch,
-             "per_replica_batch": place.per_replica, "unigram_entropy_nats": baseline},
+             "per_replica_batch": place.per_replica,
+             "unigram_entropy_nats": baselines.get("train"),
+             "valid_unigram_entropy_nats": baselines.get("valid")},
             indent=2, default=str) + "\n```")
     if not place.is_chief:
         return
@@ -324,14 +329,17 @@ def _announce(run: _Run, summaries: RunSummaries, step: int, resumed: bool,
           f"tgt_len {config.tgt_len}, {o.train_steps} steps"
           + (f", resuming at step {step}" if resumed else ""), flush=True)
     print(run.compilation.line, flush=True)
-    if baseline is not None:
-        print(f"unigram baseline of the training split: {baseline:.4f} nats = "
-              f"{format_value(baseline, data.level)}", flush=True)
+    for split, lines in (("train", "the step lines' loss"), ("valid", "the valid lines'")):
+        if baselines.get(split) is not None:
+            print(f"unigram baseline of the {split} split: {baselines[split]:.4f} nats = "
+                  f"{format_value(baselines[split], data.level)} (for {lines})", flush=True)
     print(f"TensorBoard: tensorboard --logdir {o.model_dir}", flush=True)
 
 
-def _build_controller(run: _Run, summaries: RunSummaries, step: int, mems) -> Controller:
-    """The outer loop over the training records from `step` on, with its actions."""
+def _build_controller(run: _Run, summaries: RunSummaries, step: int, mems,
+                      valid_baseline: Optional[float] = None) -> Controller:
+    """The outer loop over the training records from `step` on, with its actions (the valid
+    lines show `valid_baseline`, the valid split's unigram entropy)."""
     o, place, strategy, trainer = run.options, run.place, run.strategy, run.trainer
     train_fn = run.data.input_fn("train", run.layouts["train"], repeat=True, start_step=step)
     valid_fn = run.data.input_fn("valid", run.layouts["valid"], repeat=False)
@@ -352,7 +360,7 @@ def _build_controller(run: _Run, summaries: RunSummaries, step: int, mems) -> Co
         summaries, o.log_steps, o.train_steps, echo=place.is_chief, heartbeat=heartbeat,
         learning_rate=lambda i: warmup_cosine_lr(i, **_schedule_flags(o)))
     evaluation = actions_lib.Evaluate(evaluate, summaries, o.eval_steps, o.train_steps,
-                                      echo=place.is_chief)
+                                      echo=place.is_chief, baseline=valid_baseline)
     save = actions_lib.SaveCheckpoint(run.checkpoints, o.save_steps, o.train_steps, memories)
     best = actions_lib.KeepBest(run.checkpoints.best, run.data.level, run.data.copy_to)
     run.actions = dict(throughput=actions_lib.Throughput(), log=log, evaluation=evaluation,
@@ -401,17 +409,34 @@ def _summary(run: _Run, controller: Controller, resumed: bool, baselines: dict,
         **loss_fields(evaluation.last_loss, level, "valid_"),
         "unigram_entropy_nats": unigram.pop("unigram_loss"), **unigram,
         "valid_unigram_entropy_nats": baselines["valid"],
-        "verdict": _verdict(log.last_loss, evaluation.last_loss, baselines, level),
+        "verdict": _verdict(log.last_loss, evaluation.last_loss, baselines, level,
+                            CorpusFacts.from_info(run.data.info)),
         **throughput.summary(),
         "wall_seconds": wall_seconds,
         "resumed": resumed,
     }
 
 
-def _verdict(train_loss, valid_loss, baselines: dict, level: str) -> Optional[str]:
-    """The line saying the model does not beat counting (valid loss checked first), or None."""
-    return (verdict(valid_loss, baselines["valid"], level, "valid")
+def _verdict(train_loss, valid_loss, baselines: dict, level: str,
+             facts: Optional[CorpusFacts] = None) -> Optional[str]:
+    """The line saying the corpus is too small for word level (`facts`), or that the model does
+    not beat counting (valid loss checked first), or None."""
+    return (corpus_verdict(valid_loss, baselines["valid"], facts, "valid")
+            or verdict(valid_loss, baselines["valid"], level, "valid", facts)
             or verdict(train_loss, baselines["train"], level, "training"))
+
+
+def _save_and_stop(run: _Run, controller: Controller, signal_name: str) -> None:
+    """Saves a checkpoint at the step reached (unless one was just saved there) and raises
+    `TrainingInterrupted` with the line saying how to resume."""
+    o, save = run.options, run.actions["save"]
+    latest = model_files.latest_checkpoint(o.model_dir)
+    if latest is None or int(latest.rsplit("-", 1)[1]) != controller.step:
+        save.checkpoints.save(controller.step, save.memories(controller.mems))
+    raise TrainingInterrupted(
+        f"interrupted ({signal_name}) at step {controller.step} of {o.train_steps}; a "
+        f"checkpoint of step {controller.step} is saved in {o.model_dir}: run the same "
+        "command to resume from it.")
 
 
 def _finish(run: _Run, summary: dict) -> None:
@@ -458,6 +483,8 @@ def train(options: TrainOptions,
       TrainError, ConfigError: inconsistent options (one line naming the fix).
       CheckpointIOError: model_dir's checkpoints cannot be read or written.
       DivergedError: the training loss became non-finite (a `FloatingPointError`).
+      TrainingInterrupted: SIGINT (Ctrl-C) or SIGTERM stopped a single-process run; a
+        checkpoint of the step reached was saved first (a second signal exits at once).
     """
     start_time = time.time()
     o = checked(options)
@@ -480,17 +507,21 @@ def train(options: TrainOptions,
     summaries = RunSummaries(o.model_dir, data.level, enabled=place.is_chief)
     run.hparams = HParamsSession(o.model_dir, data.level, enabled=place.is_chief)
     baselines = {split: data.unigram_entropy(split) for split in ("train", "valid")}
-    baseline = baselines["train"]
-    controller = _build_controller(run, summaries, step, mems)
-    _announce(run, summaries, step, resumed, baseline, name)
+    controller = _build_controller(run, summaries, step, mems, baselines["valid"])
+    _announce(run, summaries, step, resumed, baselines, name)
     controller.heartbeat.estimate = _estimate_duration(run, step)
     end_step = o.train_steps if stop_after_steps is None else min(o.train_steps,
                                                                   stop_after_steps)
-    try:
-        controller.run(end_step)
-    finally:
-        if "profile" in run.actions:
-            run.actions["profile"].close()
+    # A signal stops a single-process run after the current loop, with a checkpoint there.
+    with StopOnSignal(enabled=place.num_workers == 1) as stop:
+        controller.should_stop = lambda: stop.requested is not None
+        try:
+            controller.run(end_step)
+        finally:
+            if "profile" in run.actions:
+                run.actions["profile"].close()
+        if stop.requested and controller.step < end_step:
+            _save_and_stop(run, controller, stop.requested)
     summary = _summary(run, controller, resumed, baselines, time.time() - start_time)
     _finish(run, summary)
     return summary

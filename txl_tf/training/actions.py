@@ -122,11 +122,14 @@ class Evaluate:
       every: evaluation interval in steps.
       train_steps: the last step of the run.
       echo: print the line (the chief).
+      baseline: the unigram entropy of the evaluated split (nats), shown on the line beside
+        the loss it is to be compared with (None: not shown).
     """
 
     def __init__(self, evaluate: Callable[[], LoopStats], summaries: RunSummaries, every: int,
-                 train_steps: int, echo: bool = True):
+                 train_steps: int, echo: bool = True, baseline: Optional[float] = None):
         self.evaluate = evaluate
+        self.baseline = baseline
         self.summaries = summaries
         self.every = every
         self.train_steps = train_steps
@@ -142,9 +145,11 @@ class Evaluate:
         output.valid_loss = stats.loss
         self.summaries.valid(output.step, stats.loss)
         if self.echo:
+            unigram = ("" if self.baseline is None
+                       else f"; unigram of the valid split {self.baseline:.4f}")
             print(f"valid at step {output.step}: "
                   f"{format_loss(stats.loss, self.summaries.level)} "
-                  f"({int(stats.tokens):,} tokens)", flush=True)
+                  f"({int(stats.tokens):,} tokens{unigram})", flush=True)
 
 
 class SaveCheckpoint:

@@ -88,11 +88,14 @@ class Controller:
       actions: called in order after every call.
       heartbeat: time-based progress (None: step-based only).
       clock: monotonic seconds, for the loops' wall time (tests pass a fake clock).
+      should_stop: asked after every call (and its actions): True ends `run` there, before
+        `end_step` (a stop requested by a signal: `txl_tf/training/interruption.py`).
     """
 
     def __init__(self, trainer: Trainer, iterator, mems, step: int, steps_per_loop: int,
                  actions: Sequence[Action] = (), heartbeat: Optional[Heartbeat] = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 should_stop: Callable[[], bool] = lambda: False):
         self.trainer = trainer
         self.iterator = iterator
         self.mems = mems
@@ -101,6 +104,7 @@ class Controller:
         self.actions: List[Action] = list(actions)
         self.heartbeat = heartbeat
         self.clock = clock
+        self.should_stop = should_stop
 
     def _loop_length(self, end_step: int) -> int:
         """Steps of the next call: at most `steps_per_loop`, ending at the next boundary (an
@@ -120,7 +124,7 @@ class Controller:
         return n
 
     def run(self, end_step: int) -> int:
-        """Train until `end_step`; returns the step reached."""
+        """Train until `end_step` (or until `should_stop()`); returns the step reached."""
         hb = self.heartbeat
         with hb.running() if hb else contextlib.nullcontext():
             while self.step < end_step:
@@ -136,6 +140,8 @@ class Controller:
                 check_finite(stats, self.step, lambda: float(self.trainer.loss_scale.numpy()))
                 for action in self.actions:
                     action(output)
+                if self.should_stop():
+                    break
         return self.step
 
 

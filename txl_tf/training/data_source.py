@@ -20,6 +20,8 @@ class DataSource(Protocol):
       vocab_size: V; valid after `ensure_records`.
       cutoffs: the corpus' adaptive-softmax cutoffs (may be empty); valid after
         `ensure_records`.
+      info: the corpus description (corpus-info.json: `num_tokens` and `unk_tokens` per
+        split, `vocab_size`, `level`, ...), or None; the verdict reads the corpus' size in it.
     """
     data_dir: str
     dataset: str
@@ -27,6 +29,7 @@ class DataSource(Protocol):
     level: str
     vocab_size: int
     cutoffs: Tuple[int, ...]
+    info: Optional[dict]
 
     def layout(self, tgt_len: int, per_replica_batch: int, replicas_per_host: int = 1,
                hosts: int = 1, num_passes: int = 1) -> Any:

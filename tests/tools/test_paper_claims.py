@@ -1,0 +1,60 @@
+"""docs/paper-claims.md's tables of the synthetic ablation are the ones made from the recorded
+run next to it (docs/paper-claims-synthetic.json), by the code that prints them
+(`txl_tf.commands.ablation.format_table`, `txl_tf.inference.recl.format_recl_table`).
+
+What this covers: a hand edit of a table, or of the record, that makes the two disagree; and
+the tool's parsers reading the runners' output format. What it does not: whether the code still
+produces the recorded run (that takes ~20 minutes:
+`python runners/tools/check_paper_claims.py`), nor the prose that quotes the tables."""
+import json
+
+import pytest
+
+from runners.tools import check_paper_claims as claims
+
+
+@pytest.fixture(scope="module")
+def record():
+    with open(claims.RECORD) as f:
+        return json.load(f)
+
+
+def test_every_table_of_the_doc_is_made_from_the_record(record):
+    with open(claims.DOC) as f:
+        doc = claims.doc_tables(f.read())
+    made = claims.tables(record)
+    assert set(made) <= set(doc), f"markers missing in the doc: {set(made) - set(doc)}"
+    assert claims.differences(made, doc) == []
+
+
+def test_the_record_is_a_run_of_the_documented_command(record):
+    assert record["command"] == "python runners/ablation.py --preset=synthetic"
+    assert [r["variant"] for r in record["ablation"]["results"]] == list(claims.VARIANTS)
+    for name, grid in claims.RECL_GRIDS.items():
+        assert record["recl"][name]["context_lengths"] == [int(c) for c in grid.split(",")]
+        assert [m["model"] for m in record["recl"][name]["models"]] == list(claims.VARIANTS)
+
+
+def test_a_changed_number_is_found(record):
+    with open(claims.DOC) as f:
+        text = f.read()
+    edited = text.replace("| 1.153/3.166 @256 |", "| 0.977/2.656 @256 |", 1)
+    assert edited != text
+    diffs = claims.differences(claims.tables(record), claims.doc_tables(edited))
+    assert any(line.startswith("-ours-rec-full") and "0.977/2.656" in line for line in diffs)
+
+
+def test_the_parsers_read_what_the_runners_print(record):
+    """Output in the runners' format (the JSON lines, progress and table lines around them) is
+    read back into the record."""
+    ablation = record["ablation"]
+    stdout = "\n".join(["ablation: 6 variants x 10000 steps into runs/x; ...",
+                        *[json.dumps(r) for r in ablation["results"]],
+                        claims.tables(record)["ablation-synthetic"],
+                        "TensorBoard: tensorboard --logdir runs/x"])
+    assert claims.parse_ablation(stdout) == ablation
+    recl = record["recl"]["recl-synthetic-32"]
+    assert claims.parse_recl("windows [===] 20000/20000\nmodel  r=0.1\nrecl "
+                             + json.dumps(recl)) == recl
+    with pytest.raises(ValueError):
+        claims.parse_ablation("no results\n")
