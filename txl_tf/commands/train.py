@@ -45,11 +45,13 @@ from txl_tf.training.data_source import DataSource
 from txl_tf.training import duration
 from txl_tf.training.heartbeat import Heartbeat
 from txl_tf.training.hparams_session import HParamsSession, run_hparams
+from txl_tf.training.matmul_rate import measure_matmul_rate
 from txl_tf.training.lr_schedule import (WarmupCosineSchedule, schedule_change_notice,
                                          warmup_cosine_lr)
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.profiling import ProfileSteps
 from txl_tf.training import step_compilation
+from txl_tf.training.step_compilation import strategy_devices
 from txl_tf.training.summaries import RunSummaries, format_duration
 from txl_tf.training.trainer import Trainer
 from txl_tf.commands.warm_start import checkpoint_prefix, warm_start
@@ -377,8 +379,8 @@ def _estimate_duration(run: _Run, step: int) -> Optional[float]:
     o, place = run.options, run.place
     if not place.is_chief or isinstance(run.strategy, tf.distribute.TPUStrategy):
         return None
-    with run.strategy.scope():
-        rate = duration.matmul_rate(_COMPUTE_DTYPES[o.precision])
+    rate = measure_matmul_rate(_COMPUTE_DTYPES[o.precision],
+                               strategy_devices(run.strategy)[0]).flops_per_second
     estimate = duration.estimate_step(run.config, place.per_replica // o.grad_accum_steps,
                                       place.global_batch, place.replicas, rate)
     print(duration.estimate_line(estimate, o.train_steps - step, o.target_hardware),
