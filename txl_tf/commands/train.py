@@ -357,8 +357,9 @@ def _build_controller(run: _Run, summaries: RunSummaries, step: int, mems) -> Co
                                       echo=place.is_chief)
     save = actions_lib.SaveCheckpoint(run.checkpoints, o.save_steps, o.train_steps, memories)
     best = actions_lib.KeepBest(run.checkpoints.best, run.data.level, run.data.copy_to)
-    run.actions = dict(throughput=actions_lib.Throughput(), log=log, evaluation=evaluation,
-                       save=save, best=best,
+    measured = actions_lib.MeasuredDuration(heartbeat.pace, o.train_steps, echo=place.is_chief)
+    run.actions = dict(throughput=actions_lib.Throughput(), log=log, duration=measured,
+                       evaluation=evaluation, save=save, best=best,
                        hparams=actions_lib.HParamsMetrics(run.hparams, log, evaluation))
     if o.profile_steps and place.is_chief:  # first: it stops before the others act
         run.actions = dict(profile=ProfileSteps(o.model_dir, *o.profile_steps), **run.actions)
@@ -405,9 +406,20 @@ def _summary(run: _Run, controller: Controller, resumed: bool, baselines: dict,
         "valid_unigram_entropy_nats": baselines["valid"],
         "verdict": _verdict(log.last_loss, evaluation.last_loss, baselines, level),
         **throughput.summary(),
+        **_pace_fields(controller.heartbeat.pace),
         "wall_seconds": wall_seconds,
         "resumed": resumed,
     }
+
+
+def _pace_fields(pace) -> dict:
+    """The summary's seconds per step: measured (`seconds_per_step_source` says over which
+    steps, and whether compilation is included), the estimate from the FLOPs, and the first
+    loop's tracing and compilation (None until a later loop was measured)."""
+    return {"seconds_per_step": pace.measured_seconds_per_step(),
+            "seconds_per_step_source": pace.source(),
+            "estimated_seconds_per_step": pace.estimate,
+            "compile_seconds": pace.compile_seconds()}
 
 
 def _verdict(train_loss, valid_loss, baselines: dict, level: str) -> Optional[str]:

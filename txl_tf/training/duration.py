@@ -1,4 +1,5 @@
-"""How long a training run will take on this machine, before its first step.
+"""How long a training run will take on this machine: estimated before its first step, then
+measured.
 
 A training step costs the model FLOPs `txl_tf/model_flops.py` counts from the configuration
 (forward and backward matrix products of every token of the global batch); this machine does
@@ -6,7 +7,9 @@ at most the matmul rate `txl_tf/training/matmul_rate.py` measures (large matrix 
 run's precision, on its first device). Their ratio is a lower bound on the seconds per step (a real step also
 does element-wise work and reaches a fraction of the peak: docs/performance.md), so the line
 says "at least". A recipe sized for other hardware (`TrainOptions.target_hardware`) is named
-when the run would take more than a day here.
+when the run would take more than a day here. Once a loop after the first (which includes
+compilation) has run, `measured_line` replaces the estimate by the measured seconds per step
+(`txl_tf/training/step_pace.py`) and says how far the estimate was from it.
 
 Example:
   >>> estimate = estimate_step(config, chunk_batch=1, global_batch=64, replicas=1,
@@ -15,15 +18,21 @@ Example:
   duration estimate: at least 5.1e+03 s per step here, at least 65 years for 400,000 steps ...
 """
 import dataclasses
+from typing import Optional
 
 from txl_tf import model_flops
+from txl_tf.training.step_pace import StepPace
 
 _DAY = 86400.0
 
 
 def human_duration(seconds: float) -> str:
-    """'42 s', '12 min', '3.5 hours', '12 days', '3.2 years'."""
+    """'0.042 s', '4.2 s', '42 s', '12 min', '3.5 hours', '12 days', '3.2 years'."""
     seconds = max(float(seconds), 0.0)
+    if 0 < seconds < 0.01:
+        return f"{seconds * 1000:.2g} ms"
+    if seconds < 10:
+        return f"{seconds:.2g} s"
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:
@@ -78,4 +87,28 @@ def estimate_line(estimate: StepEstimate, steps: int, target_hardware: str = "")
             "device(s); a real step is slower)")
     if target_hardware and total > _DAY:
         line += (f"; the recipe targets {target_hardware}, see docs/training.md")
+    return line
+
+
+def measured_line(pace: StepPace, steps_left: int) -> Optional[str]:
+    """One line: the measured seconds per step (compilation excluded), the time left, the
+    compilation's share of the first loop and the estimate against the measurement; None
+    before a loop after the first was measured.
+
+    Args:
+      pace: the run's `StepPace`.
+      steps_left: steps still to run.
+    """
+    if not pace.measured:
+        return None
+    seconds = pace.seconds_per_step()
+    line = f"duration measured: {seconds:,.3g} s per step ({pace.source()}, compilation excluded)"
+    if steps_left > 0:
+        line += f", about {human_duration(seconds * steps_left)} for the {steps_left:,} steps left"
+    first_steps, first_seconds = pace.first_loop
+    line += (f"; the first {first_steps:,} steps took {human_duration(first_seconds)}, "
+             f"about {human_duration(pace.compile_seconds())} of it tracing and compilation")
+    if pace.estimate:
+        line += (f"; the estimate from the FLOPs was {pace.estimate:,.3g} s per step, the "
+                 f"measured step {seconds / pace.estimate:,.3g}x that")
     return line
