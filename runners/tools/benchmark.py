@@ -14,7 +14,10 @@ After warm-up (and XLA compilation) it measures, in one run:
     estimate uses), and the model FLOPs utilisation (MFU) of the training and evaluation
     steps: model FLOPs per token x tokens/s / measured matmul peak;
   * peak resident memory of a training run, in a child process per configuration
-    (`--memory_mem_lens`: one child per memory length, to show the growth in mem_len).
+    (`--memory_mem_lens`: one child per memory length, to show the growth in mem_len), and on
+    an accelerator its allocator's peak over the timed steps
+    (`txl_tf/training/device_memory.py`), next to the estimate with which training chooses its
+    gradient accumulation (`txl_tf/training/batch_fit.py`).
 Optional comparisons:
   * `--compare_huggingface`: the Hugging Face `transformers` TransfoXL (PyTorch, CPU, same
     threads) on the same configuration, driven by `runners/tools/benchmark_huggingface.py` in its
@@ -60,6 +63,8 @@ from txl_tf.commands.train_options import TrainError, profile_range  # noqa: E40
 from txl_tf.training import distribute, step_compilation  # noqa: E402
 from txl_tf.training.profiling import ProfileSteps  # noqa: E402
 from txl_tf.training.lr_schedule import WarmupCosineSchedule  # noqa: E402
+from txl_tf.training.batch_fit import memory_estimate  # noqa: E402
+from txl_tf.training.device_memory import peak_memory, reset_peaks  # noqa: E402
 from txl_tf.training.matmul_rate import measure_matmul_rate  # noqa: E402
 from txl_tf.training.step_compilation import strategy_devices  # noqa: E402
 from txl_tf.training.optimizer import make_optimizer  # noqa: E402
@@ -463,7 +468,9 @@ def print_table(r):
             ("eval tokens/s (median)", "eval_tokens_per_s", 0),
             ("eval tokens/s (best)", "eval_tokens_per_s_best", 0),
             ("eval s/step (median)", "eval_step_s", 4),
-            ("peak RSS MB (train)", "peak_rss_mb", 0)]
+            ("peak RSS MB (train)", "peak_rss_mb", 0),
+            ("peak accelerator MB", "accelerator_peak_memory_mb", 0),
+            ("estimated step MB", "estimated_peak_memory_mb", 0)]
     for label, key, digits in rows:
         line = f"{label:26s}{_fmt(r.get(key), digits):>14s}"
         if hf:
@@ -528,9 +535,11 @@ def _other_compilation(steps):
     return other
 
 
-def _best_rate(best, dtype, device):
-    """The better of `best` (a `MatmulRate` or None) and a new measurement."""
+def _best_rate(best, dtype, device, devices):
+    """The better of `best` (a `MatmulRate` or None) and a new measurement; the accelerators'
+    peak memory starts afresh after it (it counts the steps only)."""
     rate = measure_matmul_rate(dtype, device, size=FLAGS.matmul_size or None)
+    reset_peaks(devices)
     return rate if best is None or rate.flops_per_second > best.flops_per_second else best
 
 
@@ -538,12 +547,12 @@ def _timed_rounds(steps, hf, precision_dtype, other=None):
     """({kind: step seconds}, float32 `MatmulRate`, `MatmulRate` in the precision's dtype),
     interleaved: each round times every contender once."""
     peak32, peak_p = None, None
-    device = strategy_devices(steps.trainer.strategy)[0]
+    devices = strategy_devices(steps.trainer.strategy)
     times = {"train": [], "eval": [], "hf_train": [], "hf_eval": []}
     for _ in range(FLAGS.rounds):
-        peak32 = _best_rate(peak32, tf.float32, device)
+        peak32 = _best_rate(peak32, tf.float32, devices[0], devices)
         if precision_dtype != tf.float32:
-            peak_p = _best_rate(peak_p, precision_dtype, device)
+            peak_p = _best_rate(peak_p, precision_dtype, devices[0], devices)
         for kind in ("train", "eval"):
             times[kind] += steps.time_steps(kind, FLAGS.steps)
             if other and kind == "train":
@@ -582,6 +591,18 @@ def _huggingface_figures(record, hf, times, train_tokens, eval_tokens):
     for kind in ("train", "eval"):
         record[f"{kind}_speedup_vs_huggingface"] = (
             record[f"{kind}_tokens_per_s"] / record["huggingface"][f"{kind}_tokens_per_s"])
+
+
+def _device_memory_figures(record, config, strategy):
+    """The accelerators' peak over the last round's steps (None on a CPU, with the reason) and
+    the accumulation chooser's estimate of the same step (`batch_fit.memory_estimate`)."""
+    peak = peak_memory(strategy_devices(strategy))
+    chunk = FLAGS.batch_size // strategy.num_replicas_in_sync // FLAGS.grad_accum_steps
+    record["accelerator_peak_memory_mb"] = (None if peak["peak_bytes"] is None
+                                            else peak["peak_bytes"] / 2**20)
+    estimate = memory_estimate(config, chunk, None, "not queried")
+    record["estimated_peak_memory_mb"] = estimate["estimated_peak_bytes"] / 2**20
+    record["device_memory"] = dict(peak, estimate=estimate)
 
 
 def _memory_figures(record, config):
@@ -649,6 +670,7 @@ def run_benchmark():
         record["vanilla"] = compare_vanilla([int(x) for x in FLAGS.vanilla_lens],
                                             FLAGS.vanilla_batch_size, FLAGS.vanilla_predictions,
                                             FLAGS.rounds, steps.jit)
+    _device_memory_figures(record, config, steps.trainer.strategy)
     _memory_figures(record, config)
     print_table(record)
     _write_json(record)

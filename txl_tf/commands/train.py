@@ -42,6 +42,7 @@ from txl_tf.training import distribute
 from txl_tf.commands import resume_check
 from txl_tf.training.controller import Controller
 from txl_tf.training.data_source import DataSource
+from txl_tf.training.device_memory import peak_memory, reset_peaks
 from txl_tf.training import duration
 from txl_tf.training.heartbeat import Heartbeat
 from txl_tf.training.hparams_session import HParamsSession, run_hparams
@@ -97,6 +98,7 @@ class _Run:
     checkpoints: Optional[checkpoints_lib.TrainCheckpoints] = None
     actions: Optional[dict] = None  # by name: throughput, log, evaluation, save, best, hparams
     hparams: Optional[HParamsSession] = None
+    memory_estimate: Optional[dict] = None  # the accumulation chooser's (batch_fit)
 
 
 def _build_schedule(o: TrainOptions) -> WarmupCosineSchedule:
@@ -166,14 +168,14 @@ def _build_data(o: TrainOptions, template: ConfigTemplate, data: DataSource,
     return layouts, template.for_data(data.vocab_size, tuple(data.cutoffs))
 
 
-def _fit_batch(o: TrainOptions, config, place: Placement, strategy) -> TrainOptions:
-    """`o` with the `grad_accum_steps` that makes each replica's chunk fit; one line when it
-    had to be raised."""
+def _fit_batch(o: TrainOptions, config, place: Placement, strategy):
+    """(`o` with the `grad_accum_steps` that makes each replica's chunk fit, the memory
+    estimate behind the choice); one line when it had to be raised."""
     fit = batch_fit.fit_per_replica_batch(config, place.per_replica, o.grad_accum_steps,
                                           o.max_per_replica_batch, strategy, place.local)
     if fit.reason and place.is_chief:
         print(fit.reason, flush=True)
-    return dataclasses.replace(o, grad_accum_steps=fit.grad_accum_steps)
+    return dataclasses.replace(o, grad_accum_steps=fit.grad_accum_steps), fit.estimate
 
 
 def _check_init_checkpoint(path: str, config) -> None:
@@ -407,6 +409,8 @@ def _summary(run: _Run, controller: Controller, resumed: bool, baselines: dict,
         "verdict": _verdict(log.last_loss, evaluation.last_loss, baselines, level),
         **throughput.summary(),
         **_pace_fields(controller.heartbeat.pace),
+        "device_memory": dict(peak_memory(strategy_devices(run.strategy)),
+                              estimate=run.memory_estimate),
         "wall_seconds": wall_seconds,
         "resumed": resumed,
     }
@@ -481,9 +485,9 @@ def train(options: TrainOptions,
     strategy = strategy or _build_strategy(o)
     place = _build_placement(o, strategy)
     layouts, config = _build_data(o, template, data, place)
-    o = _fit_batch(for_level(o, data.level), config, place, strategy)
+    o, memory_estimate = _fit_batch(for_level(o, data.level), config, place, strategy)
     schedule = _build_schedule(o)
-    run = _Run(o, strategy, place, data, layouts, config)
+    run = _Run(o, strategy, place, data, layouts, config, memory_estimate=memory_estimate)
     _write_model_dir(run)
     _build_trainer(run, schedule)
     step, memory = run.checkpoints.restore()
@@ -498,6 +502,7 @@ def train(options: TrainOptions,
     controller = _build_controller(run, summaries, step, mems)
     _announce(run, summaries, step, resumed, baseline, name)
     controller.heartbeat.estimate = _estimate_duration(run, step)
+    reset_peaks(strategy_devices(strategy))  # the run's own peak, not the matmul rate's
     end_step = o.train_steps if stop_after_steps is None else min(o.train_steps,
                                                                   stop_after_steps)
     try:
