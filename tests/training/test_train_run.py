@@ -69,7 +69,10 @@ def test_summary_has_the_measured_pace_and_the_memory_figures(short_run):
     # 8 loops of 10 steps: the first (compilation) apart, the pace of the 70 steps after it.
     assert summary["seconds_per_step_source"] == "measured over 70 steps"
     assert summary["seconds_per_step"] > 0 and summary["compile_seconds"] >= 0
-    assert summary["estimated_seconds_per_step"] > 0  # the FLOP estimate, before the steps
+    assert summary["estimated_seconds_per_step"] == pytest.approx(
+        summary["train_flops_per_step"] / summary["matmul_peak_flops"])  # one replica
+    assert summary["mfu"] == pytest.approx(summary["train_flops_per_step"] / (
+        summary["seconds_per_step"] * summary["matmul_peak_flops"]))
     memory = summary["device_memory"]
     assert memory["peak_bytes"] is None and memory["reason"] == device_memory.CPU_REASON
     estimate = memory["estimate"]

@@ -99,6 +99,7 @@ class _Run:
     actions: Optional[dict] = None  # by name: throughput, log, evaluation, save, best, hparams
     hparams: Optional[HParamsSession] = None
     memory_estimate: Optional[dict] = None  # the accumulation chooser's (batch_fit)
+    step_estimate: Optional[duration.StepEstimate] = None  # before the first step (chief)
 
 
 def _build_schedule(o: TrainOptions) -> WarmupCosineSchedule:
@@ -375,10 +376,10 @@ _COMPUTE_DTYPES = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16,
                    "mixed_float16": tf.float16}
 
 
-def _estimate_duration(run: _Run, step: int) -> Optional[float]:
+def _estimate_duration(run: _Run, step: int) -> Optional[duration.StepEstimate]:
     """The chief's line estimating the seconds per step and the run's duration from the model's
     FLOPs and this machine's matmul rate (not on a TPU, whose rate the host cannot measure);
-    returns the seconds per step, or None."""
+    returns the estimate, or None."""
     o, place = run.options, run.place
     if not place.is_chief or isinstance(run.strategy, tf.distribute.TPUStrategy):
         return None
@@ -388,7 +389,7 @@ def _estimate_duration(run: _Run, step: int) -> Optional[float]:
                                       place.global_batch, place.replicas, rate)
     print(duration.estimate_line(estimate, o.train_steps - step, o.target_hardware),
           flush=True)
-    return estimate.seconds
+    return estimate
 
 
 def _summary(run: _Run, controller: Controller, resumed: bool, baselines: dict,
@@ -408,7 +409,7 @@ def _summary(run: _Run, controller: Controller, resumed: bool, baselines: dict,
         "valid_unigram_entropy_nats": baselines["valid"],
         "verdict": _verdict(log.last_loss, evaluation.last_loss, baselines, level),
         **throughput.summary(),
-        **_pace_fields(controller.heartbeat.pace),
+        **_pace_fields(controller.heartbeat.pace, run.step_estimate),
         "device_memory": dict(peak_memory(strategy_devices(run.strategy)),
                               estimate=run.memory_estimate),
         "wall_seconds": wall_seconds,
@@ -416,14 +417,22 @@ def _summary(run: _Run, controller: Controller, resumed: bool, baselines: dict,
     }
 
 
-def _pace_fields(pace) -> dict:
+def _pace_fields(pace, estimate: Optional[duration.StepEstimate]) -> dict:
     """The summary's seconds per step: measured (`seconds_per_step_source` says over which
-    steps, and whether compilation is included), the estimate from the FLOPs, and the first
-    loop's tracing and compilation (None until a later loop was measured)."""
-    return {"seconds_per_step": pace.measured_seconds_per_step(),
+    steps, and whether compilation is included), the estimate from the FLOPs, the first
+    loop's tracing and compilation (None until a later loop was measured), and the model FLOPs
+    utilisation of the measured step against the matmul rate measured before the first step
+    (per device: FLOPs / (seconds x rate x replicas); None without an estimate)."""
+    measured = pace.measured_seconds_per_step()
+    mfu = (estimate.flops / (measured * estimate.rate * estimate.replicas)
+           if estimate and measured else None)
+    return {"seconds_per_step": measured,
             "seconds_per_step_source": pace.source(),
             "estimated_seconds_per_step": pace.estimate,
-            "compile_seconds": pace.compile_seconds()}
+            "compile_seconds": pace.compile_seconds(),
+            "train_flops_per_step": estimate.flops if estimate else None,
+            "matmul_peak_flops": estimate.rate if estimate else None,
+            "mfu": mfu}
 
 
 def _verdict(train_loss, valid_loss, baselines: dict, level: str) -> Optional[str]:
@@ -501,7 +510,8 @@ def train(options: TrainOptions,
     baseline = baselines["train"]
     controller = _build_controller(run, summaries, step, mems)
     _announce(run, summaries, step, resumed, baseline, name)
-    controller.heartbeat.estimate = _estimate_duration(run, step)
+    run.step_estimate = _estimate_duration(run, step)
+    controller.heartbeat.estimate = run.step_estimate.seconds if run.step_estimate else None
     reset_peaks(strategy_devices(strategy))  # the run's own peak, not the matmul rate's
     end_step = o.train_steps if stop_after_steps is None else min(o.train_steps,
                                                                   stop_after_steps)
