@@ -14,8 +14,8 @@ How it stays honest on an accelerator, where kernels run asynchronously:
   * the side grows (doubling from `START_SIZE`, up to `MAX_SIZE`) until one product lasts
     `MIN_PRODUCT_SECONDS`, so that an accelerator is not timed on a problem too small to fill
     it, and a burst repeats the product until it lasts `MIN_BURST_SECONDS`.
-On a CPU, where a product of side `START_SIZE` already takes milliseconds, this is a
-[1024, 1024] product timed a few at a time.
+On a CPU a product of side 1024 or 2048 already lasts that long (the sides the earlier timers
+used), timed one or a few at a time; an accelerator reaches `MAX_SIZE`.
 
 Example:
   >>> rate = measure_matmul_rate(tf.bfloat16, device="/GPU:0")
@@ -30,7 +30,7 @@ import tensorflow as tf
 
 START_SIZE = 1024
 MAX_SIZE = 8192  # three float32 [8192, 8192] matrices: 768 MiB
-MIN_PRODUCT_SECONDS = 0.002
+MIN_PRODUCT_SECONDS = 0.01
 MIN_BURST_SECONDS = 0.05
 MAX_BURST = 64
 
