@@ -70,6 +70,7 @@ class FakeClock:
 
 def test_flops_over_seconds_against_a_fake_clock(monkeypatch):
     monkeypatch.setattr(matmul_rate, "START_SIZE", 32)
+    monkeypatch.setattr(matmul_rate, "MAX_SIZE", 64)
     tick = 2.0 ** -6  # exact in binary: the clock's differences are exact
     monkeypatch.setattr(matmul_rate, "time", FakeClock(tick))
     rate = matmul_rate.measure_matmul_rate(tf.float32, repeats=2)
@@ -89,6 +90,7 @@ def test_a_fast_product_grows_the_problem_to_the_largest_side(monkeypatch):
 
 
 def test_a_given_size_is_kept(monkeypatch):
+    monkeypatch.setattr(matmul_rate, "MAX_SIZE", 64)
     monkeypatch.setattr(matmul_rate, "time", FakeClock(tick=1e-6))
     assert matmul_rate.measure_matmul_rate(tf.float32, size=48, repeats=1).size == 48
 
@@ -112,8 +114,11 @@ def test_both_compilations_are_timed_and_the_better_counts(monkeypatch):
         return call
 
     monkeypatch.setattr(matmul_rate, "START_SIZE", 32)
+    monkeypatch.setattr(matmul_rate, "MAX_SIZE", 64)
+    monkeypatch.setattr(matmul_rate, "MIN_PRODUCT_SECONDS", 2.0 ** -9)  # no growth
     monkeypatch.setattr(matmul_rate, "time", types.SimpleNamespace(perf_counter=perf_counter))
     monkeypatch.setattr(matmul_rate.tf, "function", recording_function)
     rate = matmul_rate.measure_matmul_rate(tf.float32, repeats=1)
     assert set(jit_of_burst) == {False, True}
+    assert rate.size == 32
     assert rate.flops_per_second == pytest.approx(2 * 32 ** 3 * rate.products / 2.0 ** -8)
