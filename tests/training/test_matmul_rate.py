@@ -50,7 +50,8 @@ def test_the_rate_is_in_the_asked_dtype_on_the_asked_device(monkeypatch, two_cpu
         return a, b
 
     monkeypatch.setattr(matmul_rate, "_operands", spy)
-    rate = matmul_rate.measure_matmul_rate(tf.bfloat16, device=two_cpu_devices[1], size=64, repeats=1)
+    rate = matmul_rate.measure_matmul_rate(tf.bfloat16, device=two_cpu_devices[1], size=64,
+                                           repeats=1)
     assert rate.dtype == "bfloat16" and rate.device == two_cpu_devices[1] and rate.size == 64
     assert len(seen) == 4  # two operands, plain and XLA
     assert all(s[0] == tf.bfloat16 and s[1].endswith("CPU:1") and s[2] == [64, 64]

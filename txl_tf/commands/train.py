@@ -96,7 +96,8 @@ class _Run:
     trainer: Optional[Trainer] = None
     compilation: Optional[step_compilation.Choice] = None  # how the trainer's step is compiled
     checkpoints: Optional[checkpoints_lib.TrainCheckpoints] = None
-    actions: Optional[dict] = None  # by name: throughput, log, evaluation, save, best, hparams
+    # by name: throughput, log, duration, evaluation, save, best, hparams
+    actions: Optional[dict] = None
     hparams: Optional[HParamsSession] = None
     memory_estimate: Optional[dict] = None  # the accumulation chooser's (batch_fit)
     step_estimate: Optional[duration.StepEstimate] = None  # before the first step (chief)

@@ -2,9 +2,10 @@
 
 `tf.config.experimental.get_memory_info(device)['peak']` is the most memory a GPU's (or TPU's)
 allocator held since the process started or since `reset_peaks` (run after measurements that
-are not the run's own, such as the matmul rate). On a CPU TensorFlow tracks no such figure (it
-answers 0), so a CPU's peak is None with the reason; the benchmark measures the process's peak
-resident memory there instead.
+are not the run's own, such as the matmul rate). On a CPU it counts only TensorFlow's CPU tensor
+allocator (0 before the first tensor, then the tensors' bytes), not what the process holds, so a
+CPU's peak is None with the reason; the benchmark measures the process's peak resident memory
+there instead.
 
 Example:
   >>> reset_peaks(["/GPU:0"])
@@ -16,8 +17,8 @@ from typing import Callable, Optional, Sequence
 
 import tensorflow as tf
 
-CPU_REASON = ("TensorFlow tracks no peak memory on a CPU (get_memory_info answers 0 there); "
-              "see the process's peak resident memory")
+CPU_REASON = ("a CPU's get_memory_info counts TensorFlow's CPU tensor allocator only, not the "
+              "process's memory; see the process's peak resident memory")
 
 
 def _device_type(name: str) -> str:

@@ -4,10 +4,10 @@ measured.
 A training step costs the model FLOPs `txl_tf/model_flops.py` counts from the configuration
 (forward and backward matrix products of every token of the global batch); this machine does
 at most the matmul rate `txl_tf/training/matmul_rate.py` measures (large matrix products in the
-run's precision, on its first device). Their ratio is a lower bound on the seconds per step (a real step also
-does element-wise work and reaches a fraction of the peak: docs/performance.md), so the line
-says "at least". A recipe sized for other hardware (`TrainOptions.target_hardware`) is named
-when the run would take more than a day here. Once a loop after the first (which includes
+run's precision, on its first device). Their ratio is a lower bound on the seconds per step
+(a real step also does element-wise work and reaches a fraction of the peak:
+docs/performance.md), so the line says "at least". A recipe sized for other hardware
+(`TrainOptions.target_hardware`) is named when the run would take more than a day here. Once a loop after the first (which includes
 compilation) has run, `measured_line` replaces the estimate by the measured seconds per step
 (`txl_tf/training/step_pace.py`) and says how far the estimate was from it.
 

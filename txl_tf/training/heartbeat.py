@@ -7,8 +7,9 @@ background thread asks `tick(now)` every second; when no line was printed for `s
 prints where the run is: the loop's steps, the time spent in it, the seconds per step of the
 run's `StepPace` (`txl_tf/training/step_pace.py`: measured after compilation, the first loop's
 with compilation until then, or before any step finished the estimate made from the model's
-FLOPs), which of them it is, and the time left. `LogProgress` shares the time of the last line (`last_line`), so a run whose loops are
-short prints only its step-based lines and its time-based ones.
+FLOPs), which of them it is, and the time left. `LogProgress` shares the time of the last line
+(`last_line`), so a run whose loops are short prints only its step-based lines and its
+time-based ones.
 
 Example:
   >>> heartbeat = Heartbeat(seconds=60, train_steps=400000)
