@@ -9,11 +9,15 @@ After warm-up (and XLA compilation) it measures, in one run:
     per step;
   * evaluation step: forward with memory and labels, no dropout, one replica, compiled whole by
     XLA when the training step is: tokens/s;
-  * the dense matmul peak of this machine (large float32 / bfloat16 matmuls timed in the same
-    run), and the model FLOPs utilisation (MFU) of the training and evaluation steps:
-    model FLOPs per token x tokens/s / measured matmul peak;
+  * the dense matmul peak of the first device of the run (float32 and the precision's dtype,
+    timed in the same run by `txl_tf/training/matmul_rate.py`, the rate training's duration
+    estimate uses), and the model FLOPs utilisation (MFU) of the training and evaluation
+    steps: model FLOPs per token x tokens/s / measured matmul peak;
   * peak resident memory of a training run, in a child process per configuration
-    (`--memory_mem_lens`: one child per memory length, to show the growth in mem_len).
+    (`--memory_mem_lens`: one child per memory length, to show the growth in mem_len), and on
+    an accelerator its allocator's peak over the timed steps
+    (`txl_tf/training/device_memory.py`), next to the estimate with which training chooses its
+    gradient accumulation (`txl_tf/training/batch_fit.py`).
 Optional comparisons:
   * `--compare_huggingface`: the Hugging Face `transformers` TransfoXL (PyTorch, CPU, same
     threads) on the same configuration, driven by `runners/tools/benchmark_huggingface.py` in its
@@ -59,6 +63,10 @@ from txl_tf.commands.train_options import TrainError, profile_range  # noqa: E40
 from txl_tf.training import distribute, step_compilation  # noqa: E402
 from txl_tf.training.profiling import ProfileSteps  # noqa: E402
 from txl_tf.training.lr_schedule import WarmupCosineSchedule  # noqa: E402
+from txl_tf.training.batch_fit import memory_estimate  # noqa: E402
+from txl_tf.training.device_memory import peak_memory, reset_peaks  # noqa: E402
+from txl_tf.training.matmul_rate import measure_matmul_rate  # noqa: E402
+from txl_tf.training.step_compilation import strategy_devices  # noqa: E402
 from txl_tf.training.optimizer import make_optimizer  # noqa: E402
 from txl_tf.training.trainer import Trainer  # noqa: E402
 
@@ -91,7 +99,9 @@ flags.DEFINE_integer("steps", 4, "Timed steps of each kind per round.")
 flags.DEFINE_integer("bench_warmup", 3, "Untimed steps (compilation included) before timing.")
 flags.DEFINE_integer("rounds", 5, "Measurement rounds; comparisons are interleaved per round.")
 flags.DEFINE_integer("threads", 0, "Intra-op threads for TF (and torch); 0 = number of cores.")
-flags.DEFINE_integer("matmul_size", 2048, "Side of the square matmuls that measure the peak.")
+flags.DEFINE_integer("matmul_size", 0,
+                     "Side of the square matmuls that measure the peak; 0: grown until a "
+                     "product lasts long enough (txl_tf/training/matmul_rate.py).")
 flags.DEFINE_list("memory_mem_lens", [],
                   "Memory lengths for the peak-memory table (one child process each, at "
                   "tgt_len and batch_size); empty = just the configured mem_len.")
@@ -250,23 +260,6 @@ class Steps:
 
 
 # ------------------------------------------------------------------------------------------------
-def measure_matmul_peak(size, dtype, repeats=5):
-    """Best achieved FLOP/s of a [size, size] x [size, size] matmul (plain TF and XLA)."""
-    a = tf.random.normal([size, size], dtype=tf.float32)
-    b = tf.random.normal([size, size], dtype=tf.float32)
-    a, b = tf.cast(a, dtype), tf.cast(b, dtype)
-    flops = 2.0 * size ** 3
-    best = 0.0
-    for jit in (False, True):
-        fn = tf.function(lambda x, y: tf.linalg.matmul(x, y), jit_compile=jit)
-        fn(a, b).numpy()
-        for _ in range(repeats):
-            start = time.perf_counter()
-            fn(a, b).numpy()
-            best = max(best, flops / (time.perf_counter() - start))
-    return best
-
-
 def _read_vm_hwm_mb():
     """This process image's peak resident memory (VmHWM). Unlike `ru_maxrss`, it starts afresh
     at exec: Linux carries the RSS of the forked copy of the parent into the child's
@@ -475,7 +468,9 @@ def print_table(r):
             ("eval tokens/s (median)", "eval_tokens_per_s", 0),
             ("eval tokens/s (best)", "eval_tokens_per_s_best", 0),
             ("eval s/step (median)", "eval_step_s", 4),
-            ("peak RSS MB (train)", "peak_rss_mb", 0)]
+            ("peak RSS MB (train)", "peak_rss_mb", 0),
+            ("peak accelerator MB", "accelerator_peak_memory_mb", 0),
+            ("estimated step MB", "estimated_peak_memory_mb", 0)]
     for label, key, digits in rows:
         line = f"{label:26s}{_fmt(r.get(key), digits):>14s}"
         if hf:
@@ -486,8 +481,8 @@ def print_table(r):
     print(f"{'model GFLOP/token train':26s}{r['train_flops_per_token'] / 1e9:>14.4f}")
     print(f"{'model GFLOP/token eval':26s}{r['eval_flops_per_token'] / 1e9:>14.4f}")
     print(f"{'matmul peak GFLOP/s':26s}{r['matmul_peak_flops'] / 1e9:>14.1f}  "
-          f"({r['peak_dtype']}, {r['matmul_size']}^2; float32 "
-          f"{r['matmul_peak_flops_float32'] / 1e9:.1f})")
+          f"({r['peak_dtype']}, {r['matmul_size']}^2 on {r['matmul_device']}; float32 "
+          f"{r['matmul_peak_flops_float32'] / 1e9:.1f}, {r['matmul_size_float32']}^2)")
     print(f"{'MFU train (median, best)':26s}{100 * r['mfu_train']:>13.1f}%"
           f"{100 * r['mfu_train_best']:>13.1f}%")
     print(f"{'MFU eval (median, best)':26s}{100 * r['mfu_eval']:>13.1f}%"
@@ -540,15 +535,24 @@ def _other_compilation(steps):
     return other
 
 
+def _best_rate(best, dtype, device, devices):
+    """The better of `best` (a `MatmulRate` or None) and a new measurement; the accelerators'
+    peak memory starts afresh after it (it counts the steps only)."""
+    rate = measure_matmul_rate(dtype, device, size=FLAGS.matmul_size or None)
+    reset_peaks(devices)
+    return rate if best is None or rate.flops_per_second > best.flops_per_second else best
+
+
 def _timed_rounds(steps, hf, precision_dtype, other=None):
-    """({kind: step seconds}, float32 matmul peak, peak in the precision's dtype), interleaved:
-    each round times every contender once."""
-    peak32, peak_p = 0.0, 0.0
+    """({kind: step seconds}, float32 `MatmulRate`, `MatmulRate` in the precision's dtype),
+    interleaved: each round times every contender once."""
+    peak32, peak_p = None, None
+    devices = strategy_devices(steps.trainer.strategy)
     times = {"train": [], "eval": [], "hf_train": [], "hf_eval": []}
     for _ in range(FLAGS.rounds):
-        peak32 = max(peak32, measure_matmul_peak(FLAGS.matmul_size, tf.float32))
+        peak32 = _best_rate(peak32, tf.float32, devices[0], devices)
         if precision_dtype != tf.float32:
-            peak_p = max(peak_p, measure_matmul_peak(FLAGS.matmul_size, precision_dtype))
+            peak_p = _best_rate(peak_p, precision_dtype, devices[0], devices)
         for kind in ("train", "eval"):
             times[kind] += steps.time_steps(kind, FLAGS.steps)
             if other and kind == "train":
@@ -589,6 +593,18 @@ def _huggingface_figures(record, hf, times, train_tokens, eval_tokens):
             record[f"{kind}_tokens_per_s"] / record["huggingface"][f"{kind}_tokens_per_s"])
 
 
+def _device_memory_figures(record, config, strategy):
+    """The accelerators' peak over the last round's steps (None on a CPU, with the reason) and
+    the accumulation chooser's estimate of the same step (`batch_fit.memory_estimate`)."""
+    peak = peak_memory(strategy_devices(strategy))
+    chunk = FLAGS.batch_size // strategy.num_replicas_in_sync // FLAGS.grad_accum_steps
+    record["accelerator_peak_memory_mb"] = (None if peak["peak_bytes"] is None
+                                            else peak["peak_bytes"] / 2**20)
+    estimate = memory_estimate(config, chunk, None, "not queried")
+    record["estimated_peak_memory_mb"] = estimate["estimated_peak_bytes"] / 2**20
+    record["device_memory"] = dict(peak, estimate=estimate)
+
+
 def _memory_figures(record, config):
     record["peak_rss_mb"] = None
     if not FLAGS.measure_memory:
@@ -600,7 +616,7 @@ def _memory_figures(record, config):
             record["peak_rss_mb"] = m["process_peak_rss_mb"]
 
 
-def _settings(config, steps, threads, peak32, peak, precision_dtype):
+def _settings(config, steps, threads, peak32, peak):
     eval_q, eval_m = _eval_lengths()
     return {
         "machine": _versions(), "config": config.to_dict(), "batch_size": FLAGS.batch_size,
@@ -611,8 +627,10 @@ def _settings(config, steps, threads, peak32, peak, precision_dtype):
         "xla_fusion": FLAGS.xla_fusion, "precision": FLAGS.precision, "threads": threads,
         "rounds": FLAGS.rounds, "steps_per_round": FLAGS.steps,
         "n_params": int(sum(v.numpy().size for v in steps.model.trainable_variables)),
-        "matmul_size": FLAGS.matmul_size, "matmul_peak_flops_float32": peak32,
-        "matmul_peak_flops": peak, "peak_dtype": precision_dtype.name,
+        "matmul_size": peak.size, "matmul_size_float32": peak32.size,
+        "matmul_device": peak.device, "matmul_products_per_burst": peak.products,
+        "matmul_peak_flops_float32": peak32.flops_per_second,
+        "matmul_peak_flops": peak.flops_per_second, "peak_dtype": peak.dtype,
         "command": " ".join([os.path.basename(sys.executable)] + sys.argv)}
 
 
@@ -635,11 +653,11 @@ def run_benchmark():
     precision_dtype = {"mixed_bfloat16": tf.bfloat16,  # mixed_float16: loss scaling as train.py
                        "mixed_float16": tf.float16}.get(FLAGS.precision, tf.float32)
     times, peak32, peak = _timed_rounds(steps, hf, precision_dtype, other)
-    record = _settings(config, steps, threads, peak32, peak, precision_dtype)
+    record = _settings(config, steps, threads, peak32, peak)
     record.update(_speed(b * config.tgt_len, times["train"], times["eval"], b * eval_q))
     for key in ("train_tokens_per_s", "train_tokens_per_s_best"):  # per device, as GPUs compare
         record[key + "_per_replica"] = record[key] / record["replicas"]
-    record.update(_utilisation(config, record, peak))
+    record.update(_utilisation(config, record, peak.flops_per_second))
     if other:  # the same step compiled the other way, timed in the same rounds
         median = statistics.median(times["other_train"])
         record["other_compilation"] = {"jit_compile": other.jit, "train_step_s": median,
@@ -652,6 +670,7 @@ def run_benchmark():
         record["vanilla"] = compare_vanilla([int(x) for x in FLAGS.vanilla_lens],
                                             FLAGS.vanilla_batch_size, FLAGS.vanilla_predictions,
                                             FLAGS.rounds, steps.jit)
+    _device_memory_figures(record, config, steps.trainer.strategy)
     _memory_figures(record, config)
     print_table(record)
     _write_json(record)

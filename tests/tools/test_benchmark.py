@@ -89,6 +89,15 @@ def test_benchmark_runs_on_a_tiny_config_and_reports_every_figure(tmp_path):
     assert record["mfu_train"] == pytest.approx(
         record["train_flops_per_token"] * record["train_tokens_per_s"]
         / record["matmul_peak_flops"])
+    # The matmul rate of the run's first device, at the asked side; no accelerator peak on a
+    # CPU (None and the reason), the accumulation chooser's estimate of this step beside it.
+    assert record["matmul_size"] == 64 and record["matmul_device"].endswith("CPU:0")
+    assert record["accelerator_peak_memory_mb"] is None
+    assert record["device_memory"]["reason"].startswith("a CPU's get_memory_info counts")
+    estimate = record["device_memory"]["estimate"]
+    assert estimate["streams_per_chunk"] == 2
+    assert record["estimated_peak_memory_mb"] == pytest.approx(
+        estimate["estimated_peak_bytes"] / 2**20)
     assert [m["mem_len"] for m in record["memory"]] == [0, 8]
     for m in record["memory"]:  # the child's own figures, in the order they grow
         assert 0 < m["rss_after_import_mb"] <= m["peak_rss_after_build_mb"]

@@ -63,7 +63,7 @@ class FakeSummaries:
     def valid(self, step, loss):
         self.valid_points.append((step, loss))
 
-    def console(self, step, train_steps, loss, lr, tokens_per_sec, eta):
+    def console(self, step, train_steps, loss, lr, tokens_per_sec, eta, eta_note=""):
         return f"step {step}/{train_steps} loss {loss}"
 
 

@@ -30,7 +30,7 @@ def test_heartbeat_speaks_after_the_silence_and_not_before():
     line = hb.tick()
     assert line == lines[-1]
     assert line.startswith("step 0/1000: running steps 1-100 for 60 s; 5 s per step "
-                           "(estimated from the FLOPs), about 83 min left"), line
+                           "(estimate (FLOPs)), about 83 min left"), line
     clock.now += 30
     assert hb.tick() is None  # the silence starts again at the line
     hb.line_printed()  # another line (the step-based log)
@@ -40,11 +40,14 @@ def test_heartbeat_speaks_after_the_silence_and_not_before():
     hb.loop_finished(step=100, num_steps=100, seconds=1000.0)
     assert hb.measured_seconds_per_step() == pytest.approx(10.0)
     hb.loop_started(step=100, num_steps=50)
+    clock.now += 60
+    assert ("10 s per step (measured over the first 100 steps, compilation included), about "
+            "2.5 hours left") in hb.tick()
     hb.loop_finished(step=150, num_steps=50, seconds=200.0)
     assert hb.measured_seconds_per_step() == pytest.approx(4.0)  # 200 s / 50 steps
     hb.loop_started(step=150, num_steps=50)
     clock.now += 120
-    assert "4 s per step (measured), about 57 min left" in hb.tick()
+    assert "4 s per step (measured over 50 steps), about 57 min left" in hb.tick()
 
 
 def test_without_seconds_there_is_no_heartbeat():
@@ -77,7 +80,7 @@ class Summaries:
     def train(self, *args):
         pass
 
-    def console(self, step, train_steps, loss, lr, tokens_per_sec, eta):
+    def console(self, step, train_steps, loss, lr, tokens_per_sec, eta, eta_note=""):
         return f"step {step}/{train_steps} | loss {loss}"
 
 

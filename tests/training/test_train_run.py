@@ -20,6 +20,7 @@ from tensorboard.backend.event_processing import event_accumulator
 
 import tf_records
 import txl_tf
+from txl_tf.training import device_memory
 from txl_tf.training.checkpoints import worker_memory
 from tf_records import DataOptions, PreparedData
 from txl_tf.commands.train import train
@@ -61,6 +62,26 @@ def short_run(tmp_path_factory):
         eval_steps=40, max_eval_batches=4)
     summary = train(options, train_config(), PreparedData(data))
     return options, summary, data
+
+
+def test_summary_has_the_measured_pace_and_the_memory_figures(short_run):
+    options, summary, _ = short_run
+    # 8 loops of 10 steps: the first (compilation) apart, the pace of the 70 steps after it.
+    assert summary["seconds_per_step_source"] == "measured over 70 steps"
+    assert summary["seconds_per_step"] > 0 and summary["compile_seconds"] >= 0
+    assert summary["estimated_seconds_per_step"] == pytest.approx(
+        summary["train_flops_per_step"] / summary["matmul_peak_flops"])  # one replica
+    assert summary["mfu"] == pytest.approx(summary["train_flops_per_step"] / (
+        summary["seconds_per_step"] * summary["matmul_peak_flops"]))
+    memory = summary["device_memory"]
+    assert memory["peak_bytes"] is None and memory["reason"] == device_memory.CPU_REASON
+    estimate = memory["estimate"]
+    assert estimate["streams_per_chunk"] == options.per_host_train_bsz
+    assert estimate["estimated_peak_bytes"] == (
+        options.per_host_train_bsz * estimate["activation_bytes_per_stream"]
+        + estimate["weights_and_adam_bytes"])
+    with open(os.path.join(options.model_dir, "train_summary.json")) as f:
+        assert json.load(f)["device_memory"] == memory
 
 
 def test_short_run_learns_and_writes_tensorboard(short_run):

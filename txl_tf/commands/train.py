@@ -43,15 +43,18 @@ from txl_tf.training import distribute
 from txl_tf.commands import resume_check
 from txl_tf.training.controller import Controller
 from txl_tf.training.data_source import DataSource
+from txl_tf.training.device_memory import peak_memory, reset_peaks
 from txl_tf.training import duration
 from txl_tf.training.heartbeat import Heartbeat
 from txl_tf.training.hparams_session import HParamsSession, run_hparams
 from txl_tf.training.interruption import StopOnSignal, TrainingInterrupted
 from txl_tf.training.lr_schedule import (WarmupCosineSchedule, schedule_change_notice,
                                          warmup_cosine_lr)
+from txl_tf.training.matmul_rate import measure_matmul_rate
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.profiling import ProfileSteps
 from txl_tf.training import step_compilation
+from txl_tf.training.step_compilation import strategy_devices
 from txl_tf.training.summaries import RunSummaries, format_duration
 from txl_tf.training.trainer import Trainer
 from txl_tf.commands.warm_start import checkpoint_prefix, warm_start
@@ -95,8 +98,11 @@ class _Run:
     trainer: Optional[Trainer] = None
     compilation: Optional[step_compilation.Choice] = None  # how the trainer's step is compiled
     checkpoints: Optional[checkpoints_lib.TrainCheckpoints] = None
-    actions: Optional[dict] = None  # by name: throughput, log, evaluation, save, best, hparams
+    # by name: throughput, log, duration, evaluation, save, best, hparams
+    actions: Optional[dict] = None
     hparams: Optional[HParamsSession] = None
+    memory_estimate: Optional[dict] = None  # the accumulation chooser's (batch_fit)
+    step_estimate: Optional[duration.StepEstimate] = None  # before the first step (chief)
 
 
 def _build_schedule(o: TrainOptions) -> WarmupCosineSchedule:
@@ -166,14 +172,14 @@ def _build_data(o: TrainOptions, template: ConfigTemplate, data: DataSource,
     return layouts, template.for_data(data.vocab_size, tuple(data.cutoffs))
 
 
-def _fit_batch(o: TrainOptions, config, place: Placement, strategy) -> TrainOptions:
-    """`o` with the `grad_accum_steps` that makes each replica's chunk fit; one line when it
-    had to be raised."""
+def _fit_batch(o: TrainOptions, config, place: Placement, strategy):
+    """(`o` with the `grad_accum_steps` that makes each replica's chunk fit, the memory
+    estimate behind the choice); one line when it had to be raised."""
     fit = batch_fit.fit_per_replica_batch(config, place.per_replica, o.grad_accum_steps,
                                           o.max_per_replica_batch, strategy, place.local)
     if fit.reason and place.is_chief:
         print(fit.reason, flush=True)
-    return dataclasses.replace(o, grad_accum_steps=fit.grad_accum_steps)
+    return dataclasses.replace(o, grad_accum_steps=fit.grad_accum_steps), fit.estimate
 
 
 def _check_init_checkpoint(path: str, config) -> None:
@@ -363,8 +369,9 @@ def _build_controller(run: _Run, summaries: RunSummaries, step: int, mems,
                                       echo=place.is_chief, baseline=valid_baseline)
     save = actions_lib.SaveCheckpoint(run.checkpoints, o.save_steps, o.train_steps, memories)
     best = actions_lib.KeepBest(run.checkpoints.best, run.data.level, run.data.copy_to)
-    run.actions = dict(throughput=actions_lib.Throughput(), log=log, evaluation=evaluation,
-                       save=save, best=best,
+    measured = actions_lib.MeasuredDuration(heartbeat.pace, o.train_steps, echo=place.is_chief)
+    run.actions = dict(throughput=actions_lib.Throughput(), log=log, duration=measured,
+                       evaluation=evaluation, save=save, best=best,
                        hparams=actions_lib.HParamsMetrics(run.hparams, log, evaluation))
     if o.profile_steps and place.is_chief:  # first: it stops before the others act
         run.actions = dict(profile=ProfileSteps(o.model_dir, *o.profile_steps), **run.actions)
@@ -378,20 +385,20 @@ _COMPUTE_DTYPES = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16,
                    "mixed_float16": tf.float16}
 
 
-def _estimate_duration(run: _Run, step: int) -> Optional[float]:
+def _estimate_duration(run: _Run, step: int) -> Optional[duration.StepEstimate]:
     """The chief's line estimating the seconds per step and the run's duration from the model's
     FLOPs and this machine's matmul rate (not on a TPU, whose rate the host cannot measure);
-    returns the seconds per step, or None."""
+    returns the estimate, or None."""
     o, place = run.options, run.place
     if not place.is_chief or isinstance(run.strategy, tf.distribute.TPUStrategy):
         return None
-    with run.strategy.scope():
-        rate = duration.matmul_rate(_COMPUTE_DTYPES[o.precision])
+    rate = measure_matmul_rate(_COMPUTE_DTYPES[o.precision],
+                               strategy_devices(run.strategy)[0]).flops_per_second
     estimate = duration.estimate_step(run.config, place.per_replica // o.grad_accum_steps,
                                       place.global_batch, place.replicas, rate)
     print(duration.estimate_line(estimate, o.train_steps - step, o.target_hardware),
           flush=True)
-    return estimate.seconds
+    return estimate
 
 
 def _summary(run: _Run, controller: Controller, resumed: bool, baselines: dict,
@@ -412,9 +419,30 @@ def _summary(run: _Run, controller: Controller, resumed: bool, baselines: dict,
         "verdict": _verdict(log.last_loss, evaluation.last_loss, baselines, level,
                             CorpusFacts.from_info(run.data.info)),
         **throughput.summary(),
+        **_pace_fields(controller.heartbeat.pace, run.step_estimate),
+        "device_memory": dict(peak_memory(strategy_devices(run.strategy)),
+                              estimate=run.memory_estimate),
         "wall_seconds": wall_seconds,
         "resumed": resumed,
     }
+
+
+def _pace_fields(pace, estimate: Optional[duration.StepEstimate]) -> dict:
+    """The summary's seconds per step: measured (`seconds_per_step_source` says over which
+    steps, and whether compilation is included), the estimate from the FLOPs, the first
+    loop's tracing and compilation (None until a later loop was measured), and the model FLOPs
+    utilisation of the measured step against the matmul rate measured before the first step
+    (per device: FLOPs / (seconds x rate x replicas); None without an estimate)."""
+    measured = pace.measured_seconds_per_step()
+    mfu = (estimate.flops / (measured * estimate.rate * estimate.replicas)
+           if estimate and measured else None)
+    return {"seconds_per_step": measured,
+            "seconds_per_step_source": pace.source(),
+            "estimated_seconds_per_step": pace.estimate,
+            "compile_seconds": pace.compile_seconds(),
+            "train_flops_per_step": estimate.flops if estimate else None,
+            "matmul_peak_flops": estimate.rate if estimate else None,
+            "mfu": mfu}
 
 
 def _verdict(train_loss, valid_loss, baselines: dict, level: str,
@@ -494,9 +522,9 @@ def train(options: TrainOptions,
     strategy = strategy or _build_strategy(o)
     place = _build_placement(o, strategy)
     layouts, config = _build_data(o, template, data, place)
-    o = _fit_batch(for_level(o, data.level), config, place, strategy)
+    o, memory_estimate = _fit_batch(for_level(o, data.level), config, place, strategy)
     schedule = _build_schedule(o)
-    run = _Run(o, strategy, place, data, layouts, config)
+    run = _Run(o, strategy, place, data, layouts, config, memory_estimate=memory_estimate)
     _write_model_dir(run)
     _build_trainer(run, schedule)
     step, memory = run.checkpoints.restore()
@@ -509,7 +537,9 @@ def train(options: TrainOptions,
     baselines = {split: data.unigram_entropy(split) for split in ("train", "valid")}
     controller = _build_controller(run, summaries, step, mems, baselines["valid"])
     _announce(run, summaries, step, resumed, baselines, name)
-    controller.heartbeat.estimate = _estimate_duration(run, step)
+    run.step_estimate = _estimate_duration(run, step)
+    controller.heartbeat.estimate = run.step_estimate.seconds if run.step_estimate else None
+    reset_peaks(strategy_devices(strategy))  # the run's own peak, not the matmul rate's
     end_step = o.train_steps if stop_after_steps is None else min(o.train_steps,
                                                                   stop_after_steps)
     # A signal stops a single-process run after the current loop, with a checkpoint there.

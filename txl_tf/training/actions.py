@@ -4,8 +4,11 @@ Each action is called after every loop with its `LoopOutput` and acts when its i
 (`every` steps) or at the last step of the run:
   `Throughput`     tokens per second without the first loop (tracing), for the summary;
   `LogProgress`    console line and TensorBoard training scalars (loss, bpc/ppl, learning_rate,
-                   grad_norm, tokens_per_sec) over the steps since the last line; also where a
-                   loop ends after the heartbeat's silence (`txl_tf/training/heartbeat.py`);
+                   grad_norm, tokens_per_sec) over the steps since the last line, and the ETA
+                   at the run's `StepPace`; also where a loop ends after the heartbeat's
+                   silence (`txl_tf/training/heartbeat.py`);
+  `MeasuredDuration` once, when the first loop after compilation ends: the duration line
+                   with the measured seconds per step in place of the estimate;
   `Evaluate`       validation loss: TensorBoard scalars and a console line (and
                    `output.valid_loss` for the actions after it);
   `SaveCheckpoint` training checkpoint with every worker's memory (and `output.saved`);
@@ -19,10 +22,12 @@ from typing import Callable, Optional
 from absl import logging
 
 from txl_tf.training.checkpoints import BestCheckpoint, TrainCheckpoints
+from txl_tf.training import duration
 from txl_tf.training.controller import LoopOutput, due
 from txl_tf.training.hparams_session import HParamsSession
 from txl_tf.training.heartbeat import Heartbeat
 from txl_tf.loss_report import format_loss
+from txl_tf.training.step_pace import StepPace
 from txl_tf.training.summaries import RunSummaries, metric_name, metric_value
 from txl_tf.training.trainer import LoopStats
 
@@ -64,7 +69,8 @@ class LogProgress:
       train_steps: the last step of the run (its line shows `step/train_steps` and the ETA).
       learning_rate: step index -> learning rate of that update.
       echo: print the line (the chief); every worker logs it.
-      heartbeat: the run's `Heartbeat` (time-based lines; it keeps the time of the last line).
+      heartbeat: the run's `Heartbeat` (time-based lines; it keeps the time of the last line
+        and the run's `StepPace`, which the ETA reads; without one, the log keeps its own).
     """
 
     def __init__(self, summaries: RunSummaries, every: int, train_steps: int,
@@ -76,6 +82,7 @@ class LogProgress:
         self.learning_rate = learning_rate
         self.echo = echo
         self.heartbeat = heartbeat
+        self.pace = heartbeat.pace if heartbeat is not None else StepPace()
         self.last_step: Optional[int] = None
         self.last_loss: Optional[float] = None
         self._reset()
@@ -92,6 +99,8 @@ class LogProgress:
         self.steps = 0
 
     def __call__(self, output: LoopOutput) -> None:
+        if self.heartbeat is None:  # else the controller told the heartbeat's pace
+            self.pace.loop_finished(output.num_steps, output.seconds)
         self.nll += output.stats.nll_sum
         self.tokens += output.stats.tokens
         self.grad_norm += output.stats.grad_norm_sum
@@ -103,14 +112,42 @@ class LogProgress:
         tokens_per_sec = self.tokens / max(self.seconds, 1e-9)
         lr = self.learning_rate(step - 1)
         self.summaries.train(step, loss, lr, self.grad_norm / self.steps, tokens_per_sec)
-        eta = self.seconds / self.steps * (self.train_steps - step)
-        line = self.summaries.console(step, self.train_steps, loss, lr, tokens_per_sec, eta)
+        eta = self.pace.seconds_per_step() * (self.train_steps - step)
+        note = {} if self.pace.measured else {"eta_note": "compilation included"}
+        line = self.summaries.console(step, self.train_steps, loss, lr, tokens_per_sec, eta,
+                                      **note)
         if self.echo:
             print(line, flush=True)
         if self.heartbeat is not None:
             self.heartbeat.line_printed()
         self.last_step, self.last_loss = step, loss
         self._reset()
+
+
+class MeasuredDuration:
+    """Once, after the first loop that follows the compiling one: `duration.measured_line`
+    (the measured seconds per step in place of the FLOP estimate).
+
+    Args:
+      pace: the run's `StepPace` (fed by the controller's heartbeat before the actions run).
+      train_steps: the last step of the run.
+      echo: print the line (the chief); every worker logs it.
+    """
+    every = 0
+
+    def __init__(self, pace: StepPace, train_steps: int, echo: bool = True):
+        self.pace = pace
+        self.train_steps = train_steps
+        self.echo = echo
+        self.line: Optional[str] = None
+
+    def __call__(self, output: LoopOutput) -> None:
+        if self.line is not None or not self.pace.measured:
+            return
+        self.line = duration.measured_line(self.pace, self.train_steps - output.step)
+        logging.info(self.line)
+        if self.echo:
+            print(self.line, flush=True)
 
 
 class Evaluate:

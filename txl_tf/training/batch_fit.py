@@ -26,11 +26,13 @@ ACTIVATION_SHARE = 0.7
 
 
 class Fit(NamedTuple):
-    """The chosen accumulation: `grad_accum_steps`, streams per chunk and the reason (None when
-    nothing had to change)."""
+    """The chosen accumulation: `grad_accum_steps`, streams per chunk, the reason (None when
+    nothing had to change) and the memory estimate behind it (`memory_estimate`; None when
+    none was made), which a run records next to the measured peak."""
     grad_accum_steps: int
     chunk: int
     reason: Optional[str]
+    estimate: Optional[dict] = None
 
 
 
@@ -113,14 +115,37 @@ def fit_per_replica_batch(config, per_replica: int, given: int, max_per_replica_
         Adam slots, float32; `approx_parameters`) are set aside from the device memory.
     """
     if max_per_replica_batch > 0:
-        return choose_grad_accum(per_replica, given, max_per_replica_batch,
-                                 f"--max_per_replica_batch={max_per_replica_batch}")
+        fit = choose_grad_accum(per_replica, given, max_per_replica_batch,
+                                f"--max_per_replica_batch={max_per_replica_batch}")
+        return fit._replace(estimate=memory_estimate(config, fit.chunk, None, "not queried"))
     memory, kind = device_memory_bytes(strategy, local_replicas)
     if memory is None:
-        return Fit(given, per_replica // given, None)
+        fit = Fit(given, per_replica // given, None)
+        return fit._replace(estimate=memory_estimate(config, fit.chunk, None, kind))
     per_stream = training_bytes_per_stream(config)
     budget = ACTIVATION_SHARE * memory - 16 * approx_parameters(config)
     max_streams = int(budget // per_stream)
     why = (f"estimate: {per_stream / 2**30:.2f} GiB per stream, {memory / 2**30:.1f} GiB of "
            f"{kind} memory per replica; --max_per_replica_batch=N sets the limit")
-    return choose_grad_accum(per_replica, given, max_streams, why)
+    fit = choose_grad_accum(per_replica, given, max_streams, why)
+    return fit._replace(estimate=memory_estimate(config, fit.chunk, memory, kind))
+
+
+def memory_estimate(config, chunk: int, device_bytes: Optional[int], device: str) -> dict:
+    """What the chooser assumes one replica's step needs: `chunk` streams of activations
+    (`training_bytes_per_stream`) and the float32 weights, gradients and two Adam slots
+    (16 bytes a weight, `approx_parameters`), against the device's memory, for comparison
+    with the allocator's measured peak (`txl_tf/training/device_memory.py`).
+
+    Returns:
+      {"activation_bytes_per_stream", "streams_per_chunk", "weights_and_adam_bytes",
+       "estimated_peak_bytes", "device_memory_bytes" (None: unknown or not queried),
+       "device" ('GPU', 'CPU', 'TPU' or 'not queried'), "activation_share"}.
+    """
+    per_stream = training_bytes_per_stream(config)
+    weights = 16 * approx_parameters(config)
+    return {"activation_bytes_per_stream": per_stream, "streams_per_chunk": chunk,
+            "weights_and_adam_bytes": weights,
+            "estimated_peak_bytes": chunk * per_stream + weights,
+            "device_memory_bytes": device_bytes, "device": device,
+            "activation_share": ACTIVATION_SHARE}

@@ -4,10 +4,12 @@
 The step-based log (`actions.LogProgress`) prints at loop boundaries; a loop of a big model on
 small hardware (a recipe sized for a TPU pod, run on a CPU) can last hours. While a loop runs, a
 background thread asks `tick(now)` every second; when no line was printed for `seconds`, it
-prints where the run is: the loop's steps, the time spent in it, the seconds per step measured
-so far (or, before any step finished, the estimate made from the model's FLOPs) and the time
-left. `LogProgress` shares the time of the last line (`last_line`), so a run whose loops are
-short prints only its step-based lines and its time-based ones.
+prints where the run is: the loop's steps, the time spent in it, the seconds per step of the
+run's `StepPace` (`txl_tf/training/step_pace.py`: measured after compilation, the first loop's
+with compilation until then, or before any step finished the estimate made from the model's
+FLOPs), which of them it is, and the time left. `LogProgress` shares the time of the last line
+(`last_line`), so a run whose loops are short prints only its step-based lines and its
+time-based ones.
 
 Example:
   >>> heartbeat = Heartbeat(seconds=60, train_steps=400000)
@@ -22,6 +24,7 @@ import time
 from typing import Callable, Optional
 
 from txl_tf.training.duration import human_duration
+from txl_tf.training.step_pace import StepPace
 
 
 class Heartbeat:
@@ -42,14 +45,21 @@ class Heartbeat:
                  echo: Optional[Callable[[str], None]] = None):
         self.seconds = seconds
         self.train_steps = train_steps
-        self.estimate = estimate_seconds_per_step
         self.clock = clock
         self.echo = echo
         self.last_line = clock()
+        self.pace = StepPace(estimate_seconds_per_step)
         self._loop = None  # (first step, steps, start time) of the running loop
-        self._measured = []  # (steps, seconds) of finished loops, the first (tracing) apart
-        self._first_loop_done = False
         self._lock = threading.Lock()
+
+    @property
+    def estimate(self) -> Optional[float]:
+        """The seconds per step estimated before any step (the pace's)."""
+        return self.pace.estimate
+
+    @estimate.setter
+    def estimate(self, seconds: Optional[float]) -> None:
+        self.pace.estimate = seconds
 
     def line_printed(self) -> None:
         """Another line (the step-based log) was printed now."""
@@ -62,25 +72,18 @@ class Heartbeat:
     def loop_finished(self, step: int, num_steps: int, seconds: float) -> None:
         with self._lock:
             self._loop = None
-            if self._first_loop_done:
-                self._measured.append((num_steps, seconds))
-            else:  # it includes tracing; the only figure until a second loop ends
-                self._first_loop_done = True
-                self._first = (num_steps, seconds)
+            self.pace.loop_finished(num_steps, seconds)
 
     def measured_seconds_per_step(self) -> Optional[float]:
         """Seconds per step of the finished loops (after the first, which includes tracing;
         the first alone until another ends), or None before any loop ended."""
         with self._lock:
-            if self._measured:
-                return (sum(s for _, s in self._measured)
-                        / sum(n for n, _ in self._measured))
-            return self._first[1] / self._first[0] if self._first_loop_done else None
+            return self.pace.measured_seconds_per_step()
 
     def seconds_per_step(self) -> Optional[float]:
         """`measured_seconds_per_step`, or before any loop ended the estimate."""
-        measured = self.measured_seconds_per_step()
-        return self.estimate if measured is None else measured
+        with self._lock:
+            return self.pace.seconds_per_step()
 
     def tick(self, now: Optional[float] = None) -> Optional[str]:
         """The line to print now, or None; prints it (with `echo`) and resets the silence."""
@@ -90,12 +93,10 @@ class Heartbeat:
                 return None
             step, num_steps, start = self._loop
             self.last_line = now
-            measured = self._first_loop_done
-        rate = self.seconds_per_step()
+            rate, source = self.pace.seconds_per_step(), self.pace.source()
         if rate is None:
             pace = "no step has finished yet"
         else:
-            source = "measured" if measured else "estimated from the FLOPs"
             pace = (f"{rate:,.3g} s per step ({source}), about "
                     f"{human_duration(rate * (self.train_steps - step))} left")
         line = (f"step {step}/{self.train_steps}: running steps {step + 1}-{step + num_steps} "

@@ -64,9 +64,12 @@ class RunSummaries:
         self._valid.flush()
 
     def console(self, step: int, train_steps: int, loss: float, learning_rate: float,
-                tokens_per_sec: float, eta_seconds: Optional[float]) -> str:
+                tokens_per_sec: float, eta_seconds: Optional[float], eta_note: str = "") -> str:
+        """The step log's line; `eta_note` says what the ETA's pace is when it is not measured
+        after compilation (e.g. 'compilation included')."""
         line = (f"step {step:>{len(str(train_steps))}}/{train_steps} | "
                 f"{format_loss(loss, self.level)} | lr {learning_rate:.3e} | "
-                f"{tokens_per_sec:,.0f} tok/s | ETA {format_duration(eta_seconds or 0)}")
+                f"{tokens_per_sec:,.0f} tok/s | ETA {format_duration(eta_seconds or 0)}"
+                + (f" ({eta_note})" if eta_note else ""))
         logging.info(line)
         return line
