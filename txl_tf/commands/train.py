@@ -537,13 +537,15 @@ def train(options: TrainOptions,
     baselines = {split: data.unigram_entropy(split) for split in ("train", "valid")}
     controller = _build_controller(run, summaries, step, mems, baselines["valid"])
     _announce(run, summaries, step, resumed, baselines, name)
-    run.step_estimate = _estimate_duration(run, step)
-    controller.heartbeat.estimate = run.step_estimate.seconds if run.step_estimate else None
-    reset_peaks(strategy_devices(strategy))  # the run's own peak, not the matmul rate's
     end_step = o.train_steps if stop_after_steps is None else min(o.train_steps,
                                                                   stop_after_steps)
-    # A signal stops a single-process run after the current loop, with a checkpoint there.
+    # A signal stops a single-process run after the current loop, with a checkpoint there
+    # (one during the duration estimate: after the first loop).
     with StopOnSignal(enabled=place.num_workers == 1) as stop:
+        run.step_estimate = _estimate_duration(run, step)
+        controller.heartbeat.estimate = (run.step_estimate.seconds if run.step_estimate
+                                         else None)
+        reset_peaks(strategy_devices(strategy))  # the run's own peak, not the matmul rate's
         controller.should_stop = lambda: stop.requested is not None
         try:
             controller.run(end_step)
