@@ -15,10 +15,18 @@ Builds a random model of the given shape (weights do not change speed). Sections
     XLA program (`Generator.generate_compiled`, fixed memory): generated tokens/s (all rows),
     the first token's latency (a call generating one token: the prompt and one choice), the
     first call's seconds (tracing and XLA's compilations) and whether the tokens are equal.
+  serving: the SavedModel of `export.py` (id signatures, --gen_mem_len, segments of
+    --eval_tgt_len) loaded as TF Serving loads it (`tf.compat.v1` Session and
+    `saved_model.loader.load`), exported with the generate signature as the graph loop and as
+    one XLA program (`--gen_jit_compile`): per batch and prompt length, the latency of a
+    `generate` request of --gen_tokens greedy tokens and of a `score` request of the prompt
+    (memory of --eval_mem_len), after one warm-up request each.
 Progress goes to stderr, one line per measurement; one JSON line goes to stdout.
 """
 import json
+import os
 import sys
+import tempfile
 import time
 
 from runners import cli
@@ -31,7 +39,10 @@ from absl import flags  # noqa: E402
 
 import tf_records  # noqa: E402
 import txl_tf  # noqa: E402
+from txl_tf.commands.export import export_built_model  # noqa: E402
+from txl_tf.commands.export_options import ExportOptions  # noqa: E402
 from txl_tf.inference.evaluation import Evaluator  # noqa: E402
+from txl_tf.inference.serving_limits import ServingLimits  # noqa: E402
 from txl_tf.inference.generation import Generator  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -53,7 +64,7 @@ def define_flags():
     flags.DEFINE_integer("prompt_len", 64, "Prompt length of the cached section.")
     flags.DEFINE_integer("gen_tokens", 128, "Generated tokens.")
     flags.DEFINE_list("sections", ["eval", "cached", "compiled"], "What to measure: eval, "
-                      "cached, compiled.")
+                      "cached, compiled, serving.")
     flags.DEFINE_list("batches", ["1", "8", "32"], "Batch sizes of the compiled section.")
     flags.DEFINE_list("prompt_lens", ["16", "512"], "Prompt lengths of the compiled section.")
     flags.DEFINE_integer("gen_mem_len", 512, "Memory length of the compiled section.")
@@ -134,7 +145,79 @@ def compiled(model, f, rng):
             "runs": rows}
 
 
-SECTIONS = {"eval": evaluation, "cached": cached, "compiled": compiled}
+def session_signatures(path):
+    """(session, signature_defs) of the SavedModel at `path`, loaded as TF Serving does."""
+    session = tf.compat.v1.Session(graph=tf.Graph())
+    meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
+    return session, meta.signature_def
+
+
+def request(session, signature, feeds):
+    """One Session.run of `signature` with {input name: array}."""
+    return session.run({k: v.name for k, v in signature.outputs.items()},
+                       {signature.inputs[k].name: v for k, v in feeds.items()})
+
+
+def served(path, f, rng):
+    """{batch, prompt_len, generate_seconds, score_seconds} of every batch and prompt."""
+    session, signatures = session_signatures(path)
+    rows = []
+    for batch in map(int, f.batches):
+        for length in map(int, f.prompt_lens):
+            prompt = rng.randint(0, f.n_token, size=(batch, length)).astype(np.int32)
+            settings = dict(num_tokens=np.full([batch], f.gen_tokens, np.int32),
+                            temperature=np.zeros([batch], np.float32),
+                            top_k=np.zeros([batch], np.int32), top_p=np.ones([batch], np.float32),
+                            seed=np.zeros([batch], np.int64))
+            generate = lambda: request(session, signatures["generate"],  # noqa: E731
+                                       dict(prompt=prompt, **settings))
+            mems = request(session, signatures["init_mems"],
+                           dict(streams=np.zeros([batch], np.int32)))["mems"]
+            score = lambda: request(session, signatures["score"],  # noqa: E731
+                                    dict(tokens=prompt, mems=mems))
+            start = time.perf_counter()
+            tokens = generate()["tokens"]
+            first = time.perf_counter() - start
+            score()
+            generate_s, _ = best_seconds(generate, f.repeats)
+            score_s, _ = best_seconds(score, f.repeats)
+            row = {"batch": batch, "prompt_len": length, "first_call_seconds": round(first, 3),
+                   "generate_seconds": round(generate_s, 4),
+                   "generate_tokens_per_second": round(batch * f.gen_tokens / generate_s, 1),
+                   "score_seconds": round(score_s, 4), "tokens": tokens[:, :f.gen_tokens]}
+            progress(json.dumps({k: v for k, v in row.items() if k != "tokens"}))
+            rows.append(row)
+    session.close()
+    return rows
+
+
+def serving(model, f, rng):
+    """The generate and score signatures' latency in the session loader, graph loop against
+    one XLA program."""
+    longest = max(map(int, f.prompt_lens))
+    limits = ServingLimits(max_seq_len=longest, max_num_tokens=f.gen_tokens,
+                           max_batch_size=max(map(int, f.batches)),
+                           max_request_tokens=max(map(int, f.batches)) * (longest + f.gen_tokens))
+    out = {"gen_mem_len": f.gen_mem_len, "mem_len": f.eval_mem_len, "seg_len": f.eval_tgt_len,
+           "tokens": f.gen_tokens}
+    with tempfile.TemporaryDirectory(prefix="txl-benchmark-export-") as root:
+        runs = {}
+        for name, jit in (("graph_loop", "false"), ("compiled", "true")):
+            options = ExportOptions(export_dir=os.path.join(root, name), mem_len=f.eval_mem_len,
+                                    gen_mem_len=f.gen_mem_len, gen_seg_len=f.eval_tgt_len,
+                                    text_signatures=False, warmup_requests=0,
+                                    gen_jit_compile=jit)
+            path = export_built_model(model, options, limits)["export_path"]
+            progress(f"serving: {name} exported")
+            runs[name] = served(path, f, np.random.RandomState(1))
+    for graph, xla in zip(runs["graph_loop"], runs["compiled"]):
+        graph["same_tokens"] = xla["same_tokens"] = bool((graph.pop("tokens")
+                                                          == xla.pop("tokens")).all())
+    out.update(runs)
+    return out
+
+
+SECTIONS = {"eval": evaluation, "cached": cached, "compiled": compiled, "serving": serving}
 
 
 def main(argv):
