@@ -11,6 +11,12 @@ it batch-major, [B, L, M, D]); M may be 0. The sampling settings are scalars or 
 ([B], see `sampling.choose`).
 The graph functions (`consume_prompt`, `generate_ids`) are plain functions of a model, used by
 `Generator` (CLI) and by the SavedModel (`txl_tf/inference/serving.py`).
+
+`generate_fixed` is the same generation with static shapes, for XLA (`Generator(jit_compile=)`,
+the export's `gen_jit_compile`): a fixed memory [L, B, mem_len, D] whose unfilled positions the
+model masks (`txl_tf/layers/memory.py`), the prompt right-padded to a bucket (`prompt_bucket`;
+its last segment padded, `TransformerXL(segment_padding=)`), and the tokens written into a
+buffer of static width. Its tokens are those of `generate_ids`.
 """
 import numpy as np
 import tensorflow as tf
