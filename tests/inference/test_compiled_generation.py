@@ -60,6 +60,15 @@ def test_compiled_generation_is_traced_once_per_bucket():
                                                                      **SAMPLED))
     assert len(traces) == 1 and gen.compiled.experimental_get_tracing_count() == 1
     assert traces[0] == (2, 16)  # 3 segments of 4 -> 4 segments
+    # As a TPU needs: the loops (prompt segments, tokens) carry only fully defined shapes.
+    graph = gen.compiled.get_concrete_function(
+        tf.zeros([2, 16], tf.int32), tf.constant(9), tf.constant(5),
+        *gen._settings(1.0, 0, 1.0, 0), max_tokens=8).graph
+    loops = [op for op in graph.get_operations() if op.type in ("While", "StatelessWhile")]
+    assert len(loops) == 2
+    for loop in loops:
+        assert all(out.shape.is_fully_defined() for out in loop.outputs), loop.outputs
+    assert gen.compiled.experimental_get_tracing_count() == 1
     gen.generate(rng.randint(0, 23, size=(2, 5)), 5, **GREEDY)  # prompt bucket 8
     gen.generate(rng.randint(0, 23, size=(2, 5)), 9, **GREEDY)  # buffer bucket 16
     assert gen.compiled.experimental_get_tracing_count() == 3
