@@ -17,7 +17,8 @@ export):
   generate: prompt int32 [B, P], and per row num_tokens int32 [B], temperature float32 [B],
       top_k int32 [B], top_p float32 [B], seed int64 [B]
       -> tokens int32 [B, max_num_tokens] (row b: its num_tokens[b] tokens, then -1),
-         lengths int32 [B] (= num_tokens)
+         lengths int32 [B] (= num_tokens); with `gen_jit_compile` the same tokens from one XLA
+         program (`generation.generate_fixed`)
   generate_text (text signatures, need tensorflow_text ops): text string [B] and the
       per-row sampling inputs -> text string [B] (the continuation), prompt_tokens int32 [B]
   score_text: text string [B] -> loss float32 [B] (nats per scored token), tokens int64 [B],
