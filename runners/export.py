@@ -40,6 +40,7 @@ from txl_tf.commands.export_options import (INFO_FILE, ExportInputError,  # noqa
                                             ExportOptions, ExportRuntimeError)
 from txl_tf.inference.serving_limits import ServingLimits
 from txl_tf.tf_start import benign_lines_dropped
+from txl_tf.training.choices import JIT_COMPILE
 
 FLAGS = flags.FLAGS
 
@@ -47,7 +48,7 @@ FLAGS = flags.FLAGS
 def define_flags(fv=flags.FLAGS) -> dict:
     """Defines the flags of this runner (only when it runs as a program, so that its
     functions can be imported beside other runners); returns the groups of --help."""
-    dataclass_flags.define_flags(ExportOptions, fv)
+    dataclass_flags.define_flags(ExportOptions, fv, enums={"gen_jit_compile": JIT_COMPILE})
     return {"Limits of every request (checked in the graph)":
             dataclass_flags.define_flags(ServingLimits, fv)}
 

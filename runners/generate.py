@@ -10,7 +10,9 @@ length 1 against the cached memory. The prompt is printed to stdout, then its co
 it is generated, followed by one compact JSON line: {"prompt_tokens", "tokens", "seconds", "tokens_per_second",
 sampling settings, "checkpoint", "checkpoint_name", "checkpoint_step", ...}; --output_ids adds
 "ids". --nostream generates everything in one graph call (a tf.while_loop) instead, with the
-same tokens. --checkpoint=best uses MODEL_DIR/best/ (the best on validation), --checkpoint=ckpt-N
+same tokens; --jit_compile=true (auto: on GPU and TPU) makes that call one XLA program (a
+fixed-size memory; the prompt padded to a power of two, so that prompts of one bucket share a
+compilation). --checkpoint=best uses MODEL_DIR/best/ (the best on validation), --checkpoint=ckpt-N
 another kept checkpoint; one line on stderr names the checkpoint used.
 """
 import json
@@ -24,6 +26,7 @@ from runners.cli import dataclass_flags
 from tf_records.model_text import ModelData
 from txl_tf.commands.generate_options import GenerateInputError, GenerateOptions
 from txl_tf.memory_estimate import check_step_fits
+from txl_tf.training.choices import JIT_COMPILE
 
 FLAGS = flags.FLAGS
 
@@ -31,7 +34,7 @@ FLAGS = flags.FLAGS
 def define_flags(fv=flags.FLAGS) -> dict:
     """Defines the flags of this runner (only when it runs as a program, so that its
     functions can be imported beside other runners); returns the groups of --help."""
-    dataclass_flags.define_flags(GenerateOptions, fv)
+    dataclass_flags.define_flags(GenerateOptions, fv, enums={"jit_compile": JIT_COMPILE})
     return {}
 
 

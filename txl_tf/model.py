@@ -75,6 +75,18 @@ class TransformerXL(keras.Model):
       training: dropout on/off.
       mem_len, clamp_len, same_length: override the config's run settings for this call
         (e.g. a longer memory at evaluation). Python values, not tensors.
+      mem_valid: None (every memory position holds a state), or int32 [] in [0, M]: a fixed-size
+        memory (`txl_tf/layers/memory.py`) whose states fill only its last mem_valid positions.
+        The unfilled ones are masked out of the attention (`attention_mask`); the filled ones
+        keep the key positions, hence the relative distances and the absolute positions, that
+        they have in a memory of mem_valid states, so the output equals that of
+        `mems[i][:, M - mem_valid:]` without mem_valid.
+      segment_padding: None, or int32 [] in [0, Q): the last segment_padding tokens are padding
+        (a static-shape segment longer than the tokens it holds). No real token attends to them
+        (the causal mask), and the absolute positions count back from the last real token, so
+        the outputs of the real tokens equal those of the call on `tokens[:, :Q -
+        segment_padding]`; the returned "mems" include the padding
+        (`txl_tf.layers.memory.fixed_memory_update` drops it).
 
     Returns:
       dict with
@@ -176,7 +188,7 @@ class TransformerXL(keras.Model):
                 for _ in range(self.config.n_layer)]
 
     def call(self, tokens, mems=None, labels=None, training=False, mem_len=None,
-             clamp_len=None, same_length=None):
+             clamp_len=None, same_length=None, mem_valid=None, segment_padding=None):
         c = self.config
         mem_len = c.mem_len if mem_len is None else mem_len
         clamp_len = c.clamp_len if clamp_len is None else clamp_len
@@ -190,8 +202,12 @@ class TransformerXL(keras.Model):
         mlen = 0 if mems is None else tf.shape(mems[0])[1]
         klen = mlen + qlen
 
-        allowed = attention_mask(qlen, mlen, same_length)  # [Q, K]
-        h, pos_emb, mem_positions = self._first_input(tokens, mlen, klen, clamp_len, training)
+        if mems is None:
+            mem_valid = None
+        allowed = attention_mask(qlen, mlen, same_length, mem_valid)  # [Q, K]
+        padding = 0 if segment_padding is None else segment_padding
+        h, pos_emb, mem_positions = self._first_input(tokens, mlen, klen, clamp_len, training,
+                                                      padding)
         new_mems = []
         absolute_embeddings = self.absolute_embeddings
         for i, block in enumerate(self.blocks):
@@ -204,7 +220,7 @@ class TransformerXL(keras.Model):
                 u = self.r_w_bias[i] if c.untie_r else self.r_w_bias
                 v = self.r_r_bias[i] if c.untie_r else self.r_r_bias
             if absolute_embeddings:
-                h, mem = self._add_absolute(absolute_embeddings[i], h, mem, mlen, klen)
+                h, mem = self._add_absolute(absolute_embeddings[i], h, mem, mlen, klen, padding)
             h = block(h, mem=mem, pos_emb=pos_emb, r_w_bias=u, r_r_bias=v, allowed=allowed,
                       training=training, clamp_len=clamp_len)
         h = self.dropout(h, training=training)
@@ -216,9 +232,10 @@ class TransformerXL(keras.Model):
             out["log_probs"] = self.softmax(h)
         return out
 
-    def _first_input(self, tokens, mlen, klen, clamp_len, training):
+    def _first_input(self, tokens, mlen, klen, clamp_len, training, padding=0):
         """(input of layer 0 [B, Q, D], relative sinusoids [K, D] (`relative_sinusoids`) or None,
-        float32 sinusoids [M, D] to add to the layer-0 memory (`input_sinusoids`) or None)."""
+        float32 sinusoids [M, D] to add to the layer-0 memory (`input_sinusoids`) or None).
+        `padding`: trailing padding tokens, not counted by the absolute positions."""
         word_emb = self.embedding(tokens)  # [B, Q, D]
         pos_emb = mem_positions = None
         if self.relative:
@@ -227,16 +244,17 @@ class TransformerXL(keras.Model):
                 training=training)  # [K, D]
         if self.variant.input_sinusoids:
             # The same descending, clamped positions K-1 .. 0 as the relative encoding.
-            absolute = self.positional_encoding(klen, clamp_len=clamp_len)  # [K, D] float32
+            absolute = self.positional_encoding(klen, clamp_len=clamp_len,
+                                                offset=padding)  # [K, D] float32
             word_emb = word_emb + tf.cast(absolute[mlen:], word_emb.dtype)
             mem_positions = absolute[:mlen]
         return self.dropout(word_emb, training=training), pos_emb, mem_positions
 
     @staticmethod
-    def _add_absolute(embedding, h, mem, mlen, klen):
+    def _add_absolute(embedding, h, mem, mlen, klen, padding=0):
         """`layer_embeddings`: the layer's learned positions added to memory [B, M, D] and
-        segment [B, Q, D]."""
-        positions = embedding(klen)  # [K, D]
+        segment [B, Q, D] (`padding` trailing padding tokens not counted)."""
+        positions = embedding(klen, offset=padding)  # [K, D]
         h = h + tf.cast(positions[mlen:], h.dtype)
         if mem is not None:
             mem = tf.cast(mem, tf.float32) + tf.cast(positions[:mlen], tf.float32)

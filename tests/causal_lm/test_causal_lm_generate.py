@@ -125,3 +125,28 @@ def test_text_without_a_preprocessor_is_refused(tmp_path):
     _, model = model_dir(tmp_path / "m", "byte")
     with pytest.raises(CausalLMInputError, match="no preprocessor to read text"):
         generate(causal_lm(model), "abc", max_length=5)
+
+
+def test_compiled_generate_equals_the_graph_loop(tmp_path):
+    """jit_compile=True (one XLA program per batch) gives the graph loop's ids and text, for
+    prompts of different lengths (grouped, each group padded to its bucket)."""
+    lm = from_preset(model_dir(tmp_path / "m", "byte")[0])
+    sampler = Sampler(temperature=0.9, top_k=20, top_p=0.9, seed=3)
+    ids = np.array([[1, 2, 3, 4, 5], [6, 7, 8, 9, 10]], np.int32)
+    for chosen in ("greedy", sampler):
+        np.testing.assert_array_equal(
+            generate(lm, ids, max_length=12, sampler=chosen, jit_compile=True),
+            generate(lm, ids, max_length=12, sampler=chosen, jit_compile="false"))
+    texts = ["ab", "hello w"]
+    assert (generate(lm, texts, max_length=14, sampler=sampler, jit_compile="true")
+            == generate(lm, texts, max_length=14, sampler=sampler, jit_compile=False))
+    with pytest.raises(CausalLMInputError, match="jit_compile must be a bool or one of"):
+        generate(lm, ids, max_length=12, jit_compile="yes")
+
+
+def test_predict_is_refused_with_what_to_use(tmp_path):
+    lm = from_preset(model_dir(tmp_path / "m", "byte")[0])
+    with pytest.raises(CausalLMInputError, match="predict\\(\\) does not carry the memory") as e:
+        lm.predict(np.zeros([2, 4], np.int32))
+    assert "\n" not in str(e.value) and "evaluate()" in str(e.value)
+    assert "return_memory=True" in str(e.value)

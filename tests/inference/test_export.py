@@ -264,3 +264,38 @@ def test_every_attention_variant_exports_and_scores_as_the_model(tmp_path, attn_
     want = model(tokens, mems=mems, mem_len=6)
     np.testing.assert_allclose(got["log_probs"], want["log_probs"], atol=1e-5)
     np.testing.assert_allclose(got["mems"], np.stack(want["mems"], axis=1), atol=1e-5)
+
+
+def test_compiled_generate_signature_equals_the_graph_loop(tmp_path):
+    """--gen_jit_compile=true: the generate signature runs one XLA program (fixed memory, the
+    prompt padded to its bucket) and gives, through TF Serving's session loader and TF2's
+    loader, every row's tokens of the graph loop with that row's settings."""
+    from saved_model_calls import SavedModelCalls
+    model = served_model(12, seed=3, clamp_len=5)
+    model_dir = str(tmp_path / "model")
+    txl_tf.save_model(model, model_dir)
+    vocab = Vocabulary(["<eos>"] + [f"w{i}" for i in range(11)], "word", specials=["<eos>"])
+    write_model_vocab(model_dir, vocab, TextRules("word", eos="<eos>"))
+    out = export.run(export.ExportOptions(model_dir, str(tmp_path / "export"),
+                                          text_signatures=False, gen_mem_len=10,
+                                          gen_jit_compile="true", warmup_requests=0))
+    assert out["gen_jit_compile"] is True
+    with open(os.path.join(out["export_path"], "saved_model.pb"), "rb") as fh:
+        assert b"_XlaMustCompile" in fh.read()
+    rng = np.random.RandomState(4)
+    prompt = rng.randint(0, 12, size=(3, 7)).astype(np.int32)
+    feeds = dict(prompt=prompt, num_tokens=np.array([5, 9, 0], np.int32),
+                 temperature=np.array([0.0, 1.2, 0.8], np.float32),
+                 top_k=np.array([0, 6, 0], np.int32), top_p=np.array([1.0, 0.9, 1.0], np.float32),
+                 seed=np.array([0, 5, 2], np.int64))
+    gen = Generator(model, mem_len=10, clamp_len=5)
+    for loader in ("session", "function"):
+        tokens = SavedModelCalls(out["export_path"], loader)("generate", feeds)["tokens"]
+        for b in range(3):
+            n = feeds["num_tokens"][b]
+            want = gen.generate(prompt[b:b + 1], int(n), feeds["temperature"][b],
+                                feeds["top_k"][b], feeds["top_p"][b], feeds["seed"][b])[0]
+            np.testing.assert_array_equal(tokens[b, :n], want, err_msg=f"{loader} row {b}")
+            assert (tokens[b, n:] == -1).all()
+    with pytest.raises(export.ExportInputError, match="--gen_jit_compile must be one of"):
+        export.run(export.ExportOptions(model_dir, str(tmp_path / "bad"), gen_jit_compile="on"))

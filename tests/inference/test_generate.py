@@ -175,7 +175,14 @@ def test_run_streams_text_and_reports_json(tmp_path):
     assert out.getvalue() == text + "\n" and "text" not in result
     same = generate.run(gen_flags(model_dir=str(tmp_path / "m"), prompt="w1 w2\nw3 w4",
                                   num_tokens=12, stream=False), out=io.StringIO())
-    assert same["ids"] == result["ids"]
+    assert same["ids"] == result["ids"] and same["jit_compile"] is False  # auto: off on CPU
+    compiled = generate.run(gen_flags(model_dir=str(tmp_path / "m"), prompt="w1 w2\nw3 w4",
+                                      num_tokens=12, stream=False, jit_compile="true"),
+                            out=io.StringIO())
+    assert compiled["ids"] == result["ids"] and compiled["jit_compile"] is True
+    with pytest.raises(generate.GenerateInputError, match="--jit_compile must be one of"):
+        generate.run(gen_flags(model_dir=str(tmp_path / "m"), prompt="w1", jit_compile="on"),
+                     out=io.StringIO())
 
 
 def test_generate_bad_input_and_cli(tmp_path):

@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from txl_tf.causal_lm.contiguous_batches import ContiguousBatchError, check_contiguous
+from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.replica_memory import ReplicaMemory
 from txl_tf.inference.evaluation import Evaluator
 from txl_tf.training.trainer import Trainer
@@ -322,14 +323,26 @@ class TransformerXLCausalLM(keras.Model):
             self._trainer.loss_scale.assign(np.asarray(store["loss_scale"]))
             self._trainer.good_steps.assign(np.asarray(store["good_steps"]))
 
+    def predict(self, x=None, *args, **kwargs):
+        """Refused: Keras's predict would read every batch from zero memory, dropping the
+        context of the batches before it.
+
+        Raises:
+          CausalLMInputError: always, naming what to use instead.
+        """
+        raise CausalLMInputError(
+            "predict() does not carry the memory from batch to batch; use evaluate() for the "
+            "loss over contiguous batches, generate() for continuations, or call the model in "
+            "a loop: log_probs, mems = lm(token_ids, mems, return_memory=True).")
+
     def generate(self, inputs, max_length=None, sampler="greedy", seed=None,
                  strip_prompt=False, seg_len=None, mem_len=None, clamp_len=None,
-                 same_length=False):
+                 same_length=False, jit_compile="auto"):
         """Continues prompts: strings in, strings out (ids [P] or [B, P] in, ids out);
         see `txl_tf.causal_lm.generation.generate`."""
         from txl_tf.causal_lm import generation
         return generation.generate(self, inputs, max_length, sampler, seed, strip_prompt,
-                                   seg_len, mem_len, clamp_len, same_length)
+                                   seg_len, mem_len, clamp_len, same_length, jit_compile)
 
     def save_to_preset(self, preset_dir, training_data=None):
         """Writes a preset (config.json, model.weights.h5, the preprocessor and its vocabulary,

@@ -24,21 +24,28 @@ import tensorflow as tf
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.sampler import get_sampler
 from txl_tf.inference.generation import Generator
+from txl_tf.training.choices import JIT_COMPILE
 
 DEFAULT_NEW_TOKENS = 100  # generate.py's default --num_tokens
 
-# backbone -> {(seg_len, mem_len, clamp_len, same_length): Generator}: its graphs are traced once
+# backbone -> {(seg_len, mem_len, clamp_len, same_length, jit_compile): Generator}: its graphs
+# are traced once
 _GENERATORS = weakref.WeakKeyDictionary()
 
 
-def generator_of(backbone, seg_len=None, mem_len=None, clamp_len=None, same_length=False):
+def generator_of(backbone, seg_len=None, mem_len=None, clamp_len=None, same_length=False,
+                 jit_compile=False):
     """The `Generator` of `backbone` with these settings, made once and kept with it."""
-    key = (seg_len, mem_len, clamp_len, bool(same_length))
+    if not (isinstance(jit_compile, bool) or jit_compile in JIT_COMPILE):
+        raise CausalLMInputError(f"jit_compile must be a bool or one of "
+                                 f"{', '.join(map(repr, JIT_COMPILE))}, got {jit_compile!r}.")
+    key = (seg_len, mem_len, clamp_len, bool(same_length), jit_compile)
     kept = _GENERATORS.setdefault(backbone, {})
     if key not in kept:
         try:
             kept[key] = Generator(backbone, seg_len=seg_len, mem_len=mem_len,
-                                  clamp_len=clamp_len, same_length=same_length)
+                                  clamp_len=clamp_len, same_length=same_length,
+                                  jit_compile=jit_compile)
         except ValueError as error:
             raise CausalLMInputError(f"{error} Pass mem_len >= 1.") from None
     return kept[key]
@@ -116,7 +123,7 @@ def continue_prompts(backbone, prompts, new_tokens, sampler, **settings) -> list
       prompts: list of int32 [P_i] prompts.
       new_tokens: {P: tokens to generate after a prompt of P tokens}.
       sampler: the `Sampler`.
-      **settings: seg_len, mem_len, clamp_len, same_length of `Generator`.
+      **settings: seg_len, mem_len, clamp_len, same_length, jit_compile of `Generator`.
 
     Returns:
       list of int32 [new_tokens[P_i]] arrays, in the order of `prompts`.
@@ -135,7 +142,8 @@ def continue_prompts(backbone, prompts, new_tokens, sampler, **settings) -> list
 
 
 def generate(causal_lm, inputs, max_length=None, sampler="greedy", seed=None,
-             strip_prompt=False, seg_len=None, mem_len=None, clamp_len=None, same_length=False):
+             strip_prompt=False, seg_len=None, mem_len=None, clamp_len=None, same_length=False,
+             jit_compile="auto"):
     """Continues prompts with the model's cached decoding.
 
     Args:
@@ -150,6 +158,10 @@ def generate(causal_lm, inputs, max_length=None, sampler="greedy", seed=None,
       strip_prompt: return the continuation only (what generate.py prints).
       seg_len, mem_len, clamp_len, same_length: as generate.py's flags (default: the model's
         tgt_len, mem_len, clamp_len; False).
+      jit_compile: "auto", "true", "false" or a bool, as generate.py's --jit_compile: run every
+        batch's whole sampling loop as one XLA program (the same tokens; one compilation per
+        batch size, prompt bucket and output bucket, `txl_tf.inference.generation`); auto: on
+        GPU and TPU, off on CPU.
 
     Returns:
       Text in: a str per prompt (a str for a str), each the prompt followed by its
@@ -170,7 +182,8 @@ def generate(causal_lm, inputs, max_length=None, sampler="greedy", seed=None,
         prompts = list(ids.reshape([-1, ids.shape[-1]]))
     new_tokens = _new_tokens({len(p) for p in prompts}, max_length)
     generated = continue_prompts(backbone, prompts, new_tokens, sampler, seg_len=seg_len,
-                             mem_len=mem_len, clamp_len=clamp_len, same_length=same_length)
+                                 mem_len=mem_len, clamp_len=clamp_len, same_length=same_length,
+                                 jit_compile=jit_compile)
     if texts is None:
         rows = np.stack(generated if strip_prompt else [np.concatenate([p, g]) for p, g in
                                                          zip(prompts, generated)])

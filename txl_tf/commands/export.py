@@ -29,6 +29,8 @@ from txl_tf.config import ConfigError
 from txl_tf.inference import server_config, serving_warmup
 from txl_tf.inference.serving import SIGNATURE_VERSION, ServingLimits, ServingModule
 from txl_tf.model_text import TextData
+from txl_tf.training.choices import JIT_COMPILE
+from txl_tf.training.step_compilation import choose_generation
 
 WARMUP_FILE = os.path.join("assets.extra", serving_warmup.WARMUP_FILE)
 
@@ -141,6 +143,10 @@ def run_settings(options: ExportOptions, config) -> dict:
         gen_seg_len=o.gen_seg_len or o.tgt_len or config.tgt_len)
     if settings["mem_len"] < 0 or settings["gen_mem_len"] < 1:
         raise ExportInputError("--mem_len must be >= 0 and --gen_mem_len >= 1.")
+    if o.gen_jit_compile not in JIT_COMPILE:
+        raise ExportInputError(f"--gen_jit_compile must be one of {', '.join(JIT_COMPILE)}, "
+                               f"got {o.gen_jit_compile!r}.")
+    settings["gen_jit_compile"] = choose_generation(o.gen_jit_compile).mode is not None
     return settings
 
 

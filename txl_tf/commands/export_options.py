@@ -27,6 +27,9 @@ class ExportOptions:
       same_length: same_length of score / nll / score_text (default: the model's).
       gen_mem_len: Memory of the generate signatures (default: --mem_len's value).
       gen_seg_len: Prompt segment length of the generate signatures (default: tgt_len).
+      gen_jit_compile: The generate signatures run their whole sampling loop as one XLA program
+        (the same tokens; the server needs XLA's JIT): auto (on when this machine has a GPU or
+        TPU, off on CPU, where the graph loop is faster), true, false.
       text_signatures: Add generate_text and score_text (need tensorflow_text ops where the
         SavedModel is loaded).
       warmup_requests: TF Serving warmup requests written per signature to
@@ -43,6 +46,7 @@ class ExportOptions:
     same_length: Optional[bool] = None
     gen_mem_len: Optional[int] = None
     gen_seg_len: Optional[int] = None
+    gen_jit_compile: str = "auto"
     text_signatures: bool = True
     warmup_requests: int = 2
 

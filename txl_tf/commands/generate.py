@@ -4,10 +4,10 @@
 `ModelText` of `data`, a `txl_tf.model_text.TextData`), runs a
 `txl_tf.inference.generation.Generator`, writes the continuation to `out` as it is generated
 and returns what runners/generate.py prints as JSON, compact: {"prompt_tokens", "tokens",
-"seconds", "tokens_per_second", "seg_len", "mem_len", "clamp_len", "same_length", sampling
-settings, "checkpoint", "checkpoint_name", "checkpoint_step"}, and "ids" (the generated ids)
-with `output_ids`. The text itself is what was written to `out`: the prompt as given, then its
-continuation; a continuation of nothing
+"seconds", "tokens_per_second", "seg_len", "mem_len", "clamp_len", "same_length", "jit_compile"
+(whether XLA compiled the loop), sampling settings, "checkpoint", "checkpoint_name",
+"checkpoint_step"}, and "ids" (the generated ids) with `output_ids`. The text itself is what
+was written to `out`: the prompt as given, then its continuation; a continuation of nothing
 but line ends and the unknown symbol gets one `note:` line on stderr saying why
 (`empty_text_note`).
 """
@@ -23,6 +23,7 @@ from txl_tf.commands.inference_model import load_inference_model
 from txl_tf.inference.generation import Generator
 from txl_tf.loss_report import CorpusFacts, starved_word_level
 from txl_tf.model_text import ModelText, TextData
+from txl_tf.training.choices import JIT_COMPILE
 
 
 def check_options(options: GenerateOptions) -> None:
@@ -38,6 +39,9 @@ def check_options(options: GenerateOptions) -> None:
         raise GenerateInputError(f"--top_p must be in (0, 1], got {o.top_p}.")
     if o.top_k < 0:
         raise GenerateInputError(f"--top_k must be >= 0, got {o.top_k}.")
+    if o.jit_compile not in JIT_COMPILE:
+        raise GenerateInputError(f"--jit_compile must be one of {', '.join(JIT_COMPILE)}, got "
+                                 f"{o.jit_compile!r}.")
 
 
 def prompt_of(options: GenerateOptions) -> str:
@@ -130,7 +134,8 @@ def generate_text(options: GenerateOptions, data: TextData, out=sys.stdout) -> d
     choice = model_files.choose_checkpoint(options.model_dir, options.checkpoint)
     model = load_inference_model(options.model_dir, choice)
     gen = Generator(model, seg_len=options.seg_len, mem_len=options.mem_len,
-                    clamp_len=options.clamp_len, same_length=options.same_length)
+                    clamp_len=options.clamp_len, same_length=options.same_length,
+                    jit_compile="false" if options.stream else options.jit_compile)
     settings = dict(temperature=options.temperature, top_k=options.top_k,
                     top_p=options.top_p, seed=options.seed)
     streamer = rules.streamer(ids)
@@ -146,4 +151,5 @@ def generate_text(options: GenerateOptions, data: TextData, out=sys.stdout) -> d
             **({"ids": generated} if options.output_ids else {}), "seconds": round(seconds, 3),
             "tokens_per_second": round(len(generated) / seconds, 1) if seconds > 0 else None,
             "seg_len": gen.seg_len, "mem_len": gen.mem_len, "clamp_len": gen.clamp_len,
-            "same_length": gen.same_length, **settings, **choice.to_json()}
+            "same_length": gen.same_length, "jit_compile": gen.jit_compile, **settings,
+            **choice.to_json()}

@@ -27,8 +27,11 @@ class GenerateOptions:
         through the memory's recurrence.
       clamp_len: Clamp relative distances (default: the model's).
       same_length: Same attention length for every query.
-      stream: Print tokens as they are generated.
+      stream: Print tokens as they are generated (token by token, never compiled by XLA).
       output_ids: Add the generated token ids to the JSON result.
+      jit_compile: With --nostream, run the whole sampling loop as one XLA program (fixed-size
+        memory, prompt padded to a power of two, the same tokens): auto (on for GPU and TPU,
+        off on CPU, where the graph loop is faster), true, false.
     """
     model_dir: Optional[str] = None
     checkpoint: str = "latest"  # txl_tf.model_files.LATEST (this module stays TensorFlow-free)
@@ -46,6 +49,7 @@ class GenerateOptions:
     same_length: bool = False
     stream: bool = True
     output_ids: bool = False
+    jit_compile: str = "auto"
 
 
 class GenerateInputError(ValueError):

@@ -11,10 +11,19 @@ it batch-major, [B, L, M, D]); M may be 0. The sampling settings are scalars or 
 ([B], see `sampling.choose`).
 The graph functions (`consume_prompt`, `generate_ids`) are plain functions of a model, used by
 `Generator` (CLI) and by the SavedModel (`txl_tf/inference/serving.py`).
+
+`generate_fixed` is the same generation with static shapes, for XLA (`Generator(jit_compile=)`,
+the export's `gen_jit_compile`): a fixed memory [L, B, mem_len, D] whose unfilled positions the
+model masks (`txl_tf/layers/memory.py`), the prompt right-padded to a bucket (`prompt_bucket`;
+its last segment padded, `TransformerXL(segment_padding=)`), and the tokens written into a
+buffer of static width. Its tokens are those of `generate_ids`.
 """
+import numpy as np
 import tensorflow as tf
 
 from txl_tf.inference import sampling
+from txl_tf.layers.memory import fixed_memory_update
+from txl_tf.training.step_compilation import choose_generation
 
 
 def empty_mems(config, batch_size):
@@ -100,6 +109,141 @@ def generate_ids(model, prompt, num_tokens, temperature, top_k, top_p, seed, seg
     return generated
 
 
+# -- the fixed memory: static shapes, for XLA ----------------------------------------------
+
+
+def next_power_of_two(n: int) -> int:
+    """The least power of two >= n (1 for n <= 1)."""
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
+def prompt_bucket(length: int, seg_len: int):
+    """(segment length, padded prompt length) of a compiled generation.
+
+    A prompt of `length` <= seg_len tokens is one segment either way; it is right-padded to the
+    next power of two (a segment of that length). A longer one keeps the segments of seg_len
+    and is right-padded to a power of two of them: seg_len * 2**ceil(log2(ceil(length /
+    seg_len))). With seg_len 128: 16 -> (16, 16), 100 -> (128, 128), 300 -> (128, 512). The
+    prompts of one bucket share a compilation, and none pays for more than twice its length.
+    """
+    length = int(length)
+    if length <= seg_len:
+        return (next_power_of_two(length),) * 2
+    return seg_len, seg_len * next_power_of_two(-(-length // seg_len))
+
+
+def tokens_bucket(num_tokens: int) -> int:
+    """The output buffer of a compiled generation: num_tokens rounded up to a power of two."""
+    return next_power_of_two(num_tokens)
+
+
+def fixed_mems(config, batch_size, mem_len):
+    """An empty fixed memory: float32 zeros [L, B, mem_len, D], none of it filled."""
+    return tf.zeros([config.n_layer, batch_size, mem_len, config.d_model], tf.float32)
+
+
+def fixed_step(model, tokens, count, mems, valid, mem_len, clamp_len, same_length):
+    """One forward pass with the fixed memory.
+
+    Args:
+      tokens: int32 [B, S] (S static), its first `count` real, the rest padding.
+      count: int32 [] or int, 1 <= count <= S.
+      mems: float32 [L, B, mem_len, D], its last `valid` positions filled.
+      valid: int32 [].
+
+    Returns:
+      (log_probs float32 [B, S, V] (those of the padding meaningless), mems [L, B, mem_len, D],
+      valid int32 []): the log-probabilities and memory of `model_step` with the growing memory
+      of the `valid` filled states.
+    """
+    c = model.config
+    seg = int(tokens.shape[1])
+    padding = seg - count if isinstance(count, int) else tf.cast(seg - count, tf.int32)
+    out = model(tokens, mems=tf.unstack(mems, num=c.n_layer), training=False,
+                mem_len=mem_len + seg, clamp_len=clamp_len, same_length=same_length,
+                mem_valid=valid, segment_padding=padding)
+    mems, valid = fixed_memory_update(tf.stack(out["mems"]), valid, count, mem_len)
+    return out["log_probs"], mems, valid
+
+
+def consume_prompt_fixed(model, prompt, length, seg_len, mem_len, clamp_len, same_length):
+    """`consume_prompt` with the fixed memory: the same segments of seg_len (the last one
+    padded), every one of static shape [B, seg_len].
+
+    Args:
+      prompt: int32 [B, P], P a multiple of seg_len; the first `length` tokens are the prompt.
+      length: int32 [], 1 <= length <= P.
+
+    Returns:
+      (log_probs float32 [B, V] of the token after the prompt, mems [L, B, mem_len, D],
+      valid int32 []).
+    """
+    c = model.config
+    batch = tf.shape(prompt)[0]
+    num_segments = (length + seg_len - 1) // seg_len
+
+    def body(i, _, mems, valid):
+        start = i * seg_len
+        segment = tf.slice(prompt, tf.stack([0, start]), [-1, seg_len])
+        count = tf.minimum(seg_len, length - start)
+        log_probs, mems, valid = fixed_step(model, segment, count, mems, valid, mem_len,
+                                            clamp_len, same_length)
+        return i + 1, tf.gather(log_probs, count - 1, axis=1), mems, valid
+
+    _, last, mems, valid = tf.while_loop(
+        lambda i, *_: i < num_segments, body,
+        (tf.constant(0), tf.zeros([batch, c.n_token], tf.float32),
+         fixed_mems(c, batch, mem_len), tf.constant(0)))
+    return last, mems, valid
+
+
+def decode_fixed(model, log_probs, mems, valid, num_tokens, max_tokens, temperature, top_k,
+                 top_p, seed, mem_len, clamp_len, same_length):
+    """`decode` with the fixed memory, into a buffer of static width.
+
+    Args:
+      num_tokens: int32 [], 0 <= num_tokens <= max_tokens.
+      max_tokens: the buffer's width, a Python int.
+
+    Returns:
+      int32 [B, max_tokens]: the num_tokens tokens of `decode`, then zeros.
+    """
+    batch = tf.shape(log_probs)[0]
+    positions = tf.range(max_tokens)[None, :]
+
+    def body(t, log_probs, mems, valid, out):
+        # Every loop variable keeps its static shape (the sampling ops lose the batch's).
+        token = tf.ensure_shape(sampling.choose(log_probs, t, temperature, top_k, top_p, seed),
+                                log_probs.shape[:1])
+        out = tf.where(positions == t, token[:, None], out)
+        step_log_probs, mems, valid = fixed_step(model, token[:, None], 1, mems, valid,
+                                                 mem_len, clamp_len, same_length)
+        return t + 1, tf.ensure_shape(step_log_probs[:, 0], log_probs.shape), mems, valid, out
+
+    t, log_probs, _, _, out = tf.while_loop(
+        lambda t, *_: t < num_tokens - 1, body,
+        (tf.constant(0), log_probs, mems, valid, tf.zeros([batch, max_tokens], tf.int32)))
+    last = sampling.choose(log_probs, t, temperature, top_k, top_p, seed)
+    return tf.where((positions == t) & (t < num_tokens), last[:, None], out)
+
+
+def generate_fixed(model, prompt, length, num_tokens, max_tokens, temperature, top_k, top_p,
+                   seed, seg_len, mem_len, clamp_len, same_length):
+    """`generate_ids` with the fixed memory and static shapes, the function XLA compiles.
+
+    Args:
+      prompt: int32 [B, P] padded (`prompt_bucket`), its first `length` tokens the prompt.
+      length: int32 [] >= 1; num_tokens: int32 [] <= max_tokens (a Python int).
+
+    Returns:
+      int32 [B, max_tokens]: the tokens of `generate_ids`, then zeros.
+    """
+    log_probs, mems, valid = consume_prompt_fixed(model, prompt, length, seg_len, mem_len,
+                                                  clamp_len, same_length)
+    return decode_fixed(model, log_probs, mems, valid, num_tokens, max_tokens, temperature,
+                        top_k, top_p, seed, mem_len, clamp_len, same_length)
+
+
 class Generator:
     """Cached generation for a `TransformerXL` of any attention variant, through its memory.
 
@@ -115,9 +259,15 @@ class Generator:
       mem_len: memory length (default the model's); the context that fits in it is exact.
       clamp_len: default the model's.
       same_length: default False (with a growing memory, same_length would hide context).
+      jit_compile: whether `generate` runs as one XLA program (`generate_fixed`: the fixed
+        memory, the prompt padded to `prompt_bucket`, the output to `tokens_bucket`; one
+        compilation per batch size, prompt bucket and output bucket) instead of the graph loop
+        with the growing memory (`generate_ids`). The tokens are the same. `stream` and
+        `generate_uncached` are not compiled.
     """
 
-    def __init__(self, model, seg_len=None, mem_len=None, clamp_len=None, same_length=False):
+    def __init__(self, model, seg_len=None, mem_len=None, clamp_len=None, same_length=False,
+                 jit_compile=False):
         c = model.config
         self.model = model
         self.seg_len = int(seg_len or c.tgt_len)
@@ -146,6 +296,33 @@ class Generator:
             input_signature=[tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([], tf.int32),
                              scalar, tf.TensorSpec([], tf.int32), scalar,
                              tf.TensorSpec([], tf.int64)])
+        self.compilation = choose_generation(jit_compile)
+        self.jit_compile = self.compilation.mode is not None
+        # Traced once per (batch, prompt bucket, max_tokens): the shapes XLA compiles for.
+        self.compiled = tf.function(self._fixed, jit_compile=True)
+
+    def _fixed(self, prompt, length, num_tokens, temperature, top_k, top_p, seed, max_tokens):
+        seg_len = min(self.seg_len, int(prompt.shape[1]))  # `prompt_bucket`'s segment
+        return generate_fixed(self.model, prompt, length, num_tokens, max_tokens, temperature,
+                              top_k, top_p, seed, seg_len, self.mem_len, self.clamp_len,
+                              self.same_length)
+
+    def generate_compiled(self, prompt, num_tokens, temperature=1.0, top_k=0, top_p=1.0,
+                          seed=0):
+        """`generate` as one XLA program (see `jit_compile`): int32 numpy [B, num_tokens]."""
+        prompt = np.asarray(prompt, np.int32)
+        batch, length = prompt.shape
+        if length < 1:
+            raise ValueError("the prompt is empty: give at least one token.")
+        if num_tokens < 0:
+            raise ValueError(f"num_tokens must be >= 0, got {num_tokens}.")
+        padded = np.zeros([batch, prompt_bucket(length, self.seg_len)[1]], np.int32)
+        padded[:, :length] = prompt
+        out = self.compiled(tf.constant(padded), tf.constant(length, tf.int32),
+                            tf.constant(num_tokens, tf.int32),
+                            *self._settings(temperature, top_k, top_p, seed),
+                            max_tokens=tokens_bucket(num_tokens))
+        return out.numpy()[:, :num_tokens]
 
     @staticmethod
     def _settings(temperature, top_k, top_p, seed):
@@ -153,7 +330,10 @@ class Generator:
                 tf.constant(top_p, tf.float32), tf.constant(seed, tf.int64))
 
     def generate(self, prompt, num_tokens, temperature=1.0, top_k=0, top_p=1.0, seed=0):
-        """All tokens in one graph call (a tf.while_loop): int32 numpy [B, num_tokens]."""
+        """All tokens in one call: int32 numpy [B, num_tokens]. One XLA program with
+        `jit_compile` (`generate_compiled`), else one graph call (a tf.while_loop)."""
+        if self.jit_compile:
+            return self.generate_compiled(prompt, num_tokens, temperature, top_k, top_p, seed)
         prompt = tf.convert_to_tensor(prompt, tf.int32)
         return self._generate(prompt, tf.constant(num_tokens, tf.int32),
                               *self._settings(temperature, top_k, top_p, seed)).numpy()

@@ -3,7 +3,8 @@
 All functions are graph-safe (settings may be tensors, a scalar for every row or one value per
 row), so the same code runs in the CLI's decode step and inside the exported SavedModel.
 Randomness is stateless and per row: token t of a row with seed s uses the seed pair (s, t), so
-a row's generation is a pure function of its own inputs, whatever rows share its batch.
+a row's generation is a pure function of its own inputs, whatever rows share its batch, and
+the same whether XLA compiles it or not (`uniform`, `sample`).
 """
 import tensorflow as tf
 
@@ -77,26 +78,66 @@ def filter_logits(log_probs, temperature, top_k, top_p):
     return tf.where(logits < threshold, float("-inf"), logits)
 
 
+def uniform(seed, step):
+    """One uniform number in (0, 1) per row from the stateless seed pair (seed, step).
+
+    Philox's raw bits (`tf.random.stateless_uniform` of uint32) are the same with and without
+    XLA; its float numbers are not (XLA converts the bits differently), so the bits are turned
+    into a float here, with integer arithmetic: the top 24 bits, centred, times 2**-24.
+
+    Args:
+      seed: int64 [B]; step: int64 [B].
+
+    Returns:
+      float32 [B], every entry in [2**-25, 1 - 2**-25].
+    """
+    bits = tf.map_fn(
+        lambda pair: tf.random.stateless_uniform([], seed=pair, minval=None, maxval=None,
+                                                 dtype=tf.uint32, alg="philox"),
+        tf.stack([seed, step], axis=1), fn_output_signature=tf.uint32)
+    top = tf.cast(tf.bitwise.right_shift(bits, tf.constant(8, tf.uint32)), tf.float32)
+    return (top + 0.5) * (2.0 ** -24)
+
+
+def sample(logits, u):
+    """Inverse-CDF sampling: the first token whose cumulative probability exceeds u.
+
+    Args:
+      logits: float32 [B, V], removed tokens at -inf.
+      u: float32 [B] in (0, 1).
+
+    Returns:
+      int32 [B]: a token of positive probability (the last such token when rounding leaves
+      u * total at the top of the cumulative sum).
+    """
+    probs = tf.nn.softmax(logits, axis=-1)
+    cdf = tf.cumsum(probs, axis=-1)
+    possible = probs > 0.0
+    above = (cdf > (u * cdf[:, -1])[:, None]) & possible
+    first = tf.argmax(tf.cast(above, tf.int32), axis=-1, output_type=tf.int32)
+    vocab = tf.shape(logits)[1]
+    last = vocab - 1 - tf.argmax(tf.cast(tf.reverse(possible, [1]), tf.int32), axis=-1,
+                                 output_type=tf.int32)
+    return tf.where(tf.reduce_any(above, axis=-1), first, last)
+
+
 def choose(log_probs, step, temperature, top_k, top_p, seed):
     """The next token of every row: int32 [B].
 
     Every setting is a scalar or one value per row ([B]). A row with temperature <= 0 is
     greedy (argmax, first on ties); any other row is a sample from its filtered distribution
-    with the stateless seed (its seed, step), drawn for that row alone, so that a row's token
-    does not depend on the other rows of the batch.
+    (`sample`) with the uniform number of the stateless seed (its seed, step) (`uniform`),
+    drawn for that row alone, so that a row's token does not depend on the other rows of the
+    batch, and the same with and without XLA.
     """
     batch = tf.shape(log_probs)[0]
     temperature = per_row(temperature, batch, tf.float32)
     greedy = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
 
-    def sample():
+    def sampled():
         logits = filter_logits(log_probs, temperature, top_k, top_p)
-        seeds = tf.stack([per_row(seed, batch, tf.int64),
-                          per_row(step, batch, tf.int64)], axis=1)
-        return tf.map_fn(
-            lambda row: tf.random.stateless_categorical(row[0][None], 1, seed=row[1],
-                                                        dtype=tf.int32)[0, 0],
-            (logits, seeds), fn_output_signature=tf.int32)
+        return sample(logits, uniform(per_row(seed, batch, tf.int64),
+                                      per_row(step, batch, tf.int64)))
 
-    sampled = tf.cond(tf.reduce_any(temperature > 0), sample, lambda: greedy)
-    return tf.where(temperature > 0, sampled, greedy)
+    chosen = tf.cond(tf.reduce_any(temperature > 0), sampled, lambda: greedy)
+    return tf.where(temperature > 0, chosen, greedy)

@@ -17,7 +17,8 @@ export):
   generate: prompt int32 [B, P], and per row num_tokens int32 [B], temperature float32 [B],
       top_k int32 [B], top_p float32 [B], seed int64 [B]
       -> tokens int32 [B, max_num_tokens] (row b: its num_tokens[b] tokens, then -1),
-         lengths int32 [B] (= num_tokens)
+         lengths int32 [B] (= num_tokens); with `gen_jit_compile` the same tokens from one XLA
+         program (`generation.generate_fixed`)
   generate_text (text signatures, need tensorflow_text ops): text string [B] and the
       per-row sampling inputs -> text string [B] (the continuation), prompt_tokens int32 [B]
   score_text: text string [B] -> loss float32 [B] (nats per scored token), tokens int64 [B],
@@ -64,6 +65,10 @@ class ServingModule(tf.Module):
         (tgt_len: segment length of score_text).
       gen_mem_len, gen_seg_len: memory and prompt segment length of the generate signatures
         (same_length is off for generation).
+      gen_jit_compile: the generate signatures run their sampling loop as one XLA program
+        (`generation.generate_fixed`: the fixed memory, the prompt right-padded to gen_seg_len
+        times a power of two, a buffer of max_num_tokens; the same tokens; XLA compiles once
+        per batch size and prompt bucket on the server, which needs XLA's JIT).
       vocab_file: the model's vocabulary file, shipped as the `vocab_file` asset; None for a
         vocabulary-less export.
       text_codec: the in-graph tokenizer of the text signatures generate_text / score_text
@@ -72,7 +77,8 @@ class ServingModule(tf.Module):
     """
 
     def __init__(self, model, mem_len, clamp_len, same_length, tgt_len, gen_mem_len,
-                 gen_seg_len, vocab_file=None, text_codec=None, limits=None):
+                 gen_seg_len, vocab_file=None, text_codec=None, limits=None,
+                 gen_jit_compile=False):
         super().__init__(name="txl_serving")
         c = model.config
         # The Keras model itself is not a dependency of the module: only the tf.Variables
@@ -84,6 +90,7 @@ class ServingModule(tf.Module):
         self.tgt_len = int(tgt_len)
         self.gen_settings = (int(gen_mem_len), int(clamp_len), False)
         self.gen_seg_len = int(gen_seg_len)
+        self.gen_jit_compile = bool(gen_jit_compile)
         object.__setattr__(self, "limits", limits or ServingLimits())
         if vocab_file is not None:
             self.vocab_file = tf.saved_model.Asset(vocab_file)
@@ -257,12 +264,37 @@ class ServingModule(tf.Module):
         num_tokens[b] tokens, then -1 (the width is fixed, so that rows of other requests,
         batched with these, do not change it)."""
         longest = tf.maximum(tf.reduce_max(tf.concat([num_tokens, [0]], 0)), 0)
-        generated = generation.generate_ids(self.model, prompt, longest, temperature, top_k,
-                                            top_p, seed, self.gen_seg_len, *self.gen_settings)
         width = self.limits.max_num_tokens
-        generated = tf.pad(generated, [[0, 0], [0, width - longest]], constant_values=-1)
+        if self.gen_jit_compile:
+            generated = self._generate_compiled(prompt, longest, temperature, top_k, top_p,
+                                                seed)
+        else:
+            generated = generation.generate_ids(self.model, prompt, longest, temperature,
+                                                top_k, top_p, seed, self.gen_seg_len,
+                                                *self.gen_settings)
+            generated = tf.pad(generated, [[0, 0], [0, width - longest]], constant_values=-1)
         keep = tf.range(width)[None, :] < num_tokens[:, None]
         return tf.ensure_shape(tf.where(keep, generated, -1), [None, width])
+
+    def _generate_compiled(self, prompt, longest, temperature, top_k, top_p, seed):
+        """`generation.generate_fixed` in one XLA program: prompt [B, P] -> int32 [B,
+        max_num_tokens], the prompt right-padded to gen_seg_len * 2**ceil(log2(ceil(P /
+        gen_seg_len))) tokens (`generation.prompt_bucket` with segments of gen_seg_len)."""
+        seg_len = self.gen_seg_len
+        length = tf.shape(prompt)[1]
+        segments = (length + seg_len - 1) // seg_len
+        bucket = seg_len * tf.while_loop(lambda n: n < segments, lambda n: n * 2,
+                                         [tf.constant(1)])[0]
+        padded = tf.pad(prompt, [[0, 0], [0, bucket - length]])
+        width = self.limits.max_num_tokens
+
+        @tf.function(jit_compile=True, autograph=False)
+        def compiled(padded, length, longest, temperature, top_k, top_p, seed):
+            return generation.generate_fixed(self.model, padded, length, longest, width,
+                                             temperature, top_k, top_p, seed, seg_len,
+                                             *self.gen_settings)
+
+        return compiled(padded, length, longest, temperature, top_k, top_p, seed)
 
     def _generate(self, prompt, num_tokens, temperature, top_k, top_p, seed):
         settings = (num_tokens, temperature, top_k, top_p, seed)

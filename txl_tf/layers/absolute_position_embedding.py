@@ -8,22 +8,30 @@ import keras
 import tensorflow as tf
 
 
-def absolute_table_rows(klen, table_len: int) -> tf.Tensor:
+def absolute_table_rows(klen, table_len: int, offset=0) -> tf.Tensor:
     """Rows of a learned absolute table for the K keys [memory; segment], oldest first.
 
     The table's last rows belong to the newest keys, as the reference: the segment reads the last
     Q rows and the memory the M rows before them, so key j reads row T-K+j, and keys older than
     the table (j < K-T) share row 0 (the reference pads the memory part with it).
 
+    When the last `offset` keys are padding (`TransformerXL.call(segment_padding=...)`), the
+    newest real key K-1-offset reads the last row: key j reads row T-K+offset+j, the padding
+    keys (attended to by no real query) the last row.
+
     Args:
       klen: number of keys K, a scalar int (tensor or Python).
       table_len: rows T of the table.
+      offset: padding keys at the end (an int or int32 [] tensor); default 0.
 
     Returns:
-      int32 [K], row max(T-K+j, 0) for key j.
+      int32 [K], row min(max(T-K+offset+j, 0), T-1) for key j.
     """
     klen = tf.cast(klen, tf.int32)
-    return tf.maximum(tf.range(klen, dtype=tf.int32) + (table_len - klen), 0)
+    rows = tf.range(klen, dtype=tf.int32) + (table_len - klen)
+    if not (isinstance(offset, int) and offset == 0):
+        rows = tf.minimum(rows + tf.cast(offset, tf.int32), table_len - 1)
+    return tf.maximum(rows, 0)
 
 
 @keras.saving.register_keras_serializable(package="txl_tf")
@@ -42,6 +50,7 @@ class LearnedPositionEmbedding(keras.layers.Layer):
 
     Call arguments:
       klen: number of keys K = M + Q, a scalar int tensor.
+      offset: padding keys at the end of the segment (`absolute_table_rows`); default 0.
 
     Returns:
       [K, D] in the compute dtype: row j is added to key j of [memory; segment].
@@ -66,8 +75,8 @@ class LearnedPositionEmbedding(keras.layers.Layer):
                                           initializer=self.embeddings_initializer)
         self.built = True
 
-    def call(self, klen):
-        rows = absolute_table_rows(klen, self.max_klen)
+    def call(self, klen, offset=0):
+        rows = absolute_table_rows(klen, self.max_klen, offset)
         return tf.cast(tf.gather(self.embeddings, rows), self.compute_dtype)
 
     def get_config(self):

@@ -1,4 +1,5 @@
-"""`--jit_compile`: whether XLA compiles the training step, and which part of it.
+"""`--jit_compile`: whether XLA compiles the training step, and which part of it; and whether
+it compiles generation's whole sampling loop (`choose_generation`).
 
 Three ways the replica step (`Trainer._replica_train_step`) runs:
 
@@ -105,3 +106,29 @@ def choose(setting: str, strategy: tf.distribute.Strategy, precision: str) -> Ch
                             "the whole step)")
     return Choice(mode, f"--jit_compile=auto: CPU {precision}; --jit_compile=false to run "
                         "TensorFlow's kernels")
+
+
+def choose_generation(setting) -> Choice:
+    """Whether generation runs as one XLA program (`Generator(jit_compile=...)`,
+    `txl_tf/inference/generation.py`): mode "whole" or None.
+
+    Args:
+      setting: 'auto', 'true', 'false' (`--jit_compile`), or a bool.
+
+    auto: on where shapes must be static or kernel launches dominate (TPU, GPU); off on CPU,
+    where the graph loop with the growing memory is faster (docs/performance.md#inference:
+    the compiled loop attends to the whole fixed memory from the first token on).
+    """
+    if isinstance(setting, bool):
+        setting = "true" if setting else "false"
+    if setting not in JIT_COMPILE:
+        raise ValueError(f"--jit_compile must be one of {', '.join(JIT_COMPILE)}, got "
+                         f"{setting!r}.")
+    if setting != "auto":
+        return Choice("whole" if setting == "true" else None, f"--jit_compile={setting}")
+    devices = {_device_type(d.name) for d in tf.config.list_logical_devices()}
+    for accelerator in ("TPU", "GPU"):
+        if accelerator in devices:
+            return Choice("whole", f"--jit_compile=auto: {accelerator}")
+    return Choice(None, "--jit_compile=auto: CPU (the graph loop is faster there); "
+                        "--jit_compile=true compiles it")
