@@ -15,7 +15,8 @@ cli.quiet_start()
 import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
 
-from runners.tools import benchmark  # noqa: E402
+from runners.tools.benchmarks.configuration import model_config, setup_tensorflow  # noqa: E402
+from runners.tools.benchmarks.steps import Steps  # noqa: E402
 from txl_tf.training import profile_summary  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -27,8 +28,8 @@ flags.DEFINE_integer("top", 30, "How many of the most expensive ops to print.")
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    benchmark.setup_tensorflow()
-    steps = benchmark.Steps(benchmark.model_config(), FLAGS.batch_size, FLAGS.seed)
+    setup_tensorflow()
+    steps = Steps(model_config(), FLAGS.batch_size, FLAGS.seed)
     steps.time_steps(FLAGS.kind, FLAGS.bench_warmup)
     tf.profiler.experimental.start(FLAGS.logdir)
     seconds = steps.time_steps(FLAGS.kind, FLAGS.steps)
