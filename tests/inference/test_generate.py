@@ -172,7 +172,7 @@ def test_run_streams_text_and_reports_json(tmp_path):
     text = ""
     for i, w in enumerate(words):
         text += "\n" if w == "<eos>" else (("" if i and words[i - 1] == "<eos>" else " ") + w)
-    assert out.getvalue() == text + "\n" and "text" not in result
+    assert out.getvalue() == "w1 w2\nw3 w4" + text + "\n" and "text" not in result
     same = generate.run(gen_flags(model_dir=str(tmp_path / "m"), prompt="w1 w2\nw3 w4",
                                   num_tokens=12, stream=False), out=io.StringIO())
     assert same["ids"] == result["ids"] and same["jit_compile"] is False  # auto: off on CPU
@@ -241,7 +241,7 @@ def test_each_new_token_is_one_forward_pass_of_length_one():
 
 
 @pytest.mark.parametrize("level", ["char", "byte"])
-def test_run_prints_only_the_continuation_for_char_and_byte_models(tmp_path, level):
+def test_run_prints_the_prompt_then_the_continuation_for_char_and_byte_models(tmp_path, level):
     from tf_records.text.tokenize import decode_ids
     if level == "char":
         vocab = Vocabulary(list("abcdefghij klmnopqrstuvwxyz\u00e9"), "char")
@@ -258,7 +258,8 @@ def test_run_prints_only_the_continuation_for_char_and_byte_models(tmp_path, lev
     assert result["prompt_tokens"] == len(prompt)
     full = decode_ids(np.concatenate([prompt, result["ids"]]), rules, vocab)
     text = out.getvalue()
-    assert text.endswith("\n")
+    assert text.startswith("caf\u00e9 ab") and text.endswith("\n")
+    text = text[len("caf\u00e9 ab"):]
     if level == "char":
         assert text[:-1] == full[len("caf\u00e9 ab"):] == decode_ids(result["ids"], rules, vocab)
     else:  # bytes print as UTF-8 once complete; invalid sequences become U+FFFD
