@@ -28,13 +28,17 @@ import tensorflow as tf
 from txl_tf.atomic_writes import write_json_atomic
 from txl_tf.checkpoint_probes import (checkpoint_files, first_line, is_damage_error,
                                       quiet_tf_warnings)
-from txl_tf.config import TransformerXLConfig
+from txl_tf.config import ConfigError, TransformerXLConfig
 from txl_tf.model import TransformerXL
+from txl_tf.text_files import read_text_file
+from txl_tf.weight_counts import (ExtraWeightsError, check_no_extra_weights,
+                                  checkpoint_model_weights)
 
 CONFIG_FILE = "config.json"
 BEST_DIR = "best"         # model_dir/best/: the best checkpoint on validation of a training run
 BEST_FILE = "best.json"   # best/best.json: {"step", "valid_loss", "bpc" or "ppl"}
 LATEST, BEST = "latest", "best"
+MAX_CONFIG_BYTES = 2**20  # a config.json is about 1 KB
 
 
 class ModelDirError(FileNotFoundError):
@@ -63,8 +67,11 @@ def load_config(model_dir: str) -> TransformerXLConfig:
             f"{path} not found: {model_dir!r} is not a txl-tf model directory (train one with "
             "runners/train.py, import one with runners/import_weights.py, or save one with "
             "txl_tf.save_model).")
-    with open(path) as f:
-        return TransformerXLConfig.from_json(f.read())
+    text = read_text_file(path, path, ModelDirError, max_bytes=MAX_CONFIG_BYTES)
+    try:
+        return TransformerXLConfig.from_json(text)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None
 
 
 def save_model(model: TransformerXL, model_dir: str, max_to_keep: int = 3) -> str:
@@ -129,6 +136,12 @@ def restore_weights(model: TransformerXL, checkpoint_path: str) -> None:
             gc.collect()  # the failed restore warns of its unmatched values when collected
     if problem is not None:
         raise problem
+    config_file = os.path.join(os.path.dirname(checkpoint_path), CONFIG_FILE)
+    try:
+        check_no_extra_weights(checkpoint_model_weights(checkpoint_path), model,
+                               checkpoint_path, config_file)
+    except ExtraWeightsError as error:
+        raise ModelDirError(str(error)) from None
 
 
 @dataclasses.dataclass(frozen=True)

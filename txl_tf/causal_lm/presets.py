@@ -34,7 +34,10 @@ from txl_tf import model_files
 from txl_tf.atomic_writes import atomic_directory, write_json_atomic
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.config import ConfigError
+from txl_tf.error_text import one_line
 from txl_tf.model import TransformerXL
+from txl_tf.weight_counts import (ExtraWeightsError, check_no_extra_weights,
+                                  keras_file_weights)
 
 CONFIG_FILE = model_files.CONFIG_FILE
 WEIGHTS_FILE = "model.weights.h5"
@@ -159,15 +162,18 @@ def _load_backbone(preset, checkpoint):
                                          f"checkpoint={checkpoint!r} applies to model "
                                          "directories only: leave it out.")
             backbone = _built(TransformerXL(model_files.load_config(preset)))
-            backbone.load_weights(os.path.join(preset, WEIGHTS_FILE))
+            weights = os.path.join(preset, WEIGHTS_FILE)
+            backbone.load_weights(weights)
+            check_no_extra_weights(keras_file_weights(weights), backbone, weights,
+                                   os.path.join(preset, CONFIG_FILE))
             return backbone
         return model_files.load_model(preset, checkpoint)
-    except (model_files.ModelDirError, ConfigError) as error:
+    except (model_files.ModelDirError, ConfigError, ExtraWeightsError) as error:
         raise CausalLMInputError(f"cannot load {preset}: {error}") from None
     except (ValueError, OSError, tf.errors.OpError) as error:
         if isinstance(error, CausalLMInputError):
             raise
-        message = (getattr(error, "message", None) or str(error)).splitlines()[0]
+        message = one_line(getattr(error, "message", None) or str(error))
         raise CausalLMInputError(f"cannot read the weights of {preset} ({message}); save the "
                                  "preset again.") from None
 
