@@ -24,6 +24,7 @@ import tensorflow as tf
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.sampler import get_sampler
 from txl_tf.inference.generation import Generator
+from txl_tf.inference.generation_limits import MAX_NEW_TOKENS
 
 DEFAULT_NEW_TOKENS = 100  # generate.py's default --num_tokens
 
@@ -105,6 +106,11 @@ def _new_tokens(lengths, max_length):
         raise CausalLMInputError(f"max_length={max_length} is shorter than the longest prompt "
                                  f"({max(lengths)} tokens); give max_length >= {max(lengths)} "
                                  "(it counts the prompt and the generated tokens).")
+    if max_length - min(lengths) > MAX_NEW_TOKENS:
+        raise CausalLMInputError(
+            f"max_length={max_length} asks for {max_length - min(lengths):,} new tokens after a "
+            f"prompt of {min(lengths)}; generate at most {MAX_NEW_TOKENS:,} per call (each new "
+            "token is one forward pass) and continue from the text.")
     return {n: int(max_length) - n for n in lengths}
 
 

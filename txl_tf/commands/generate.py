@@ -17,7 +17,9 @@ from txl_tf import model_files
 from txl_tf.commands.generate_options import GenerateInputError, GenerateOptions  # noqa: F401
 from txl_tf.commands.inference_model import load_inference_model
 from txl_tf.inference.generation import Generator
+from txl_tf.inference.generation_limits import check_generation
 from txl_tf.model_text import ModelText, TextData
+from txl_tf.text_files import read_text_file
 
 
 def check_options(options: GenerateOptions) -> None:
@@ -33,13 +35,14 @@ def check_options(options: GenerateOptions) -> None:
         raise GenerateInputError(f"--top_p must be in (0, 1], got {o.top_p}.")
     if o.top_k < 0:
         raise GenerateInputError(f"--top_k must be >= 0, got {o.top_k}.")
+    check_generation(o.num_tokens, o.top_k, o.seed, GenerateInputError, prefix="--")
 
 
 def prompt_of(options: GenerateOptions) -> str:
     """The prompt text (of --prompt or --prompt_file)."""
     if options.prompt_file:
-        with open(options.prompt_file, encoding="utf-8") as fh:
-            return fh.read()
+        return read_text_file(options.prompt_file, f"--prompt_file={options.prompt_file}",
+                              GenerateInputError)
     return options.prompt
 
 

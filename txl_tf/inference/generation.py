@@ -15,6 +15,7 @@ The graph functions (`consume_prompt`, `generate_ids`) are plain functions of a 
 import tensorflow as tf
 
 from txl_tf.inference import sampling
+from txl_tf.inference.generation_limits import check_call
 
 
 def empty_mems(config, batch_size):
@@ -154,12 +155,14 @@ class Generator:
 
     def generate(self, prompt, num_tokens, temperature=1.0, top_k=0, top_p=1.0, seed=0):
         """All tokens in one graph call (a tf.while_loop): int32 numpy [B, num_tokens]."""
+        check_call(prompt, self.model.config.n_token, num_tokens, top_k, seed)
         prompt = tf.convert_to_tensor(prompt, tf.int32)
         return self._generate(prompt, tf.constant(num_tokens, tf.int32),
                               *self._settings(temperature, top_k, top_p, seed)).numpy()
 
     def stream(self, prompt, num_tokens, temperature=1.0, top_k=0, top_p=1.0, seed=0):
         """Yields int32 numpy [B] token by token (same tokens as `generate`)."""
+        check_call(prompt, self.model.config.n_token, num_tokens, top_k, seed)
         prompt = tf.convert_to_tensor(prompt, tf.int32)
         temperature, top_k, top_p, seed = self._settings(temperature, top_k, top_p, seed)
         log_probs, mems = self.consume(prompt, empty_mems(self.model.config,
@@ -175,6 +178,7 @@ class Generator:
                           seed=0):
         """Baseline without the memory: re-runs the model over the whole context (no memory)
         for every new token. int32 numpy [B, num_tokens]."""
+        check_call(prompt, self.model.config.n_token, num_tokens, top_k, seed)
         context = tf.convert_to_tensor(prompt, tf.int32)
         settings = self._settings(temperature, top_k, top_p, seed)
         if getattr(self, "_rerun", None) is None:
