@@ -12,7 +12,7 @@ import traceback
 
 from absl import app, flags, logging
 
-from runners.cli import errors, help as help_lib
+from runners.cli import errors, flagfiles, help as help_lib
 
 
 def _usage_error(message: str) -> None:
@@ -27,6 +27,10 @@ def _flags_parser(groups, required):
         if help_lib.wants_help(argv):
             help_lib.print_help(flags.FLAGS, groups or {}, required)
             sys.exit(errors.OK)
+        try:
+            flagfiles.check_flagfiles(argv)
+        except app.UsageError as error:
+            _usage_error(str(error))
         try:
             remaining = flags.FLAGS(argv)
         except flags.Error as error:

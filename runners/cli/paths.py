@@ -4,6 +4,8 @@ import os
 
 from absl import app
 
+from txl_tf.text_files import regular_file_problem
+
 
 def _check_links(name: str, path) -> None:
     """A usage error for a path that is (or passes through) a symbolic link loop, or a link to
@@ -37,7 +39,9 @@ def check_directories(**paths) -> None:
 
 
 def check_files(**paths) -> None:
-    """Raises `app.UsageError` for a path flag whose file does not exist.
+    """Raises `app.UsageError` for a path flag whose file does not exist, or that names a named
+    pipe, a device or a socket (whose reads may block or never end) instead of a regular file
+    or directory.
 
     Args:
       **paths: flag name -> path (None or '' are skipped), e.g. raw_path=FLAGS.raw_path.
@@ -45,3 +49,6 @@ def check_files(**paths) -> None:
     for name, path in paths.items():
         if path and not os.path.exists(path):
             raise app.UsageError(f"--{name}={path} does not exist; check the path.")
+        problem = regular_file_problem(path) if path else None
+        if problem:
+            raise app.UsageError(f"--{name}={path} {problem}; give a file.")

@@ -1,0 +1,57 @@
+"""`check_flagfiles(argv)`: every --flagfile a command line reads, checked before absl reads it.
+
+absl reads a flag file whole, whatever it is (`--flagfile=/dev/zero` reads until memory runs
+out), and skips a file that includes itself without a word (the run goes on with the defaults).
+Each file named on the command line or inside another flag file is refused here in one line when
+it is not a regular UTF-8 file of a bounded size, or when it includes itself, directly or
+through others.
+"""
+import os
+
+from absl import app
+
+from txl_tf.text_files import read_text_file
+
+MAX_FLAGFILE_BYTES = 2**20
+_PREFIXES = ("--flagfile=", "-flagfile=")
+
+
+def _named(args):
+    """The flag files named by `args` (command-line words or flag-file lines)."""
+    out, args = [], [a.strip() for a in args]
+    for i, arg in enumerate(args):
+        for prefix in _PREFIXES:
+            if arg.startswith(prefix):
+                out.append(arg[len(prefix):])
+        if arg in ("--flagfile", "-flagfile") and i + 1 < len(args):
+            out.append(args[i + 1])
+    return out
+
+
+def _check(path, chain):
+    name = f"--flagfile={path}"
+    key = os.path.realpath(path)
+    if key in chain:
+        loop = " -> ".join(list(chain.values())[list(chain).index(key):] + [path])
+        raise app.UsageError(f"{name} includes itself ({loop}); remove the --flagfile line "
+                             "that leads back to it.")
+    if not os.path.exists(path):
+        raise app.UsageError(f"{name} does not exist; check the path.")
+    if os.path.isdir(path):
+        raise app.UsageError(f"{name} is a directory; give a flag file.")
+    text = read_text_file(path, name, app.UsageError, max_bytes=MAX_FLAGFILE_BYTES)
+    lines = [line for line in text.splitlines()
+             if not line.lstrip().startswith(("#", "//"))]
+    for inner in _named(lines):
+        _check(inner, {**chain, key: path})
+
+
+def check_flagfiles(argv) -> None:
+    """Raises `app.UsageError` for a flag file (of `argv` or nested) that is not a regular
+    UTF-8 file of at most `MAX_FLAGFILE_BYTES`, or that includes itself.
+
+    Args:
+      argv: the command line (sys.argv).
+    """
+    for path in _named(argv[1:]):
+        _check(path, {})
