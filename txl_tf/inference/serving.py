@@ -204,7 +204,11 @@ class ServingModule(tf.Module):
                 shape[2], mem_len,
                 message=f"mems must hold exactly mem_len={mem_len} positions in this export "
                         "(what init_mems and score return), so that requests can be batched "
-                        "together; got mems of length")]
+                        "together; got mems of length"),
+            tf.debugging.Assert(
+                tf.reduce_all(tf.math.is_finite(mems)),
+                ["mems hold NaN or Inf values; pass back the mems of the previous call "
+                 "unchanged, or start from init_mems(streams)"])]
         return tf.transpose(self._after(checks, mems), [1, 0, 2, 3])
 
     # -- id-based --------------------------------------------------------------------------
