@@ -178,6 +178,23 @@ def _load_backbone(preset, checkpoint):
                                  "preset again.") from None
 
 
+def _check_vocab_checksum(preset, preprocessor):
+    """A preprocessor given for a directory that records its own vocabulary's checksum (its
+    corpus-info.json) must have that vocabulary: one of the same size from another corpus
+    would read every id as another symbol."""
+    path = os.path.join(preset, "corpus-info.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            recorded = json.load(f).get("vocab_checksum")
+        given = preprocessor.model_vocab.vocab.checksum()
+    except (OSError, ValueError, AttributeError):
+        return  # no readable record, or a preprocessor without a vocabulary yet
+    if recorded is not None and recorded != given:
+        raise CausalLMInputError(
+            f"the preprocessor's vocabulary has checksum {given} but {preset} was trained with "
+            f"{recorded} ({path}); use the vocabulary it was trained with.")
+
+
 def load_preset(preset, checkpoint=model_files.LATEST, preprocessor=None):
     """(backbone, preprocessor) of a preset or a txl-tf model directory.
 
@@ -209,6 +226,8 @@ def load_preset(preset, checkpoint=model_files.LATEST, preprocessor=None):
             if isinstance(error, CausalLMInputError):
                 raise
             raise CausalLMInputError(f"cannot read the vocabulary of {preset}: {error}") from None
+    else:
+        _check_vocab_checksum(preset, preprocessor)
     if preprocessor is not None and preprocessor.vocabulary_size != backbone.config.n_token:
         raise CausalLMInputError(
             f"the preprocessor has {preprocessor.vocabulary_size} symbols but the model has "
