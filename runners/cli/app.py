@@ -28,6 +28,7 @@ def _flags_parser(groups, required):
             help_lib.print_help(flags.FLAGS, groups or {}, required)
             sys.exit(errors.OK)
         try:
+            flagfiles.check_utf8(argv)
             flagfiles.check_flagfiles(argv)
         except app.UsageError as error:
             _usage_error(str(error))

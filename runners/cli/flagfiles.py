@@ -1,4 +1,5 @@
-"""`check_flagfiles(argv)`: every --flagfile a command line reads, checked before absl reads it.
+"""`check_flagfiles(argv)`: every --flagfile a command line reads, checked before absl reads it;
+`check_utf8(argv)`: every word of the command line is UTF-8.
 
 absl reads a flag file whole, whatever it is (`--flagfile=/dev/zero` reads until memory runs
 out), and skips a file that includes itself without a word (the run goes on with the defaults).
@@ -44,6 +45,22 @@ def _check(path, chain):
              if not line.lstrip().startswith(("#", "//"))]
     for inner in _named(lines):
         _check(inner, {**chain, key: path})
+
+
+def check_utf8(argv) -> None:
+    """Raises `app.UsageError` for a command-line word that is not UTF-8 (Python keeps its
+    bytes as surrogates): TensorFlow's file functions and the JSON output need UTF-8, so such a
+    path or prompt would fail half-way through the work."""
+    for arg in argv[1:]:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raw = os.fsencode(arg)
+            bad = os.fsencode(arg[:error.start])
+            shown = raw.decode("utf-8", "backslashreplace")
+            raise app.UsageError(
+                f"{shown} is not UTF-8 (byte {raw[len(bad)]:#04x} at offset {len(bad)}); "
+                "give paths and text in UTF-8 (rename the file or directory).") from None
 
 
 def check_flagfiles(argv) -> None:
