@@ -48,9 +48,14 @@ def generator_of(backbone, seg_len=None, mem_len=None, clamp_len=None, same_leng
 def _strings(inputs):
     """(list of str, single) when `inputs` is text, else None."""
     if isinstance(inputs, tf.Tensor) and inputs.dtype == tf.string:
-        inputs = inputs.numpy()
-        inputs = inputs.decode("utf-8") if inputs.ndim == 0 else [
-            s.decode("utf-8") for s in inputs.reshape([-1])]
+        array = np.asarray(inputs.numpy(), dtype=object)
+        try:
+            decoded = [s.decode("utf-8") for s in array.reshape([-1])]
+            inputs = decoded[0] if array.ndim == 0 else decoded
+        except UnicodeDecodeError as error:
+            raise CausalLMInputError(f"a prompt is not UTF-8 text (byte "
+                                     f"{error.object[error.start]:#04x} at offset {error.start});"
+                                     " give UTF-8 strings.") from None
     if isinstance(inputs, str):
         return [inputs], True
     if isinstance(inputs, (list, tuple)) and inputs and all(isinstance(s, str) for s in inputs):
@@ -82,6 +87,12 @@ def _tokenize(preprocessor, texts):
                                  "vocabulary, or preprocessor=).")
     prompts = []
     for i, text in enumerate(texts):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise CausalLMInputError(f"prompt {i} is not valid text: {text[error.start]!r} at "
+                                     f"{error.start} is a lone surrogate (undecoded bytes); give "
+                                     "UTF-8 text.") from None
         ids = preprocessor.tokenize(text)
         if len(ids) == 0:
             raise CausalLMInputError(f"prompt {i} ({text!r}) has no tokens; give at least one "
