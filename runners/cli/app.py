@@ -38,6 +38,10 @@ def _flags_parser(groups, required):
             text = "; ".join(line.strip().rstrip(".") for line in str(error).splitlines()
                              if line.strip())
             _usage_error(f"{text}; see --help for the flags.")
+        try:
+            flagfiles.check_int32_flags(flags.FLAGS)
+        except app.UsageError as error:
+            _usage_error(str(error))
         problem = help_lib.missing(flags.FLAGS, required)
         if problem:
             _usage_error(problem)

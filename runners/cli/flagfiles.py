@@ -1,5 +1,6 @@
 """`check_flagfiles(argv)`: every --flagfile a command line reads, checked before absl reads it;
-`check_utf8(argv)`: every word of the command line is UTF-8.
+`check_utf8(argv)`: every word of the command line is UTF-8; `check_int32_flags`: every integer
+flag given fits int32.
 
 absl reads a flag file whole, whatever it is (`--flagfile=/dev/zero` reads until memory runs
 out), and skips a file that includes itself without a word (the run goes on with the defaults).
@@ -9,7 +10,7 @@ through others.
 """
 import os
 
-from absl import app
+from absl import app, flags
 
 from txl_tf.text_files import read_text_file
 
@@ -61,6 +62,32 @@ def check_utf8(argv) -> None:
             raise app.UsageError(
                 f"{shown} is not UTF-8 (byte {raw[len(bad)]:#04x} at offset {len(bad)}); "
                 "give paths and text in UTF-8 (rename the file or directory).") from None
+
+
+INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
+# Counts of a corpus (--max_bytes, --eval_chars, --train_tokens, ...) may exceed int32; the
+# commands that compute with them check their own ranges.
+_COUNTS = ("bytes", "chars", "tokens")
+
+
+def check_int32_flags(flag_values) -> None:
+    """Raises `app.UsageError` for an integer flag given beyond int32: lengths, sizes, steps and
+    seeds become int32 tensors, and TensorFlow's cast wraps them modulo 2^32 without a word
+    (`--clamp_len=4294967297` would run as 1).
+
+    Args:
+      flag_values: the parsed `flags.FlagValues`.
+    """
+    for name in flag_values:
+        if any(word in name for word in _COUNTS):
+            continue
+        flag = flag_values[name]
+        value = flag.value
+        if (flag.present and isinstance(flag.parser, flags.IntegerParser)
+                and isinstance(value, int) and not INT32_MIN <= value <= INT32_MAX):
+            raise app.UsageError(f"--{name}={value} is beyond the int32 range [{INT32_MIN}, "
+                                 f"{INT32_MAX}] that TensorFlow computes it in; give a smaller "
+                                 "value.")
 
 
 def check_flagfiles(argv) -> None:
