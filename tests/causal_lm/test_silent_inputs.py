@@ -207,3 +207,28 @@ def test_config_json_errors_name_the_file(dirs, tmp_path, content, pattern):
     one_line(caught.value)
     with pytest.raises(CausalLMInputError, match=r"cannot load .*" + pattern):
         from_preset(str(tmp_path / "m"))
+
+
+@pytest.mark.parametrize("level", ["word", "byte"])
+def test_serving_text_that_is_not_utf8(tmp_path, level):
+    """A word (or char) model refuses texts that are not UTF-8 instead of scoring replacement
+    characters; a byte model reads any bytes."""
+    import tensorflow_text  # noqa: F401  (the graph's byte splitter)
+    from tf_records.text.graph import GraphText
+    from tf_records.vocab.model_vocab import ModelVocab
+
+    vocab, rules = vocabulary(level)
+    write_model_vocab(str(tmp_path), vocab, rules)
+    mv = ModelVocab(vocab, rules, {}, str(tmp_path / "vocab.txt"))
+    module = ServingModule(tiny_model(n_token=len(vocab), tgt_len=4), 6, -1, False, 4, 8, 4,
+                           vocab_file=mv.vocab_path, text_codec=GraphText(mv))
+    score_text = module.signatures()["score_text"]
+    good = score_text(text=tf.constant([b"w1 w2 w3"]))
+    assert np.isfinite(good["loss"].numpy()).all()
+    bad = tf.constant([b"w1 w2 \xff w3"])
+    if level == "byte":
+        assert np.isfinite(score_text(text=bad)["loss"].numpy()).all()
+    else:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="a text of the request is not "
+                                                                 "UTF-8"):
+            score_text(text=bad)
