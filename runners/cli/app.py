@@ -7,6 +7,7 @@ Nothing here imports TensorFlow: a runner's `--help` and its usage errors come b
 `--verbosity=1` prints the traceback above the line; absl's INFO lines are off unless
 `--verbosity` is given (`--verbosity=0` shows them).
 """
+import logging as std_logging
 import sys
 import traceback
 
@@ -73,6 +74,8 @@ def _main_with_one_error_line(main):
                 traceback.print_exc()
             code, message = result
             message = " ".join(str(message).split()) or type(error).__name__
+            if verbosity is None:  # objects of the failed work warn as they are deleted at exit
+                std_logging.getLogger("tensorflow").setLevel(std_logging.ERROR)
             print(f"error: {message}", file=sys.stderr, flush=True)
             sys.exit(code)
     return wrapped
