@@ -34,7 +34,9 @@ def check_directories(**paths) -> None:
     for name, path in paths.items():
         _check_links(name, path)
         if path and os.path.exists(path) and not os.path.isdir(path):
-            raise app.UsageError(f"--{name}={path} is a file, not a directory; give a directory "
+            problem = regular_file_problem(path)
+            what = problem.split(", not")[0] if problem else "is a file"
+            raise app.UsageError(f"--{name}={path} {what}, not a directory; give a directory "
                                  "path.")
 
 
