@@ -55,3 +55,23 @@ def read_text_file(path: str, name: str, error=ValueError,
     except UnicodeDecodeError as bad:
         raise error(f"{name} is not UTF-8 text (byte {bad.object[bad.start]:#04x} at offset "
                     f"{bad.start}); save it as UTF-8.") from None
+
+
+def check_utf8_path(path, name: str, error=ValueError) -> str:
+    """`path` as a str when it can be written as UTF-8, else `error` (TensorFlow's file
+    functions and JSON need UTF-8; a path decoded from other bytes holds lone surrogates).
+
+    Args:
+      path: a str or os.PathLike.
+      name: how the message names it (e.g. "export_dir").
+      error: the exception class raised.
+    """
+    text = os.fspath(path)
+    if isinstance(text, str):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as bad:
+            shown = os.fsencode(text).decode("utf-8", "backslashreplace")
+            raise error(f"{name}={shown} is not UTF-8 (at character {bad.start}); give a UTF-8 "
+                        "path.") from None
+    return text

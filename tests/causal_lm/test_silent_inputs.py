@@ -232,3 +232,13 @@ def test_serving_text_that_is_not_utf8(tmp_path, level):
         with pytest.raises(tf.errors.InvalidArgumentError, match="a text of the request is not "
                                                                  "UTF-8"):
             score_text(text=bad)
+
+
+@pytest.mark.parametrize("method,name", [("export", "export_dir"),
+                                         ("save_to_preset", "preset_dir")])
+def test_non_utf8_output_paths_are_refused_before_anything_is_written(lm, tmp_path, method,
+                                                                      name):
+    path = os.path.join(str(tmp_path), os.fsdecode(b"out\xff"))
+    with pytest.raises(CausalLMInputError, match=rf"{name}=.*out\\xff is not UTF-8"):
+        getattr(lm, method)(path)
+    assert os.listdir(tmp_path) == []

@@ -33,8 +33,10 @@ import tensorflow as tf
 
 from txl_tf.causal_lm.batch_checks import check_batch_dtypes, checked_batch, one_line_error
 from txl_tf.causal_lm.contiguous_batches import ContiguousBatchError, check_contiguous
+from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.replica_memory import ReplicaMemory
 from txl_tf.inference.evaluation import Evaluator
+from txl_tf.text_files import check_utf8_path
 from txl_tf.training.trainer import Trainer
 
 SUM = tf.distribute.ReduceOp.SUM
@@ -369,6 +371,7 @@ class TransformerXLCausalLM(keras.Model):
         """Writes a preset (config.json, model.weights.h5, the preprocessor and its vocabulary,
         metadata.json); see `txl_tf.causal_lm.presets.save_to_preset`."""
         from txl_tf.causal_lm import presets
+        check_utf8_path(preset_dir, "preset_dir", CausalLMInputError)
         return presets.save_to_preset(self, preset_dir, training_data)
 
     @classmethod
@@ -383,6 +386,7 @@ class TransformerXLCausalLM(keras.Model):
         """Writes the SavedModel of runners/export.py (TF Serving); returns export.py's dict.
         See `txl_tf.causal_lm.export.export`."""
         from txl_tf.causal_lm import export as export_lib
+        check_utf8_path(export_dir, "export_dir", CausalLMInputError)
         return export_lib.export(self, export_dir, limits, **settings)
 
     def get_config(self):
