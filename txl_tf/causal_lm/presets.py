@@ -219,19 +219,20 @@ def load_preset(preset, checkpoint=model_files.LATEST, preprocessor=None):
         raise CausalLMInputError(f"{preset} has no {CONFIG_FILE}: it is neither a preset "
                                  "(save_to_preset) nor a txl-tf model directory.")
     backbone = _load_backbone(preset, checkpoint)
-    if preprocessor is None:
+    given = preprocessor is not None
+    if not given:
         try:
             preprocessor = find_preprocessor(preset)
         except ValueError as error:  # the vocabulary's own errors are ValueErrors
             if isinstance(error, CausalLMInputError):
                 raise
             raise CausalLMInputError(f"cannot read the vocabulary of {preset}: {error}") from None
-    else:
-        _check_vocab_checksum(preset, preprocessor)
     if preprocessor is not None and preprocessor.vocabulary_size != backbone.config.n_token:
         raise CausalLMInputError(
             f"the preprocessor has {preprocessor.vocabulary_size} symbols but the model has "
             f"n_token={backbone.config.n_token}; use the vocabulary it was trained with.")
+    if given:
+        _check_vocab_checksum(preset, preprocessor)
     return backbone, preprocessor
 
 
