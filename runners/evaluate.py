@@ -59,7 +59,8 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     options = dataclass_flags.options_from_flags(EvalOptions, FLAGS)
     cli.check_directories(model_dir=options.model_dir, data_dir=options.data_dir)
-    cli.check_files(data_dir=options.data_dir, vocab_file=options.vocab_file)
+    cli.check_files(data_dir=options.data_dir, vocab_file=options.vocab_file,
+                    text_file=options.text_file)
     cli.check_model_dirs(model_dir=options.model_dir)
     text_file = options.text_file
     if text_file and os.path.isfile(text_file) and os.path.getsize(text_file) == 0:

@@ -25,7 +25,9 @@ from runners import cli
 from runners.cli import dataclass_flags
 from tf_records.model_text import ModelData
 from txl_tf.commands.generate_options import GenerateInputError, GenerateOptions
+from txl_tf.inference.generation_limits import check_generation
 from txl_tf.memory_estimate import check_step_fits
+from txl_tf.text_files import read_text_file
 from txl_tf.training.choices import JIT_COMPILE
 
 FLAGS = flags.FLAGS
@@ -47,17 +49,12 @@ def run(options: GenerateOptions, out=sys.stdout) -> dict:
 
 
 def prompt_length(options) -> int:
-    """Characters of the prompt; GenerateInputError when --prompt_file is not UTF-8."""
+    """Characters of the prompt; GenerateInputError when --prompt_file is not a regular UTF-8
+    file of a bounded size."""
     if not options.prompt_file:
         return len(options.prompt or "")
-    try:
-        with open(options.prompt_file, encoding="utf-8") as fh:
-            return len(fh.read())
-    except UnicodeDecodeError as error:
-        raise GenerateInputError(
-            f"--prompt_file={options.prompt_file} is not UTF-8 text (byte "
-            f"{error.object[error.start]:#04x} at offset {error.start}); save it as UTF-8."
-        ) from None
+    return len(read_text_file(options.prompt_file, f"--prompt_file={options.prompt_file}",
+                              GenerateInputError))
 
 
 def main(argv):
@@ -65,11 +62,12 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     o = dataclass_flags.options_from_flags(GenerateOptions, FLAGS)
     cli.check_directories(model_dir=o.model_dir)
-    cli.check_files(vocab_file=o.vocab_file)
+    cli.check_files(vocab_file=o.vocab_file, prompt_file=o.prompt_file)
     cli.check_model_dirs(model_dir=o.model_dir)
     if o.mem_len is not None and o.mem_len < 1:
         raise GenerateInputError(f"--mem_len={o.mem_len}: generation keeps the context in "
                                  "the memory and needs --mem_len >= 1 (default: the model's).")
+    check_generation(o.num_tokens, o.top_k, o.seed, GenerateInputError, prefix="--")
     prompt_chars = prompt_length(o)
     if o.model_dir:
         cli.quiet_start()  # load_config reads the model directory with TensorFlow

@@ -42,6 +42,8 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     options = checked(dataclass_flags.options_from_flags(ImportOptions, FLAGS))
     cli.check_directories(model_dir=options.model_dir, preset_dir=options.preset_dir)
+    cli.check_files(corpus_info=options.corpus_info, vocab_pickle=options.vocab_pickle,
+                    vocab_file=options.vocab_file)
     with cli.locked(options.model_dir):  # one import into a directory at a time
         vocabulary = ReleasedVocabulary.read(options.vocab_pickle, options.vocab_file)
         cli.quiet_start()

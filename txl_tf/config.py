@@ -15,6 +15,9 @@ from txl_tf.attention_variants import ATTENTION_VARIANTS, attention_variant
 
 
 CONFIG_FILE = "config.json"  # the configuration in a model directory
+INT32_MAX = 2**31 - 1
+# The deepest stack built: the paper's largest models have 24 layers.
+MAX_N_LAYER = 1024
 
 
 class ConfigError(ValueError):
@@ -128,6 +131,14 @@ class TransformerXLConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 fail(f"{name} must be a positive integer, got {value!r}.")
+            if value > INT32_MAX:  # shapes and ids are int32 in the graph
+                fail(f"{name} must be at most {INT32_MAX} (an int32 limit), got {value}.")
+        if self.n_layer > MAX_N_LAYER:
+            fail(f"n_layer must be at most {MAX_N_LAYER} (each layer is a Keras layer and a "
+                 "part of every traced step; the paper's deepest models have 24), got "
+                 f"{self.n_layer}.")
+        if isinstance(self.mem_len, int) and self.mem_len > INT32_MAX:
+            fail(f"mem_len must be at most {INT32_MAX} (an int32 limit), got {self.mem_len}.")
         if not isinstance(self.div_val, int) or self.div_val < 1:
             fail(f"div_val must be an integer >= 1, got {self.div_val!r}.")
         if not isinstance(self.mem_len, int) or self.mem_len < 0:

@@ -28,12 +28,17 @@ import tensorflow as tf
 from txl_tf.atomic_writes import write_json_atomic
 from txl_tf.checkpoint_probes import (checkpoint_files, first_line, is_damage_error,
                                       quiet_tf_warnings)
-from txl_tf.config import CONFIG_FILE, TransformerXLConfig, missing_config_message
+from txl_tf.config import (CONFIG_FILE, ConfigError, TransformerXLConfig,
+                           missing_config_message)
 from txl_tf.model import TransformerXL
+from txl_tf.text_files import read_text_file
+from txl_tf.weight_counts import (ExtraWeightsError, check_no_extra_weights,
+                                  checkpoint_model_weights)
 
 BEST_DIR = "best"         # model_dir/best/: the best checkpoint on validation of a training run
 BEST_FILE = "best.json"   # best/best.json: {"step", "valid_loss", "bpc" or "ppl"}
 LATEST, BEST = "latest", "best"
+MAX_CONFIG_BYTES = 2**20  # a config.json is about 1 KB
 
 
 class ModelDirError(FileNotFoundError):
@@ -59,8 +64,11 @@ def load_config(model_dir: str) -> TransformerXLConfig:
                             "directory that holds config.json and the checkpoints.")
     if not os.path.isfile(path):
         raise ModelDirError(missing_config_message(model_dir))
-    with open(path) as f:
-        return TransformerXLConfig.from_json(f.read())
+    text = read_text_file(path, path, ModelDirError, max_bytes=MAX_CONFIG_BYTES)
+    try:
+        return TransformerXLConfig.from_json(text)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None
 
 
 def save_model(model: TransformerXL, model_dir: str, max_to_keep: int = 3) -> str:
@@ -125,6 +133,12 @@ def restore_weights(model: TransformerXL, checkpoint_path: str) -> None:
             gc.collect()  # the failed restore warns of its unmatched values when collected
     if problem is not None:
         raise problem
+    config_file = os.path.join(os.path.dirname(checkpoint_path), CONFIG_FILE)
+    try:
+        check_no_extra_weights(checkpoint_model_weights(checkpoint_path), model,
+                               checkpoint_path, config_file)
+    except ExtraWeightsError as error:
+        raise ModelDirError(str(error)) from None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,12 +7,13 @@ Nothing here imports TensorFlow: a runner's `--help` and its usage errors come b
 `--verbosity=1` prints the traceback above the line; absl's INFO lines are off unless
 `--verbosity` is given (`--verbosity=0` shows them).
 """
+import logging as std_logging
 import sys
 import traceback
 
 from absl import app, flags, logging
 
-from runners.cli import errors, help as help_lib
+from runners.cli import errors, flagfiles, help as help_lib
 
 
 def _usage_error(message: str) -> None:
@@ -28,11 +29,20 @@ def _flags_parser(groups, required, hidden=()):
             help_lib.print_help(flags.FLAGS, groups or {}, required, hidden=hidden)
             sys.exit(errors.OK)
         try:
+            flagfiles.check_utf8(argv)
+            flagfiles.check_flagfiles(argv)
+        except app.UsageError as error:
+            _usage_error(str(error))
+        try:
             remaining = flags.FLAGS(argv)
         except flags.Error as error:
             text = "; ".join(line.strip().rstrip(".") for line in str(error).splitlines()
                              if line.strip())
             _usage_error(f"{text}; see --help for the flags.")
+        try:
+            flagfiles.check_int32_flags(flags.FLAGS)
+        except app.UsageError as error:
+            _usage_error(str(error))
         problem = help_lib.missing(flags.FLAGS, required)
         if problem:
             _usage_error(problem)
@@ -64,6 +74,8 @@ def _main_with_one_error_line(main):
                 traceback.print_exc()
             code, message = result
             message = " ".join(str(message).split()) or type(error).__name__
+            if verbosity is None:  # objects of the failed work warn as they are deleted at exit
+                std_logging.getLogger("tensorflow").setLevel(std_logging.ERROR)
             print(f"error: {message}", file=sys.stderr, flush=True)
             sys.exit(code)
     return wrapped

@@ -26,8 +26,22 @@ OK, RUNTIME_ERROR, USAGE_ERROR, INTERRUPTED = 0, 1, 2, 130
 _PROJECT_PACKAGES = ("runners", "txl_tf", "tf_records", "__main__")
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-MEMORY_FIX = ("lower --batch_size / --per_host_train_bsz, --mem_len or --tgt_len, or use a "
-              "machine with more memory")
+# The flags that shrink a step, in the order a fix names them; each command has some of them.
+_MEMORY_FLAGS = ("batch_size", "per_host_train_bsz", "per_replica_batch", "batch_tokens",
+                 "mem_len", "tgt_len", "seg_len")
+
+
+def memory_fix(defined=None) -> str:
+    """The fix of an out-of-memory error: lower the size flags this command has.
+
+    Args:
+      defined: the flag names of the command (default: those of `flags.FLAGS`).
+    """
+    defined = set(flags.FLAGS) if defined is None else set(defined)
+    names = [f"--{n}" for n in _MEMORY_FLAGS if n in defined]
+    lower = (f"lower {', '.join(names[:-1])} or {names[-1]}, or " if len(names) > 1
+             else f"lower {names[0]}, or " if names else "")
+    return f"{lower}use a machine with more memory"
 
 
 def _raised_by_project(error: BaseException) -> bool:
@@ -107,7 +121,7 @@ def _tf_error(error: BaseException):
     if isinstance(error, tf.errors.ResourceExhaustedError):
         shape = re.search(r"OOM when allocating tensor with shape\s*(\[[\d, ]*\])", str(error))
         what = f"a tensor of shape {shape.group(1)}" if shape else first
-        return RUNTIME_ERROR, f"out of memory allocating {what}; {MEMORY_FIX}."
+        return RUNTIME_ERROR, f"out of memory allocating {what}; {memory_fix()}."
     if isinstance(error, tf.errors.DataLossError):
         return RUNTIME_ERROR, (f"damaged file: {first}; restore it from a copy or make it "
                                "again.")
@@ -131,7 +145,7 @@ def classify(error: BaseException):
         return USAGE_ERROR, str(error)
     if isinstance(error, MemoryError):
         detail = f": {error}" if str(error) else ""
-        return RUNTIME_ERROR, f"out of memory{detail}; {MEMORY_FIX}."
+        return RUNTIME_ERROR, f"out of memory{detail}; {memory_fix()}."
     if (isinstance(error, (ValueError, OSError, RuntimeError, ArithmeticError))
             and _is_project_class(error)):
         return getattr(error, "exit_code", USAGE_ERROR), str(error)  # txl-tf's own message

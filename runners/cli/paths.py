@@ -11,6 +11,7 @@ from absl import app
 from tf_records.corpora import CORPORA
 from tf_records.corpus_info import CORPUS_INFO
 from txl_tf.config import CONFIG_FILE, missing_config_message
+from txl_tf.text_files import regular_file_problem
 
 
 def _check_links(name: str, path) -> None:
@@ -40,12 +41,16 @@ def check_directories(**paths) -> None:
     for name, path in paths.items():
         _check_links(name, path)
         if path and os.path.exists(path) and not os.path.isdir(path):
-            raise app.UsageError(f"--{name}={path} is a file, not a directory; give a directory "
+            problem = regular_file_problem(path)
+            what = problem.split(", not")[0] if problem else "is a file"
+            raise app.UsageError(f"--{name}={path} {what}, not a directory; give a directory "
                                  "path.")
 
 
 def check_files(**paths) -> None:
-    """Raises `app.UsageError` for a path flag whose file does not exist.
+    """Raises `app.UsageError` for a path flag whose file does not exist, or that names a named
+    pipe, a device or a socket (whose reads may block or never end) instead of a regular file
+    or directory.
 
     Args:
       **paths: flag name -> path (None or '' are skipped), e.g. raw_path=FLAGS.raw_path.
@@ -53,6 +58,9 @@ def check_files(**paths) -> None:
     for name, path in paths.items():
         if path and not os.path.exists(path):
             raise app.UsageError(f"--{name}={path} does not exist; check the path.")
+        problem = regular_file_problem(path) if path else None
+        if problem:
+            raise app.UsageError(f"--{name}={path} {problem}; give a file.")
 
 
 def _nearest_data_dir(data_dir: str) -> Optional[str]:

@@ -7,6 +7,7 @@ after every case, and an output path a refused run was pointed at must not exist
 TF_CPP_MIN_LOG_LEVEL is removed from the environment, so each case also checks the quiet start.
 """
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -85,7 +86,32 @@ def shared(tmp_path_factory):
         (root / directory).mkdir()
         for name, content in contents.items():
             (root / directory / name).write_bytes(content)
+    flagfiles = {"self.flags": f"--flagfile={root}/self.flags\n--train_steps=1\n",
+                 "loop_a.flags": f"--flagfile={root}/loop_b.flags\n",
+                 "loop_b.flags": f"# a comment\n--flagfile={root}/loop_a.flags\n"}
+    for name, text in flagfiles.items():
+        (root / name).write_text(text)
+    (root / "latin1.flags").write_bytes("--prompt=caf\u00e9\n".encode("latin-1"))
+    _damaged_copies(root, model, data)
     return {"root": str(root), "model": model, "data": data}
+
+
+def _damaged_copies(root, model, data):
+    """Copies of the model and data directories, each changed in one way: config.json of one
+    layer for a checkpoint of two, config.json not UTF-8, a record info edited by hand."""
+    for name in ("model_1layer", "model_latin1_config"):
+        shutil.copytree(model, root / name)
+    config = json.loads((root / "model_1layer" / "config.json").read_text())
+    assert config["n_layer"] == 2, config
+    (root / "model_1layer" / "config.json").write_text(json.dumps(dict(config, n_layer=1)))
+    (root / "model_latin1_config" / "config.json").write_bytes(
+        b'{"n_token": 256, "d_model": 32, "caf\xe9": 1}')
+    shutil.copytree(data, root / "data_edited")
+    info = [n for n in os.listdir(root / "data_edited")
+            if n.startswith("record_info-valid.bsz-4.")][0]
+    meta = json.loads((root / "data_edited" / info).read_text())
+    meta["num_steps"] -= 1  # a plausible edit: evaluate fewer steps
+    (root / "data_edited" / info).write_text(json.dumps(meta))
 
 
 # (id, runner, args, exit code, regex the error line must match). In args, {model} and {data}
@@ -144,7 +170,7 @@ CASES = [
      2, r"--vocab_file=.* does not exist"),
     ("generate_negative_num_tokens", "generate", ["--model_dir={model}", "--prompt=hi",
                                                   "--num_tokens=-1"],
-     2, r"--num_tokens must be >= 0, got -1"),
+     2, r"--num_tokens must be an integer in \[0, 1000000\] .*got -1"),
     ("generate_model_dir_is_file", "generate", ["--model_dir={root}/a_file", "--prompt=hi"],
      2, r"--model_dir=.*a_file is a file"),
     ("generate_prompt_not_utf8", "generate", ["--model_dir={model}",
@@ -165,8 +191,7 @@ CASES = [
      2, r"--export_dir=.*a_file is a file"),
     ("export_max_seq_len_beyond_int32", "export", ["--model_dir={model}", "--export_dir={new}",
                                                    "--max_seq_len=3000000000"],
-     2, r"--max_seq_len must be at most 2147483647 \(an int32 limit of the signatures\), got "
-        r"3000000000"),
+     2, r"--max_seq_len=3000000000 is beyond the int32 range \[-2147483648, 2147483647\]"),
     # prepare_data.py
     ("prepare_missing_raw_path", "prepare_data", ["--dataset=text", "--level=char",
                                                   "--raw_path={root}/no_such.txt",
@@ -230,6 +255,75 @@ CASES = [
      2, r"missing required flag --source;"),
     ("import_tf1_without_checkpoint", "import_weights", ["--source=tf1", "--model_dir={new}"],
      2, r"--source=tf1 needs --checkpoint"),
+    # Flag files: self-inclusion, loops, devices, pipes, non-UTF-8 (checked before absl).
+    ("train_flagfile_includes_itself", "train", ["--flagfile={root}/self.flags",
+                                                 "--model_dir={new}"],
+     2, r"--flagfile=.*self.flags includes itself"),
+    ("train_flagfile_loop", "train", ["--flagfile={root}/loop_a.flags", "--model_dir={new}"],
+     2, r"--flagfile=.*loop_a.flags includes itself \(.*loop_a.flags -> .*loop_b.flags -> "),
+    ("train_flagfile_dev_zero", "train", ["--flagfile=/dev/zero", "--model_dir={new}"],
+     2, r"--flagfile=/dev/zero is a character device, not a regular file"),
+    ("generate_flagfile_fifo", "generate", ["--model_dir={model}", "--flagfile={fifo}"],
+     2, r"--flagfile=.*fifo is a named pipe \(FIFO\), not a regular file"),
+    ("generate_flagfile_not_utf8", "generate", ["--model_dir={model}",
+                                                "--flagfile={root}/latin1.flags"],
+     2, r"--flagfile=.*latin1.flags is not UTF-8 text \(byte 0xe9 at offset 12\)"),
+    # Files that never end or block: devices and named pipes.
+    ("generate_prompt_file_dev_zero", "generate", ["--model_dir={model}",
+                                                   "--prompt_file=/dev/zero"],
+     2, r"--prompt_file=/dev/zero is a character device, not a regular file"),
+    ("generate_prompt_file_fifo", "generate", ["--model_dir={model}", "--prompt_file={fifo}"],
+     2, r"--prompt_file=.*fifo is a named pipe \(FIFO\)"),
+    ("evaluate_text_file_fifo", "evaluate", ["--model_dir={model}", "--text_file={fifo}"],
+     2, r"--text_file=.*fifo is a named pipe \(FIFO\), not a regular file"),
+    ("prepare_raw_path_fifo", "prepare_data", ["--dataset=text", "--level=char",
+                                               "--raw_path={fifo}", "--data_dir={new}"],
+     2, r"--raw_path=.*fifo is a named pipe \(FIFO\), not a regular file"),
+    # 64-bit values and unbounded lengths.
+    ("generate_num_tokens_wraps", "generate", ["--model_dir={model}", "--prompt=hi",
+                                               "--num_tokens=4294967302"],
+     2, r"--num_tokens must be an integer in \[0, 1000000\] .*got 4294967302"),
+    ("generate_num_tokens_unbounded", "generate", ["--model_dir={model}", "--prompt=hi",
+                                                   "--num_tokens=1000000000"],
+     2, r"--num_tokens must be an integer in \[0, 1000000\]"),
+    ("generate_top_k_wraps", "generate", ["--model_dir={model}", "--prompt=hi",
+                                          "--top_k=4294967297"],
+     2, r"--top_k=4294967297 is beyond the int32 range"),
+    ("evaluate_clamp_len_wraps", "evaluate", ["--model_dir={model}", "--text_file={root}/text.txt",
+                                              "--clamp_len=4294967297"],
+     2, r"--clamp_len=4294967297 is beyond the int32 range"),
+    ("export_mem_len_wraps", "export", ["--model_dir={model}", "--export_dir={new}",
+                                        "--mem_len=4294967297"],
+     2, r"--mem_len=4294967297 is beyond the int32 range"),
+    ("train_n_layer_huge", "train", TINY + ["--n_layer=100000", "--model_dir={new}",
+                                            "--data_dir={data}"],
+     2, r"n_layer must be at most 1024"),
+    # Non-UTF-8 command lines and files.
+    ("export_dir_not_utf8", "export", ["--model_dir={model}", "--export_dir={new}\udcff"],
+     2, r"--export_dir=.*new\\xff is not UTF-8 \(byte 0xff at offset \d+\)"),
+    ("generate_prompt_not_utf8_argv", "generate", ["--model_dir={model}", "--prompt=caf\udce9"],
+     2, r"--prompt=caf\\xe9 is not UTF-8 \(byte 0xe9 at offset 12\)"),
+    ("evaluate_config_not_utf8", "evaluate", ["--model_dir={root}/model_latin1_config",
+                                              "--text_file={root}/text.txt", "--tb_dir="],
+     2, r"model_latin1_config/config.json is not UTF-8 text \(byte 0xe9 at offset \d+\)"),
+    # Silent before: weights of another configuration, an edited record info.
+    ("evaluate_weights_of_more_layers", "evaluate", ["--model_dir={root}/model_1layer",
+                                                     "--text_file={root}/text.txt",
+                                                     "--tb_dir="],
+     2, r"ckpt-2 holds the weights of 2 layers but a model of .*model_1layer/config.json "
+        r"\(n_layer 1"),
+    ("evaluate_record_info_edited", "evaluate", ["--model_dir={model}",
+                                                 "--data_dir={root}/data_edited",
+                                                 "--split=valid", "--batch_size=4",
+                                                 "--tb_dir="],
+     2, r"record_info-valid.*json was changed after it was written .*re-make the records "
+        r"with: python runners/prepare_data.py"),
+    ("import_vocab_file_not_utf8", "import_weights",
+     ["--source=tf1", "--checkpoint={model}", "--vocab_file={root}/latin1.txt",
+      "--model_dir={new}"],
+     2, r"--vocab_file=.*latin1.txt is not UTF-8 text \(byte 0xe9 at offset 3\)"),
+    ("evaluate_model_dir_fifo", "evaluate", ["--model_dir={fifo}", "--text_file={root}/text.txt"],
+     2, r"--model_dir=.*fifo is a named pipe \(FIFO\), not a directory"),
     ("import_two_vocabularies", "import_weights",
      ["--source=tf1", "--checkpoint={model}", "--vocab_pickle={root}/a_file",
       "--vocab_file={root}/a_file", "--model_dir={new}"],
@@ -248,15 +342,44 @@ def _check_one_error_line(proc, code, pattern):
     assert not noise, proc.stderr[-3000:]
 
 
+_FLAGS_OF = {}
+
+
+def runner_flags(runner):
+    """The flags `runners/<runner>.py` defines (absl's own included), from its --helpfull."""
+    if runner not in _FLAGS_OF:
+        proc = run_runner(runner, ["--helpfull"], cwd=REPO)  # absl exits 1 after it
+        _FLAGS_OF[runner] = set(re.findall(r"^\s+(?:-\S,)?--(?:\[no\])?(\w+):", proc.stdout,
+                                           re.M))
+        assert {"flagfile", "verbosity"} <= _FLAGS_OF[runner], proc.stdout[-2000:]
+    return _FLAGS_OF[runner]
+
+
+def _check_named_flags_exist(runner, proc):
+    """Every --flag an error line names (as the problem or as the fix) is a flag of the
+    command that printed it, or of the command the line names before it
+    ("... re-make them with: python runners/prepare_data.py --splits=valid ...")."""
+    line = [x for x in proc.stderr.splitlines() if x.startswith("error: ")][0]
+    parts = re.split(r"runners/(\w+)\.py", line)  # text, runner, text, runner, text ...
+    owners = [runner] + parts[1::2]
+    for owner, text in zip(owners, parts[0::2]):
+        named = set(re.findall(r"(?<![\w/-])--([a-z][a-z0-9_]*)", text)) - {"no_such_flag"}
+        known = runner_flags(owner)
+        unknown = {n for n in named if n not in known and n.removeprefix("no") not in known}
+        assert not unknown, f"{owner}.py has no flag {sorted(unknown)}: {line}"
+
+
 @pytest.mark.parametrize("runner,args,code,pattern", [c[1:] for c in CASES],
                          ids=[c[0] for c in CASES])
 def test_bad_input_is_one_line_and_nothing_changes(shared, tmp_path, runner, args, code,
                                                    pattern):
     new = str(tmp_path / "new")
-    values = dict(shared, new=new)
+    values = dict(shared, new=new, fifo=str(tmp_path / "fifo"))
+    os.mkfifo(values["fifo"])  # outside the snapshots: reading it would block
     before = snapshot(shared["model"], shared["data"], shared["root"])
     proc = run_runner(runner, [a.format(**values) for a in args], cwd=str(tmp_path))
     _check_one_error_line(proc, code, pattern)
+    _check_named_flags_exist(runner, proc)
     assert snapshot(shared["model"], shared["data"], shared["root"]) == before
     if any("{new}" in a for a in args):
         assert not os.path.exists(new), os.listdir(new)
@@ -444,7 +567,7 @@ def test_error_classes_map_to_exit_codes():
     oom = tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor with "
                                            "shape[8,100,32] and type float")
     assert cli.classify(oom) == (1, "out of memory allocating a tensor of shape [8,100,32]; "
-                                    f"{cli.errors.MEMORY_FIX}.")
+                                    f"{cli.errors.memory_fix()}.")
     assert cli.classify(tf.errors.DataLossError(None, None, "corrupted record at 12"))[0] == 1
     assert cli.classify(MemoryError())[0] == 1
     assert cli.classify(OSError(errno.EROFS, "Read-only file system", "/x/y")) == (

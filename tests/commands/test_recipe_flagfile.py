@@ -170,3 +170,21 @@ def test_memory_estimate_splits_the_enwik8_recipe_on_a_16_gb_cpu(monkeypatch):
     small = config.replace(n_layer=2, d_model=64, n_head=2, d_head=32, d_inner=128, tgt_len=32,
                            mem_len=32)
     assert batch_fit.fit_per_replica_batch(small, 64, 1, 0, strategy, 1).grad_accum_steps == 1
+
+
+def test_a_model_whose_weights_and_one_stream_exceed_the_memory_is_refused(monkeypatch):
+    """Weights x 16 bytes (weight, gradient, two Adam slots) plus one stream's activations:
+    at exactly the memory the run goes on, one byte less is refused before anything is built."""
+    config = txl_tf.TransformerXLConfig(n_token=256, n_layer=1000, d_model=32, n_head=2,
+                                        d_head=16, d_inner=64, tgt_len=16, mem_len=16)
+    hd = config.n_head * config.d_head
+    weights = 16 * (config.n_layer * (5 * config.d_model * hd + 2 * config.d_model
+                                      * config.d_inner) + 2 * config.n_token * config.d_model)
+    need = weights + memory_estimate.training_bytes_per_stream(config)
+    batch_fit.check_one_stream_fits(config, need - weights, need, "CPU")
+    with pytest.raises(memory_estimate.MemoryEstimateError,
+                       match=r"n_layer 1000.*one replica here has .* GiB of CPU memory"):
+        batch_fit.check_one_stream_fits(config, need - weights, need - 1, "CPU")
+    monkeypatch.setattr(batch_fit, "available_memory_bytes", lambda: need - 1)
+    with pytest.raises(memory_estimate.MemoryEstimateError, match="out of memory before"):
+        batch_fit.fit_per_replica_batch(config, 4, 1, 0, tf.distribute.get_strategy(), 1)

@@ -15,11 +15,14 @@ The metadata JSON holds: `format`, `dataset`, `split`, `level`, `vocab_size`,
 `per_host_batch`, `num_streams`), `pass_offsets`, `num_steps`, `stream_length` (tokens per
 stream row), token counts (`num_tokens` of the split, `num_labels` scored positions,
 `tokens_dropped`), `stream_sha256` (of the split's token ids), `files` (one list per host),
-`file_bytes` and `file_sha256` (per file), `records_per_host`.
+`file_bytes` and `file_sha256` (per file), `records_per_host`, and `info_sha256`: the sha256
+of all the other keys (`info_checksum`), so that a hand-edited file (another `num_steps`, ...)
+is refused instead of changing what is read.
 
 Finding the records of a run, and making missing ones, is `tf_records.records.store`.
 """
 import hashlib
+import json
 import os
 import shlex
 
@@ -42,6 +45,25 @@ def record_file(layout: RecordLayout, split: str, host: int) -> str:
 def info_file(layout: RecordLayout, split: str) -> str:
     """Metadata file name (relative to data_dir)."""
     return f"record_info-{layout.basename(split)}.json"
+
+
+def info_checksum(meta: dict) -> str:
+    """The sha256 of the metadata's own content: its keys but `info_sha256`, the
+    `write_seconds` timing and the `paths` a reader adds, as sorted compact JSON."""
+    content = {k: v for k, v in meta.items()
+               if k not in ("info_sha256", "write_seconds", "paths")}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_info_checksum(meta: dict, path: str, command: str) -> None:
+    """Raises `RecordsCorruptError` when `meta` (read from `path`) records an `info_sha256`
+    that its content no longer matches (older files without one are accepted)."""
+    recorded = meta.get("info_sha256")
+    if recorded is not None and recorded != info_checksum(meta):
+        raise RecordsCorruptError(
+            f"{path} was changed after it was written (its content no longer matches its "
+            f"info_sha256); delete it and re-make the records with: {command}")
 
 
 def file_sha256(path) -> str:

@@ -104,6 +104,7 @@ def find_records(data_dir, split, layout: RecordLayout, vocab_size=None, verify=
         raise _missing_error(data_dir, split, layout, command)
     meta = atomic.read_json(path, required=metadata.META_KEYS, fix=(
         f"delete it and re-make the records with: {command}"))
+    metadata.check_info_checksum(meta, path, command)
     diffs = metadata.diff(meta, layout, vocab_size)
     if info is not None and info.get("vocab_checksum") != meta["vocab_checksum"]:
         diffs.append(f"vocab_checksum: records have {meta['vocab_checksum']}, {data_dir}/"

@@ -169,5 +169,6 @@ def write_records(data_dir, split, tokens: np.ndarray, layout: RecordLayout, *, 
     meta = _metadata(split, tokens, layout, corpus_info, offsets, seed, matrix, num_steps, names,
                      paths, stream_sha256)
     meta["write_seconds"] = round(time.time() - start, 3)
+    meta["info_sha256"] = metadata.info_checksum(meta)
     atomic.write_json(info_path, meta)
     return meta

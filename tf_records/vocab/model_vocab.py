@@ -173,7 +173,29 @@ def load_model_vocab(model_dir: str, n_token: Optional[int] = None,
         raise ModelVocabError(f"{info_path}: text rules are {rules.level}-level but 'level' is "
                               f"{vocab.level}.")
     _check_fits(vocab, info, vocab_path, info_path, n_token)
+    if vocab_file:
+        check_model_checksum(model_dir, vocab.checksum(), f"--vocab_file={vocab_file}")
     return ModelVocab(vocab, rules, info, os.path.abspath(vocab_path))
+
+
+def check_model_checksum(model_dir: Optional[str], checksum: str, what: str) -> None:
+    """Raises `ModelVocabError` when `model_dir` records (in its corpus-info.json) the checksum
+    of the vocabulary its model was trained with and `checksum`, that of the vocabulary given
+    for it (`what`), differs: a vocabulary of the same size from another corpus would read
+    every id as another symbol."""
+    info_path = os.path.join(model_dir or "", CORPUS_INFO_FILE)
+    if not model_dir or not os.path.isfile(info_path):
+        return
+    try:
+        with open(info_path, encoding="utf-8") as f:
+            recorded = json.load(f).get("vocab_checksum")
+    except (OSError, ValueError, AttributeError):
+        return  # the directory's own vocabulary is not used; its files are checked when read
+    if recorded is not None and recorded != checksum:
+        raise ModelVocabError(
+            f"vocabulary mismatch: {what} has checksum {checksum} but the model in {model_dir} "
+            f"was trained with {recorded} ({info_path}); use the vocabulary it was trained "
+            "with.")
 
 
 def write_model_vocab(directory: str, vocab: Vocabulary, rules: TextRules, **extra) -> None:

@@ -12,6 +12,7 @@ Example:
 """
 from typing import Optional, Sequence
 
+from tf_records.errors import VocabularyImportError
 from tf_records.vocab import export
 from tf_records.vocab.reference_pickle import load_vocab_pickle
 
@@ -36,8 +37,17 @@ class ReleasedVocabulary:
             symbols, info = load_vocab_pickle(vocab_pickle)
             return cls(symbols, info.get("dataset"))
         if vocab_file:
-            with open(vocab_file, encoding="utf-8") as f:
-                return cls([line.rstrip("\n") for line in f])
+            with open(vocab_file, "rb") as f:
+                data = f.read()
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise VocabularyImportError(
+                    f"--vocab_file={vocab_file} is not UTF-8 text (byte "
+                    f"{data[error.start]:#04x} at offset {error.start}); give the vocabulary as "
+                    "UTF-8, one symbol per line.") from None
+            text = text.replace("\r\n", "\n").replace("\r", "\n")  # as text mode reads it
+            return cls(text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"))
         return None
 
     def write(self, model_dir: str, dataset: Optional[str], cutoffs: Sequence[int],

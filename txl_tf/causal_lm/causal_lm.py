@@ -24,28 +24,34 @@ Design:
     training memory of every local replica ([L, R * B, M, D], replicas in order) and the loss
     scale next to the weights and the optimizer; loading restores them.
 """
+import contextlib
 from typing import Optional
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from txl_tf.causal_lm.batch_checks import check_batch_dtypes, checked_batch, one_line_error
 from txl_tf.causal_lm.contiguous_batches import ContiguousBatchError, check_contiguous
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.replica_memory import ReplicaMemory
 from txl_tf.inference.evaluation import Evaluator
+from txl_tf.text_files import check_utf8_path
 from txl_tf.training.trainer import Trainer
 
 SUM = tf.distribute.ReduceOp.SUM
 
 
-def _as_batch(data):
-    """{"inputs", "labels"} int32 [B, Q] of an element {"inputs", "labels"} or (x, y)."""
-    if isinstance(data, dict):
-        inputs, labels = data["inputs"], data["labels"]
-    else:
-        inputs, labels = data[0], data[1]
-    return {"inputs": tf.cast(inputs, tf.int32), "labels": tf.cast(labels, tf.int32)}
+@contextlib.contextmanager
+def _batch_errors_in_one_line():
+    """A failed check of `checked_batch` as one `CausalLMInputError` line."""
+    try:
+        yield
+    except tf.errors.InvalidArgumentError as error:
+        problem = one_line_error(error)
+        if problem is None:
+            raise
+        raise problem from None
 
 
 def _check_backup(callbacks, steps_per_epoch):
@@ -180,13 +186,14 @@ class TransformerXLCausalLM(keras.Model):
     def train_step(self, data):
         """One replica's step on its rows of the batch, its memory read and replaced."""
         new_mems, nll_sum, tokens, norm, _ = self._trainer.replica_train_step(
-            _as_batch(data), self.memory.read())
+            checked_batch(data, self.backbone.config.n_token), self.memory.read())
         self.memory.write(new_mems)
         return self._report(nll_sum, tokens, grad_norm=norm)
 
     def test_step(self, data):
         """One replica's scoring of its rows with the evaluation memory (no dropout)."""
-        new_mems, nll_sum, tokens = self._evaluator.replica_step(_as_batch(data),
+        new_mems, nll_sum, tokens = self._evaluator.replica_step(
+            checked_batch(data, self.backbone.config.n_token),
                                                                  self.eval_memory.read())
         self.eval_memory.write(new_mems)
         return self._report(nll_sum, tokens)
@@ -247,7 +254,9 @@ class TransformerXLCausalLM(keras.Model):
         if y is not None:
             raise ContiguousBatchError("fit() and evaluate() take the labels inside the "
                                        "dataset; pass y=None.")
-        return check_contiguous(dataset, self.distribute_strategy.num_replicas_in_sync)
+        streams = check_contiguous(dataset, self.distribute_strategy.num_replicas_in_sync)
+        check_batch_dtypes(dataset.element_spec)
+        return streams
 
     def _prepare_evaluation(self, dataset, y=None):
         if self.eval_memory.ensure(self._streams(dataset, y), self.distribute_strategy):
@@ -274,7 +283,8 @@ class TransformerXLCausalLM(keras.Model):
         if validation_data is not None:
             self._prepare_evaluation(validation_data)
         kwargs.setdefault("shuffle", False)  # a dataset is never shuffled by Keras anyway
-        return super().fit(x, validation_data=validation_data, **kwargs)
+        with _batch_errors_in_one_line():
+            return super().fit(x, validation_data=validation_data, **kwargs)
 
     def evaluate(self, x=None, y=None, **kwargs):
         """`keras.Model.evaluate` from zero memory; returns the token-weighted mean NLL."""
@@ -282,7 +292,8 @@ class TransformerXLCausalLM(keras.Model):
         if not kwargs.get("_use_cached_eval_dataset"):
             self._prepare_evaluation(x, y)
         self.eval_memory.reset()
-        return super().evaluate(x, **kwargs)
+        with _batch_errors_in_one_line():
+            return super().evaluate(x, **kwargs)
 
     def _require_compiled(self, method):
         if self._trainer is None:
@@ -348,6 +359,7 @@ class TransformerXLCausalLM(keras.Model):
         """Writes a preset (config.json, model.weights.h5, the preprocessor and its vocabulary,
         metadata.json); see `txl_tf.causal_lm.presets.save_to_preset`."""
         from txl_tf.causal_lm import presets
+        check_utf8_path(preset_dir, "preset_dir", CausalLMInputError)
         return presets.save_to_preset(self, preset_dir, training_data)
 
     @classmethod
@@ -362,6 +374,7 @@ class TransformerXLCausalLM(keras.Model):
         """Writes the SavedModel of runners/export.py (TF Serving); returns export.py's dict.
         See `txl_tf.causal_lm.export.export`."""
         from txl_tf.causal_lm import export as export_lib
+        check_utf8_path(export_dir, "export_dir", CausalLMInputError)
         return export_lib.export(self, export_dir, limits, **settings)
 
     def get_config(self):

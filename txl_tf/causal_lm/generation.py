@@ -24,6 +24,7 @@ import tensorflow as tf
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.sampler import get_sampler
 from txl_tf.inference.generation import Generator
+from txl_tf.inference.generation_limits import MAX_NEW_TOKENS
 from txl_tf.training.choices import JIT_COMPILE
 
 DEFAULT_NEW_TOKENS = 100  # generate.py's default --num_tokens
@@ -54,9 +55,14 @@ def generator_of(backbone, seg_len=None, mem_len=None, clamp_len=None, same_leng
 def _strings(inputs):
     """(list of str, single) when `inputs` is text, else None."""
     if isinstance(inputs, tf.Tensor) and inputs.dtype == tf.string:
-        inputs = inputs.numpy()
-        inputs = inputs.decode("utf-8") if inputs.ndim == 0 else [
-            s.decode("utf-8") for s in inputs.reshape([-1])]
+        array = np.asarray(inputs.numpy(), dtype=object)
+        try:
+            decoded = [s.decode("utf-8") for s in array.reshape([-1])]
+            inputs = decoded[0] if array.ndim == 0 else decoded
+        except UnicodeDecodeError as error:
+            raise CausalLMInputError(f"a prompt is not UTF-8 text (byte "
+                                     f"{error.object[error.start]:#04x} at offset {error.start});"
+                                     " give UTF-8 strings.") from None
     if isinstance(inputs, str):
         return [inputs], True
     if isinstance(inputs, (list, tuple)) and inputs and all(isinstance(s, str) for s in inputs):
@@ -88,6 +94,12 @@ def _tokenize(preprocessor, texts):
                                  "vocabulary, or preprocessor=).")
     prompts = []
     for i, text in enumerate(texts):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise CausalLMInputError(f"prompt {i} is not valid text: {text[error.start]!r} at "
+                                     f"{error.start} is a lone surrogate (undecoded bytes); give "
+                                     "UTF-8 text.") from None
         ids = preprocessor.tokenize(text)
         if len(ids) == 0:
             raise CausalLMInputError(f"prompt {i} ({text!r}) has no tokens; give at least one "
@@ -112,6 +124,11 @@ def _new_tokens(lengths, max_length):
         raise CausalLMInputError(f"max_length={max_length} is shorter than the longest prompt "
                                  f"({max(lengths)} tokens); give max_length >= {max(lengths)} "
                                  "(it counts the prompt and the generated tokens).")
+    if max_length - min(lengths) > MAX_NEW_TOKENS:
+        raise CausalLMInputError(
+            f"max_length={max_length} asks for {max_length - min(lengths):,} new tokens after a "
+            f"prompt of {min(lengths)}; generate at most {MAX_NEW_TOKENS:,} per call (each new "
+            "token is one forward pass) and continue from the text.")
     return {n: int(max_length) - n for n in lengths}
 
 

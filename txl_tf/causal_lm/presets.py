@@ -47,7 +47,10 @@ from txl_tf.atomic_writes import (atomic_directory, recover_directory, swap_name
                                   write_json_atomic)
 from txl_tf.causal_lm.errors import CausalLMInputError, CausalLMRuntimeError
 from txl_tf.config import ConfigError
+from txl_tf.error_text import one_line
 from txl_tf.model import TransformerXL
+from txl_tf.weight_counts import (ExtraWeightsError, check_no_extra_weights,
+                                  keras_file_weights)
 
 CONFIG_FILE = model_files.CONFIG_FILE
 WEIGHTS_FILE = "model.weights.h5"
@@ -294,17 +297,37 @@ def _load_backbone(preset, checkpoint):
                                          f"checkpoint={checkpoint!r} applies to model "
                                          "directories only: leave it out.")
             backbone = _built(TransformerXL(model_files.load_config(preset)))
-            backbone.load_weights(os.path.join(preset, WEIGHTS_FILE))
+            weights = os.path.join(preset, WEIGHTS_FILE)
+            backbone.load_weights(weights)
+            check_no_extra_weights(keras_file_weights(weights), backbone, weights,
+                                   os.path.join(preset, CONFIG_FILE))
             return backbone
         return model_files.load_model(preset, checkpoint)
-    except (model_files.ModelDirError, ConfigError) as error:
+    except (model_files.ModelDirError, ConfigError, ExtraWeightsError) as error:
         raise CausalLMInputError(f"cannot load {preset}: {error}") from None
     except (ValueError, OSError, tf.errors.OpError) as error:
         if isinstance(error, CausalLMInputError):
             raise
-        message = (getattr(error, "message", None) or str(error)).splitlines()[0]
+        message = one_line(getattr(error, "message", None) or str(error))
         raise CausalLMInputError(f"cannot read the weights of {preset} ({message}); save the "
                                  "preset again.") from None
+
+
+def _check_vocab_checksum(preset, preprocessor):
+    """A preprocessor given for a directory that records its own vocabulary's checksum (its
+    corpus-info.json) must have that vocabulary: one of the same size from another corpus
+    would read every id as another symbol."""
+    path = os.path.join(preset, "corpus-info.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            recorded = json.load(f).get("vocab_checksum")
+        given = preprocessor.model_vocab.vocab.checksum()
+    except (OSError, ValueError, AttributeError):
+        return  # no readable record, or a preprocessor without a vocabulary yet
+    if recorded is not None and recorded != given:
+        raise CausalLMInputError(
+            f"the preprocessor's vocabulary has checksum {given} but {preset} was trained with "
+            f"{recorded} ({path}); use the vocabulary it was trained with.")
 
 
 def load_preset(preset, checkpoint=model_files.LATEST, preprocessor=None):
@@ -333,7 +356,8 @@ def load_preset(preset, checkpoint=model_files.LATEST, preprocessor=None):
         raise CausalLMInputError(f"{preset} has no {CONFIG_FILE}: it is neither a preset "
                                  "(save_to_preset) nor a txl-tf model directory.")
     backbone = _load_backbone(preset, checkpoint)
-    if preprocessor is None:
+    given = preprocessor is not None
+    if not given:
         try:
             preprocessor = find_preprocessor(preset)
         except ValueError as error:  # the vocabulary's own errors are ValueErrors
@@ -344,6 +368,8 @@ def load_preset(preset, checkpoint=model_files.LATEST, preprocessor=None):
         raise CausalLMInputError(
             f"the preprocessor has {preprocessor.vocabulary_size} symbols but the model has "
             f"n_token={backbone.config.n_token}; use the vocabulary it was trained with.")
+    if given:
+        _check_vocab_checksum(preset, preprocessor)
     return backbone, preprocessor
 
 

@@ -13,6 +13,7 @@ import dataclasses
 import numbers
 
 from txl_tf.causal_lm.errors import CausalLMInputError
+from txl_tf.inference.generation_limits import check_generation
 
 
 def _real(value) -> bool:
@@ -50,6 +51,7 @@ class Sampler:
                                      f"{self.top_p!r}.")
         if not _integer(self.seed):
             raise CausalLMInputError(f"seed must be an int, got {self.seed!r}.")
+        check_generation(0, self.top_k, self.seed, CausalLMInputError)
 
     def settings(self) -> dict:
         """The keyword arguments of `Generator.generate`."""

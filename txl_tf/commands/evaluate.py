@@ -32,6 +32,7 @@ from txl_tf.commands.inference_model import load_inference_model
 from txl_tf.inference import evaluation
 from txl_tf.loss_report import CorpusFacts, format_loss, loss_fields, unit_name, verdict
 from txl_tf.model_text import EvalStreams, TextData
+from txl_tf.text_files import regular_file_problem
 
 
 def trained_data_dir(model_dir: str) -> str:
@@ -136,6 +137,9 @@ def text_streams(options: EvalOptions, config, data: TextData) -> EvalStreams:
     """The streams of `options.text_file`, tokenized with the model's vocabulary, and their
     unigram entropy."""
     text = data.model_text(options.model_dir, config.n_token, options.vocab_file)
+    problem = regular_file_problem(options.text_file)
+    if problem:
+        raise EvalInputError(f"--text_file={options.text_file} {problem}; give a file.")
     if not os.path.isfile(options.text_file):
         raise EvalInputError(f"--text_file={options.text_file} does not exist.")
     with open(options.text_file, "rb") as fh:

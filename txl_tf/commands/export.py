@@ -26,6 +26,7 @@ from txl_tf.commands.export_versions import next_version, reserved_version, swap
 from txl_tf.commands.inference_model import load_inference_model
 from txl_tf.atomic_writes import write_text_atomic
 from txl_tf.config import ConfigError
+from txl_tf.error_text import one_line
 from txl_tf.inference import server_config, serving_warmup
 from txl_tf.inference.serving import SIGNATURE_VERSION, ServingLimits, ServingModule
 from txl_tf.model_text import TextData
@@ -91,8 +92,9 @@ def read_model(model_dir, checkpoint=model_files.LATEST):
     try:
         config = model_files.load_config(model_dir)
     except (ValueError, ConfigError) as error:
-        raise ExportRuntimeError(f"cannot read {os.path.join(model_dir, 'config.json')}: "
-                                 f"{error}") from None
+        path = os.path.join(model_dir, "config.json")
+        raise ExportRuntimeError(str(error) if path in str(error) else
+                                 f"cannot read {path}: {error}") from None
     if model_files.latest_checkpoint(model_dir) is None and checkpoint == model_files.LATEST:
         raise ExportInputError(f"--model_dir {model_dir} has no checkpoint yet (no "
                                "'checkpoint' file): train it first or wait for its first save.")
@@ -106,7 +108,7 @@ def read_model(model_dir, checkpoint=model_files.LATEST):
         # IndexError: TensorFlow's checkpoint reader on a truncated file.
         message = getattr(error, "message", None) or str(error)
         raise ExportRuntimeError(f"cannot read the checkpoint of {model_dir}: "
-                                 f"{message.splitlines()[0]}") from None
+                                 f"{one_line(message)}") from None
     return config, model, choice
 
 

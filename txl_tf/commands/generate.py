@@ -21,8 +21,10 @@ from txl_tf import model_files
 from txl_tf.commands.generate_options import GenerateInputError, GenerateOptions  # noqa: F401
 from txl_tf.commands.inference_model import load_inference_model
 from txl_tf.inference.generation import Generator
+from txl_tf.inference.generation_limits import check_generation
 from txl_tf.loss_report import CorpusFacts, starved_word_level
 from txl_tf.model_text import ModelText, TextData
+from txl_tf.text_files import read_text_file
 from txl_tf.training.choices import JIT_COMPILE
 
 
@@ -42,13 +44,14 @@ def check_options(options: GenerateOptions) -> None:
     if o.jit_compile not in JIT_COMPILE:
         raise GenerateInputError(f"--jit_compile must be one of {', '.join(JIT_COMPILE)}, got "
                                  f"{o.jit_compile!r}.")
+    check_generation(o.num_tokens, o.top_k, o.seed, GenerateInputError, prefix="--")
 
 
 def prompt_of(options: GenerateOptions) -> str:
     """The prompt text (of --prompt or --prompt_file)."""
     if options.prompt_file:
-        with open(options.prompt_file, encoding="utf-8") as fh:
-            return fh.read()
+        return read_text_file(options.prompt_file, f"--prompt_file={options.prompt_file}",
+                              GenerateInputError)
     return options.prompt
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from txl_tf.inference import sampling
+from txl_tf.inference.generation_limits import check_call
 from txl_tf.layers.memory import fixed_memory_update
 from txl_tf.training.step_compilation import choose_generation
 
@@ -310,6 +311,7 @@ class Generator:
     def generate_compiled(self, prompt, num_tokens, temperature=1.0, top_k=0, top_p=1.0,
                           seed=0):
         """`generate` as one XLA program (see `jit_compile`): int32 numpy [B, num_tokens]."""
+        check_call(prompt, self.model.config.n_token, num_tokens, top_k, seed)
         prompt = np.asarray(prompt, np.int32)
         batch, length = prompt.shape
         if length < 1:
@@ -332,6 +334,7 @@ class Generator:
     def generate(self, prompt, num_tokens, temperature=1.0, top_k=0, top_p=1.0, seed=0):
         """All tokens in one call: int32 numpy [B, num_tokens]. One XLA program with
         `jit_compile` (`generate_compiled`), else one graph call (a tf.while_loop)."""
+        check_call(prompt, self.model.config.n_token, num_tokens, top_k, seed)
         if self.jit_compile:
             return self.generate_compiled(prompt, num_tokens, temperature, top_k, top_p, seed)
         prompt = tf.convert_to_tensor(prompt, tf.int32)
@@ -340,6 +343,7 @@ class Generator:
 
     def stream(self, prompt, num_tokens, temperature=1.0, top_k=0, top_p=1.0, seed=0):
         """Yields int32 numpy [B] token by token (same tokens as `generate`)."""
+        check_call(prompt, self.model.config.n_token, num_tokens, top_k, seed)
         prompt = tf.convert_to_tensor(prompt, tf.int32)
         temperature, top_k, top_p, seed = self._settings(temperature, top_k, top_p, seed)
         log_probs, mems = self.consume(prompt, empty_mems(self.model.config,
@@ -355,6 +359,7 @@ class Generator:
                           seed=0):
         """Baseline without the memory: re-runs the model over the whole context (no memory)
         for every new token. int32 numpy [B, num_tokens]."""
+        check_call(prompt, self.model.config.n_token, num_tokens, top_k, seed)
         context = tf.convert_to_tensor(prompt, tf.int32)
         settings = self._settings(temperature, top_k, top_p, seed)
         if getattr(self, "_rerun", None) is None:

@@ -211,7 +211,11 @@ class ServingModule(tf.Module):
                 shape[2], mem_len,
                 message=f"mems must hold exactly mem_len={mem_len} positions in this export "
                         "(what init_mems and score return), so that requests can be batched "
-                        "together; got mems of length")]
+                        "together; got mems of length"),
+            tf.debugging.Assert(
+                tf.reduce_all(tf.math.is_finite(mems)),
+                ["mems hold NaN or Inf values; pass back the mems of the previous call "
+                 "unchanged, or start from init_mems(streams)"])]
         return tf.transpose(self._after(checks, mems), [1, 0, 2, 3])
 
     # -- id-based --------------------------------------------------------------------------
@@ -313,7 +317,14 @@ class ServingModule(tf.Module):
     def _text_checks(self, text):
         """Checks of the raw texts [B], run before they are tokenized."""
         length = tf.strings.length(text)
-        return [self._batch_check(tf.size(text), "text"),
+        checks = []
+        if getattr(self.text_codec, "level", "byte") != "byte":  # bytes need no decoding
+            same = tf.equal(tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="ignore"),
+                            text)
+            checks.append(tf.debugging.Assert(
+                tf.reduce_all(same), ["a text of the request is not UTF-8 (this model reads "
+                                      "characters or words); send UTF-8 text"]))
+        return checks + [self._batch_check(tf.size(text), "text"),
                 tf.debugging.assert_less_equal(
                     length, self.limits.max_text_bytes,
                     message=self.limits.message("max_text_bytes", "the UTF-8 length of a text")),

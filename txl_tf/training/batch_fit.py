@@ -17,8 +17,8 @@ from typing import NamedTuple, Optional
 
 import tensorflow as tf
 
-from txl_tf.memory_estimate import (approx_parameters, available_memory_bytes,
-                                    training_bytes_per_stream)
+from txl_tf.memory_estimate import (MemoryEstimateError, approx_parameters,
+                                    available_memory_bytes, training_bytes_per_stream)
 
 # Fraction of a device's memory the activations may take (the rest: weights, gradients, Adam
 # slots, TensorFlow's temporaries and allocator slack).
@@ -102,6 +102,23 @@ def choose_grad_accum(per_replica: int, given: int, max_streams: Optional[int],
 
 
 
+def check_one_stream_fits(config, per_stream: int, memory: int, kind: str) -> None:
+    """Raises `MemoryEstimateError` when the weights of `config` with their gradients and Adam
+    state (16 bytes a weight) and the activations of one stream (`per_stream` bytes) exceed
+    `memory`, the bytes of one replica's `kind` device: such a run could not take one step."""
+    weights = 16 * approx_parameters(config)
+    if weights + per_stream <= memory:
+        return
+    c = config
+    raise MemoryEstimateError(
+        f"out of memory before the first step: a model of n_layer {c.n_layer}, d_model "
+        f"{c.d_model}, d_inner {c.d_inner} needs about {weights / 2**30:,.1f} GiB for its weights, "
+        f"gradients and Adam state and {per_stream / 2**30:,.1f} GiB for one stream of tgt_len "
+        f"{c.tgt_len} (mem_len {c.mem_len}), one replica here has {memory / 2**30:,.1f} GiB of "
+        f"{kind} memory; use a smaller model or tgt_len / mem_len, or a machine with more "
+        "memory.")
+
+
 def fit_per_replica_batch(config, per_replica: int, given: int, max_per_replica_batch: int,
                           strategy: tf.distribute.Strategy, local_replicas: int) -> Fit:
     """`choose_grad_accum` with the limit of `--max_per_replica_batch` (> 0) or the estimate.
@@ -123,6 +140,7 @@ def fit_per_replica_batch(config, per_replica: int, given: int, max_per_replica_
         fit = Fit(given, per_replica // given, None)
         return fit._replace(estimate=memory_estimate(config, fit.chunk, None, kind))
     per_stream = training_bytes_per_stream(config)
+    check_one_stream_fits(config, per_stream, memory, kind)
     budget = ACTIVATION_SHARE * memory - 16 * approx_parameters(config)
     max_streams = int(budget // per_stream)
     why = (f"estimate: {per_stream / 2**30:.2f} GiB per stream, {memory / 2**30:.1f} GiB of "

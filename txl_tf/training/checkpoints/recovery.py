@@ -8,6 +8,7 @@ readable weights has damaged memory, the newest of them is taken with the memory
 """
 import dataclasses
 import gc
+import os
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -20,6 +21,8 @@ from txl_tf.training.checkpoints.damaged import read_state, set_aside
 from txl_tf.training.checkpoints.errors import CheckpointError, CheckpointIOError
 from txl_tf.training.checkpoints.saving import ckpt_prefix, clean_temporary
 from txl_tf.training.checkpoints.worker_memory import memory_workers, read_memory
+from txl_tf.weight_counts import (ExtraWeightsError, check_no_extra_weights,
+                                  checkpoint_model_weights)
 
 
 @dataclasses.dataclass
@@ -126,6 +129,7 @@ class CheckpointRecovery:
         """Restore ckpt-`number` (checked readable) into the checkpoint's objects."""
         path = ckpt_prefix(self.model_dir, number)
         problem = None
+        status = None
         with quiet_tf_warnings():
             try:
                 status = self.checkpoint.read(path)
@@ -142,6 +146,13 @@ class CheckpointRecovery:
                 problem = CheckpointIOError(f"the checkpoint {path} cannot be read "
                                             f"({first_line(error)})", filename=path)
             if problem is not None:
+                status = None  # else the status lives on with the error and warns at exit
                 gc.collect()  # the failed restore warns of its unmatched values when collected
+        if problem is None and getattr(self.checkpoint, "model", None) is not None:
+            try:  # a checkpoint of more layers than config.json reads without an error
+                check_no_extra_weights(checkpoint_model_weights(path), self.checkpoint.model,
+                                       path, os.path.join(self.model_dir, "config.json"))
+            except ExtraWeightsError as error:
+                problem = CheckpointError(f"{error} Or use a new --model_dir.")
         if problem is not None:
             raise problem
