@@ -32,7 +32,7 @@ from txl_tf.training.checkpoints import worker_memory
 from txl_tf.training.lr_schedule import WarmupCosineSchedule
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.trainer import Trainer
-from txl_tf.commands.warm_start import warm_start
+from txl_tf.training.run_record.warm_start import warm_start
 
 from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_SIZES, train_config, train_flags
 

@@ -13,8 +13,8 @@
   inference_model    the model of a chosen checkpoint with dropout off (evaluate, generate,
                      export)
 
-Two modules are parts of `train`: `resume_check` (a resumed run against its model directory's
-record) and `warm_start` (`--warm_start_from`).
+`train` assembles its run from the parts in `txl_tf/training/` (placement, the run record with
+its resume checks and warm start, the actions, reporting).
 
 `template` is a `txl_tf.config_template.ConfigTemplate` (the model configuration whose
 vocabulary is the data's) and `data` an object of the seam `txl_tf/model_text.py` describes

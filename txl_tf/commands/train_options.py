@@ -9,6 +9,7 @@ import math
 from typing import Optional
 
 from txl_tf.training.choices import JIT_COMPILE, STRATEGIES  # noqa: F401  (for the flags)
+from txl_tf.training.errors import TrainError  # noqa: F401  (raised here and by the run's parts)
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
@@ -16,9 +17,6 @@ PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 # small text stays at its unigram baseline at 2e-3 (docs/training.md).
 LEARNING_RATES = {"word": 1e-3}
 DEFAULT_LEARNING_RATE = 2e-3
-
-class TrainError(ValueError):
-    """Inconsistent training options; the message names the fix."""
 
 
 @dataclasses.dataclass

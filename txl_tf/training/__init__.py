@@ -1,7 +1,11 @@
 """Training machinery: the step loop (`Trainer`), the outer loop with its periodic actions
-(`Controller`, `txl_tf/training/actions.py`), optimizer and learning-rate schedule,
+(`Controller`, `txl_tf/training/actions/`), optimizer and learning-rate schedule,
 checkpoints, distribution strategies, summaries and `DataSource` (what a run needs of the
-data). The run itself, `train`, is a command: `txl_tf/commands/train.py`.
+data), and the parts a run is assembled from: `placement` (strategy, replicas, the batch per
+replica), `training_run` (`TrainingRun`: the parts handed from step to step), `run_record/`
+(model_dir's record, resume checks, warm start, the starting point) and `reporting/` (the
+opening lines, train_summary.json and its verdict). The run itself, `train`, is a command that
+assembles them: `txl_tf/commands/train.py`.
 
 The names are loaded on first use (see `txl_tf/__init__.py`): `DataSource` imports TensorFlow.
 """

@@ -3,7 +3,7 @@
 The `Trainer` runs up to `steps_per_loop` steps in one compiled call; the controller cuts the run
 into such calls so that every action's interval ends at a call boundary, carries the memory from
 call to call, and after each call hands a `LoopOutput` to the actions in order (log, evaluate,
-save, keep best: `txl_tf/training/actions.py`). An action is any callable with an `every`
+save, keep best: `txl_tf/training/actions/`). An action is any callable with an `every`
 attribute (its interval in steps, 0: none); it decides itself what to do at a step. With a
 `Heartbeat` (`txl_tf/training/heartbeat.py`) a line comes at least every `heartbeat.seconds`:
 once a loop's pace is measured, loops are cut so that each lasts about that long (their lines

@@ -89,3 +89,10 @@ def schedule_change_notice(before: Optional[dict], schedule: dict, step: int) ->
                                                for k in changed)
             + f": the learning-rate schedule is recomputed over {schedule['train_steps']} steps "
             f"from step {step} on (learning rate {now:.3e} at step {step} instead of {was:.3e}).")
+
+
+def schedule_flags(options) -> dict:
+    """The schedule's arguments of a run's `TrainOptions` (what model_dir/schedule.json
+    records): learning_rate, warmup_steps, train_steps, min_lr_ratio."""
+    return dict(learning_rate=options.learning_rate, warmup_steps=options.warmup_steps,
+                train_steps=options.train_steps, min_lr_ratio=options.min_lr_ratio)

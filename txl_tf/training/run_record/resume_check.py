@@ -19,7 +19,7 @@ import time
 from typing import Dict, List, Optional, Sequence
 
 from txl_tf.config import TransformerXLConfig, check_against_saved
-from txl_tf.commands.train_options import TrainError, TrainOptions
+from txl_tf.training.errors import TrainError
 
 FLAGS_FILE = "flags.txt"
 # Config fields a resumed run may change, with a note (mem_len: see `memory_fits`).
@@ -56,12 +56,12 @@ def _show(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def resume_notes(o: TrainOptions, config: TransformerXLConfig, saved: TransformerXLConfig,
+def resume_notes(o, config: TransformerXLConfig, saved: TransformerXLConfig,
                  where: str, step: int) -> List[str]:
     """The `note:` lines of a run resumed at `step` with other settings than its record.
 
     Args:
-      o: this run's options (`flags_text` holds its flags).
+      o: this run's `TrainOptions` (`model_dir` holds the record).
       config: this run's model configuration.
       saved: the configuration of the run's config.json (`where` names it).
       step: the step resumed from.
