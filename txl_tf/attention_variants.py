@@ -6,8 +6,9 @@ A record says everything that differs between the variants: the attention sub-la
 block, the weights the variant adds to the position-free model, how positions reach the
 attention (what the model feeds it), the FLOPs of that position handling and the names the
 ablation and `--help` show. The config validates against it, the model and its blocks are built
-from it, and the ablation, `txl_tf/model_flops.py` and the benchmark read it; a new variant is
-one more record (and its layer, when it needs one).
+from it, and the ablation, `txl_tf/model_flops.py` and the benchmark read it; a new variant is one more record
+(and its layer file, when it needs a new layer): `register_attention_variant` adds a record
+made outside this module, and no other library file changes.
 
 Size glossary: B batch, Q segment length, M memory length, K = M + Q, D d_model, N heads,
 H head size, L layers, T rows of a learned table (`max_klen`).
@@ -43,8 +44,10 @@ class AttentionVariant:
       name: Short name: the prefix of the ablation's variant names.
       encoding: The paper's name of the encoding (Table 6).
       summary: One line for `--help` and the docs.
-      attention: Class name (in `txl_tf.layers`) of the attention sub-layer every block builds
-        for these mechanisms (`TransformerXLBlock` chooses it from `learned_relative`).
+      attention: Registered Keras name ("package>ClassName") of the attention sub-layer every
+        block builds (`TransformerXLBlock` looks it up; the name only, so this module needs no
+        TensorFlow). Every attention layer takes the call signature of
+        `RelativeMultiHeadAttention` and reads what its mechanisms need from it.
       relative_sinusoids, learned_relative, input_sinusoids, layer_embeddings: see above.
       weights: (path under the model, shape in the glossary's letters) of every weight the
         variant adds to the position-free model; `{i}` stands for each layer 0 .. L-1 and `L*`
@@ -77,6 +80,21 @@ class AttentionVariant:
         """Whether positions count back from the newest key of a call (the absolute encodings):
         a token is read differently when more tokens follow it in its segment."""
         return self.input_sinusoids or self.layer_embeddings
+
+    def attention_options(self, config) -> Dict[str, object]:
+        """The constructor arguments the block passes to the `attention` layer beyond the
+        common ones (d_model, n_head, d_head, dropout, dropatt, pre_lnorm, layer_norm_epsilon,
+        kernel_initializer).
+
+        Args:
+          config: a `TransformerXLConfig` of this variant.
+
+        Returns:
+          {"max_klen": T} with `learned_relative`, else {"relative": `position_scores`}.
+        """
+        if self.learned_relative:
+            return {"max_klen": config.max_klen}
+        return {"relative": self.position_scores}
 
     def configure(self, config, **changes):
         """`config` with this encoding (and `changes`): max_klen back at its default
@@ -138,27 +156,32 @@ class AttentionVariant:
 OURS = AttentionVariant(
     attn_type=0, name="ours", encoding="ours",
     summary="Transformer-XL (relative sinusoids with u/v biases)",
-    attention="RelativeMultiHeadAttention", relative_sinusoids=True,
+    attention="txl_tf>RelativeMultiHeadAttention", relative_sinusoids=True,
     weights=(("r_w_bias", "L* N H"), ("r_r_bias", "L* N H"), ("layer_{i}/rel_attn/r", "D N H")))
 SHAW = AttentionVariant(
     attn_type=1, name="shaw", encoding="Shaw et al.",
     summary="Shaw et al. (learned relative embeddings and biases per layer)",
-    attention="LearnedRelativeMultiHeadAttention", learned_relative=True,
+    attention="txl_tf>LearnedRelativeMultiHeadAttention", learned_relative=True,
     weights=(("layer_{i}/rel_attn/r_emb", "T N H"), ("layer_{i}/rel_attn/r_bias", "T N"),
              ("layer_{i}/rel_attn/r_w_bias", "N H")))
 VASWANI = AttentionVariant(
     attn_type=2, name="vaswani", encoding="Vaswani et al.",
     summary="vanilla Transformer (absolute sinusoids of positions counted back from the newest "
             "key, clipped by clamp_len, added to the input and the layer-0 memory)",
-    attention="RelativeMultiHeadAttention", input_sinusoids=True)
+    attention="txl_tf>RelativeMultiHeadAttention", input_sinusoids=True)
 ALRFOU = AttentionVariant(
     attn_type=3, name="alrfou", encoding="Al-Rfou et al.",
     summary="Al-Rfou et al. (learned absolute embeddings added to every layer's input)",
-    attention="RelativeMultiHeadAttention", layer_embeddings=True,
+    attention="txl_tf>RelativeMultiHeadAttention", layer_embeddings=True,
     weights=(("pos_emb_{i}/embeddings", "T D"),))
-ATTENTION_VARIANTS = (OURS, SHAW, VASWANI, ALRFOU)
+ATTENTION_VARIANTS = (OURS, SHAW, VASWANI, ALRFOU)  # the paper's (Table 6), in its order
 
 _BY_ATTN_TYPE = {variant.attn_type: variant for variant in ATTENTION_VARIANTS}
+
+
+def attention_variants() -> Tuple[AttentionVariant, ...]:
+    """Every registered record, by attn_type: the paper's four and any registered later."""
+    return tuple(_BY_ATTN_TYPE[attn_type] for attn_type in sorted(_BY_ATTN_TYPE))
 
 
 def attention_variant(attn_type: int) -> AttentionVariant:
@@ -170,6 +193,42 @@ def attention_variant(attn_type: int) -> AttentionVariant:
     return _BY_ATTN_TYPE[attn_type]
 
 
+def register_attention_variant(variant: AttentionVariant) -> AttentionVariant:
+    """Adds `variant` so that `TransformerXLConfig(attn_type=variant.attn_type)` builds it.
+
+    Its `attention` layer must be registered with Keras
+    (`keras.saving.register_keras_serializable`) before a model is built.
+
+    Args:
+      variant: a record whose attn_type and name no registered record has.
+
+    Returns:
+      `variant`.
+
+    Raises:
+      ValueError: its attn_type or name is taken.
+    """
+    for known in _BY_ATTN_TYPE.values():
+        if variant.attn_type == known.attn_type or variant.name == known.name:
+            raise ValueError(f"attention variant {variant.name!r} (attn_type="
+                             f"{variant.attn_type}) clashes with {known.name!r} (attn_type="
+                             f"{known.attn_type}); give it an unused attn_type and name.")
+    _BY_ATTN_TYPE[variant.attn_type] = variant
+    return variant
+
+
+def unregister_attention_variant(attn_type: int) -> None:
+    """Removes a variant added by `register_attention_variant` (the paper's four stay).
+
+    Raises:
+      ValueError: attn_type is one of the paper's or not registered.
+    """
+    if attn_type not in _BY_ATTN_TYPE or any(v.attn_type == attn_type
+                                             for v in ATTENTION_VARIANTS):
+        raise ValueError(f"attn_type={attn_type!r} is not a registered added variant.")
+    del _BY_ATTN_TYPE[attn_type]
+
+
 def attn_type_help() -> str:
     """'0 Transformer-XL (...), 1 Shaw et al. (...), ...': every variant for `--help`."""
-    return ", ".join(f"{v.attn_type} {v.summary}" for v in ATTENTION_VARIANTS) + "."
+    return ", ".join(f"{v.attn_type} {v.summary}" for v in attention_variants()) + "."

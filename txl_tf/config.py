@@ -11,7 +11,7 @@ import math
 import os
 from typing import Any, Mapping, Optional, Tuple
 
-from txl_tf.attention_variants import ATTENTION_VARIANTS, attention_variant
+from txl_tf.attention_variants import attention_variant, attention_variants, attn_type_help
 
 
 CONFIG_FILE = "config.json"  # the configuration in a model directory
@@ -66,11 +66,7 @@ class TransformerXLConfig:
       mem_len: Memory length M.
       clamp_len: Clamp relative distances (-1: none).
       same_length: Same attention length for every query.
-      attn_type: Position encoding (txl_tf/attention_variants.py): 0 Transformer-XL (relative
-        sinusoids with u/v biases), 1 Shaw et al. (learned relative embeddings and biases per
-        layer), 2 vanilla Transformer (absolute sinusoids of positions counted back from the
-        newest key, clipped by clamp_len, added to the input and the layer-0 memory), 3 Al-Rfou
-        et al. (learned absolute embeddings added to every layer's input).
+      attn_type: Position encoding (txl_tf/attention_variants.py): <attn_type_help>
       max_klen: Rows of the learned position tables of attn_type 1 and 3 (default tgt_len +
         mem_len, fixed when the config is made, so evaluation with other lengths keeps the
         trained tables; must stay unset for attn_type 0 and 2).
@@ -178,14 +174,14 @@ class TransformerXLConfig:
                 fail(f"{name} must be > 0, got {getattr(self, name)!r}.")
 
     def _is_known_variant(self) -> bool:
-        return any(v.attn_type == self.attn_type for v in ATTENTION_VARIANTS)
+        return any(v.attn_type == self.attn_type for v in attention_variants())
 
     def _has_learned_tables(self) -> bool:
         return self._is_known_variant() and self.attention_variant.learned_tables
 
     def _validate_attn_type(self, fail):
         if not self._is_known_variant():
-            known = ", ".join(f"{v.attn_type} ({v.encoding})" for v in ATTENTION_VARIANTS)
+            known = ", ".join(f"{v.attn_type} ({v.encoding})" for v in attention_variants())
             fail(f"attn_type={self.attn_type!r} is not implemented; use one of {known}.")
         if self._has_learned_tables():
             if not isinstance(self.max_klen, int) or isinstance(self.max_klen, bool) \
@@ -254,6 +250,11 @@ class TransformerXLConfig:
         if not isinstance(values, dict):
             raise ConfigError("TransformerXLConfig: JSON must hold an object of fields.")
         return cls.from_dict(values)
+
+
+# The attn_type help (and so `--attn_type`'s) lists the records of txl_tf/attention_variants.py.
+TransformerXLConfig.__doc__ = TransformerXLConfig.__doc__.replace("<attn_type_help>",
+                                                                  attn_type_help())
 
 
 # Fields whose values change weight shapes: a mismatch with a saved model is an error.

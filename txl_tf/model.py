@@ -27,9 +27,10 @@ class TransformerXL(keras.Model):
     """Transformer-XL language model (Dai et al., 2019), reference TF semantics.
 
     `config.attention_variant` chooses the position encoding of the paper's ablation (Table 6),
-    with the reference PyTorch semantics: one record of `txl_tf/attention_variants.py`, whose
-    mechanisms the model builds and feeds its blocks; every one works with memory (mem_len > 0) and without
-    (mem_len = 0):
+    with the reference PyTorch semantics: one record of `txl_tf/attention_variants.py`. Every
+    block builds the attention layer the record names (`attention`, `attention_options`) and
+    the model builds and feeds the mechanisms the record marks; every one works with memory
+    (mem_len > 0) and without (mem_len = 0):
       relative_sinusoids (Transformer-XL): sinusoids of the distances K-1 .. 0 and the model's
          u/v biases, fed to every block's attention.
       learned_relative (Shaw et al.): each block's `LearnedRelativeMultiHeadAttention` reads
@@ -127,8 +128,8 @@ class TransformerXL(keras.Model):
             setattr(self, f"layer_{i}", TransformerXLBlock(
                 c.d_model, c.n_head, c.d_head, c.d_inner, dropout=c.dropout, dropatt=c.dropatt,
                 pre_lnorm=c.pre_lnorm, layer_norm_epsilon=c.layer_norm_epsilon,
-                kernel_initializer=init, relative=variant.position_scores,
-                max_klen=c.max_klen if variant.learned_relative else None,
+                kernel_initializer=init, attention=variant.attention,
+                attention_options=variant.attention_options(c),
                 dtype=self.dtype_policy, name=f"layer_{i}"))
             if variant.layer_embeddings:
                 setattr(self, f"pos_emb_{i}", LearnedPositionEmbedding(

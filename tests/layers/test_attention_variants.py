@@ -138,8 +138,9 @@ def test_learned_position_embedding_reads_its_table():
                                   np.concatenate([table[:1], table[:1], table]))
 
 
-def test_block_with_max_klen_uses_learned_relative_attention():
-    block = TransformerXLBlock(8, 2, 4, 16, max_klen=6)
+def test_block_builds_the_attention_it_is_named():
+    block = TransformerXLBlock(8, 2, 4, 16, attention="txl_tf>LearnedRelativeMultiHeadAttention",
+                               attention_options={"max_klen": 6})
     block.build()
     assert isinstance(block.attention, LearnedRelativeMultiHeadAttention)
     names = sorted(v.path.split("/")[-1] for v in block.attention.weights)

@@ -1,6 +1,7 @@
 """The records of `txl_tf/attention_variants.py` against the models built from them: each record's
 weights are exactly what its model adds to the position-free model, its attention class is the
 one every block holds, and the `--attn_type` help lists every record."""
+import keras
 import numpy as np
 import pytest
 
@@ -49,7 +50,8 @@ def test_every_block_holds_the_records_attention_and_positions(variant):
     config = variant.configure(tiny_config())
     _, model = weight_shapes(config)
     assert model.variant is variant
-    assert {type(block.attention).__name__ for block in model.blocks} == {variant.attention}
+    assert {keras.saving.get_registered_name(type(block.attention))
+            for block in model.blocks} == {variant.attention}
     assert model.absolute_positions == variant.absolute_positions
     assert len(model.absolute_embeddings) == (config.n_layer if variant.layer_embeddings else 0)
     assert (config.max_klen is not None) == variant.learned_tables

@@ -61,7 +61,7 @@ LAYERS = [
                                               dropatt=0.2, pre_lnorm=True, relative=True)),
     (txl_tf.PositionwiseFeedForward, dict(d_model=8, d_inner=16, dropout=0.1)),
     (txl_tf.TransformerXLBlock, dict(d_model=8, n_head=2, d_head=4, d_inner=16,
-                                      relative=False)),
+                                      attention_options={"relative": False})),
     (txl_tf.AdaptiveEmbedding, dict(n_token=30, d_embed=8, d_model=8, cutoffs=[10, 20],
                                      div_val=2, proj_same_dim=False)),
     (txl_tf.AdaptiveSoftmax, dict(n_token=30, d_embed=8, d_model=8, cutoffs=[10, 20],
@@ -69,7 +69,9 @@ LAYERS = [
     (LearnedRelativeMultiHeadAttention, dict(d_model=8, n_head=2, d_head=4, max_klen=12,
                                              dropout=0.1, dropatt=0.2, pre_lnorm=True)),
     (LearnedPositionEmbedding, dict(max_klen=12, d_model=8)),
-    (txl_tf.TransformerXLBlock, dict(d_model=8, n_head=2, d_head=4, d_inner=16, max_klen=12)),
+    (txl_tf.TransformerXLBlock, dict(d_model=8, n_head=2, d_head=4, d_inner=16,
+                                      attention="txl_tf>LearnedRelativeMultiHeadAttention",
+                                      attention_options={"max_klen": 12})),
 ]
 
 

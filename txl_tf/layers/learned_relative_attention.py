@@ -55,9 +55,10 @@ class LearnedRelativeMultiHeadAttention(RelativeMultiHeadAttention):
       kernel_initializer: as `RelativeMultiHeadAttention`.
       max_klen: rows T of the relative tables (the reference's tgt_len + mem_len).
 
-    Call arguments:
+    Call arguments (those of `RelativeMultiHeadAttention`):
       h: [B, Q, D] segment input.
       mem: [B, M, D] memory, or None (M = 0).
+      pos_emb, r_w_bias, r_r_bias: unused (the layer holds its own tables and u).
       allowed: bool [Q, K] attention mask (see `attention_mask`).
       training: dropout on/off.
       clamp_len: use only the last clamp_len table rows when > 0 (a Python int).
@@ -89,7 +90,9 @@ class LearnedRelativeMultiHeadAttention(RelativeMultiHeadAttention):
         self.r_bias = self.add_weight(name="r_bias", shape=(t, n), initializer="zeros")
         self.built = True
 
-    def call(self, h, mem=None, allowed=None, training=False, clamp_len=-1):
+    def call(self, h, mem=None, pos_emb=None, r_w_bias=None, r_r_bias=None, allowed=None,
+             training=False, clamp_len=-1):
+        del pos_emb, r_w_bias, r_r_bias  # its own tables and u score the positions
         def scores(q, k):
             rows = learned_table_rows(tf.shape(k)[2], self.max_klen, clamp_len)  # [K]
             r_emb = tf.cast(tf.gather(self.r_emb, rows), q.dtype)  # [K, N, H]

@@ -116,13 +116,16 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         variants (`txl_tf/attention_variants.py`): score q.k only, no `r` weight, and
         `pos_emb`, `r_w_bias`, `r_r_bias` are ignored.
 
-    Call arguments:
+    Call arguments (the one signature of every attention layer an `AttentionVariant` names;
+    each reads the arguments its mechanisms need and ignores the others):
       h: [B, Q, D] segment input.
       mem: [B, M, D] memory, or None (M = 0).
       pos_emb: [K, D] relative encodings for distances K-1..0 (dropout already applied).
       r_w_bias (u), r_r_bias (v): [N, H].
       allowed: bool [Q, K] attention mask (see `attention_mask`).
       training: dropout on/off.
+      clamp_len: clamp of learned position tables (a Python int); unused here, since the
+        sinusoids in pos_emb come clamped.
 
     Returns:
       [B, Q, D].
@@ -159,7 +162,8 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         self.built = True
 
     def call(self, h, mem=None, pos_emb=None, r_w_bias=None, r_r_bias=None, allowed=None,
-             training=False):
+             training=False, clamp_len=-1):
+        del clamp_len  # the sinusoids in pos_emb come clamped
         if not self.relative:
             return self.attend(h, mem, allowed, training,
                                lambda q, k: tf.einsum("nbqh,nbkh->nbqk", q, k))

@@ -2,27 +2,48 @@
 import keras
 
 from txl_tf.layers.feed_forward import PositionwiseFeedForward
-from txl_tf.layers.learned_relative_attention import LearnedRelativeMultiHeadAttention
-from txl_tf.layers.relative_attention import RelativeMultiHeadAttention
+# Register the attention layers the paper's variants name (`txl_tf/attention_variants.py`).
+from txl_tf.layers import learned_relative_attention  # noqa: F401
+from txl_tf.layers import relative_attention  # noqa: F401
+
+DEFAULT_ATTENTION = "txl_tf>RelativeMultiHeadAttention"
+
+
+def attention_layer_class(name: str):
+    """The attention layer class registered with Keras under `name` ("package>ClassName").
+
+    Raises:
+      ValueError: no layer is registered under `name`.
+    """
+    cls = keras.saving.get_registered_object(name)
+    if cls is None or not (isinstance(cls, type) and issubclass(cls, keras.layers.Layer)):
+        raise ValueError(f"attention layer {name!r} is not registered with Keras; decorate its "
+                         "class with keras.saving.register_keras_serializable and import it "
+                         "before building the model.")
+    return cls
 
 
 @keras.saving.register_keras_serializable(package="txl_tf")
 class TransformerXLBlock(keras.layers.Layer):
-    """`RelativeMultiHeadAttention` followed by `PositionwiseFeedForward` (reference `rel_attn`
-    and `ff` scopes).
+    """An attention sub-layer followed by `PositionwiseFeedForward` (reference `rel_attn` and
+    `ff` scopes).
+
+    The attention sub-layer is the layer an `AttentionVariant` (`txl_tf/attention_variants.py`)
+    names; every such layer takes the call signature of `RelativeMultiHeadAttention`.
 
     Args:
       d_model, n_head, d_head, d_inner, dropout, dropatt, pre_lnorm, layer_norm_epsilon,
       kernel_initializer: as the two sub-layers.
-      relative: False for attention without position terms (an `AttentionVariant` of
-        `txl_tf/attention_variants.py` without `position_scores`).
-      max_klen: when given, the attention is `LearnedRelativeMultiHeadAttention` with tables of
-        max_klen rows (a `learned_relative` variant) and `relative` is not used.
+      attention: Registered Keras name of the attention layer class (the variant's
+        `attention`), by default `RelativeMultiHeadAttention`.
+      attention_options: Its constructor arguments beyond the common ones (the variant's
+        `attention_options(config)`), e.g. {"relative": False} for attention without position
+        terms or {"max_klen": 12} for `LearnedRelativeMultiHeadAttention`.
 
     Call arguments:
       h: [B, Q, D]; mem: [B, M, D] or None; pos_emb: [K, D]; r_w_bias, r_r_bias: [N, H];
-      allowed: bool [Q, K]; training: dropout on/off; clamp_len: clamp of the learned relative
-      tables (with max_klen only; relative sinusoids come clamped in pos_emb).
+      allowed: bool [Q, K]; training: dropout on/off; clamp_len: clamp of learned position
+      tables: all passed to the attention, which reads those its mechanisms need.
 
     Returns:
       [B, Q, D].
@@ -30,7 +51,7 @@ class TransformerXLBlock(keras.layers.Layer):
 
     def __init__(self, d_model, n_head, d_head, d_inner, dropout=0.0, dropatt=0.0,
                  pre_lnorm=False, layer_norm_epsilon=1e-12, kernel_initializer="glorot_uniform",
-                 relative=True, max_klen=None, **kwargs):
+                 attention=DEFAULT_ATTENTION, attention_options=None, **kwargs):
         super().__init__(**kwargs)
         self.d_model = d_model
         self.n_head = n_head
@@ -41,18 +62,12 @@ class TransformerXLBlock(keras.layers.Layer):
         self.pre_lnorm = pre_lnorm
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.relative = relative
-        self.max_klen = max_klen
-        common = dict(dropout=dropout, dropatt=dropatt, pre_lnorm=pre_lnorm,
-                      layer_norm_epsilon=layer_norm_epsilon,
-                      kernel_initializer=self.kernel_initializer, dtype=self.dtype_policy,
-                      name="rel_attn")
-        if max_klen is None:
-            self.attention = RelativeMultiHeadAttention(d_model, n_head, d_head,
-                                                        relative=relative, **common)
-        else:
-            self.attention = LearnedRelativeMultiHeadAttention(d_model, n_head, d_head,
-                                                               max_klen=max_klen, **common)
+        self.attention_name = attention
+        self.attention_options = dict(attention_options or {})
+        self.attention = attention_layer_class(attention)(
+            d_model, n_head, d_head, dropout=dropout, dropatt=dropatt, pre_lnorm=pre_lnorm,
+            layer_norm_epsilon=layer_norm_epsilon, kernel_initializer=self.kernel_initializer,
+            dtype=self.dtype_policy, name="rel_attn", **self.attention_options)
         self.feed_forward = PositionwiseFeedForward(
             d_model, d_inner, dropout=dropout, pre_lnorm=pre_lnorm,
             layer_norm_epsilon=layer_norm_epsilon, kernel_initializer=self.kernel_initializer,
@@ -65,12 +80,8 @@ class TransformerXLBlock(keras.layers.Layer):
 
     def call(self, h, mem=None, pos_emb=None, r_w_bias=None, r_r_bias=None, allowed=None,
              training=False, clamp_len=-1):
-        if self.max_klen is None:
-            out = self.attention(h, mem=mem, pos_emb=pos_emb, r_w_bias=r_w_bias,
-                                 r_r_bias=r_r_bias, allowed=allowed, training=training)
-        else:
-            out = self.attention(h, mem=mem, allowed=allowed, training=training,
-                                 clamp_len=clamp_len)
+        out = self.attention(h, mem=mem, pos_emb=pos_emb, r_w_bias=r_w_bias, r_r_bias=r_r_bias,
+                             allowed=allowed, training=training, clamp_len=clamp_len)
         return self.feed_forward(out, training=training)
 
     def get_config(self):
@@ -80,5 +91,5 @@ class TransformerXLBlock(keras.layers.Layer):
             dropout=self.dropout, dropatt=self.dropatt, pre_lnorm=self.pre_lnorm,
             layer_norm_epsilon=self.layer_norm_epsilon,
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
-            relative=self.relative, max_klen=self.max_klen)
+            attention=self.attention_name, attention_options=dict(self.attention_options))
         return config
