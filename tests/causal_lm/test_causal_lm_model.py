@@ -50,7 +50,7 @@ def test_config_and_keras_file_round_trip(tmp_path):
     np.testing.assert_array_equal(loaded.memory_to_host(), lm.memory_to_host())
     # compiled as before, with the optimizer's state: training goes on where it stopped
     assert loaded.get_compile_config() == lm.get_compile_config()
-    assert loaded._trainer.clip == 0.5 and loaded.steps_per_execution == 2
+    assert loaded._replica_step.clip == 0.5 and loaded.steps_per_execution == 2
     assert loaded.optimizer.iterations.numpy() == lm.optimizer.iterations.numpy() == 3
     for a, b in zip(loaded.optimizer.variables, lm.optimizer.variables):
         np.testing.assert_array_equal(a.numpy(), b.numpy())

@@ -202,12 +202,13 @@ def test_weights_file_holds_the_loss_scale(tmp_path):
     lm.compile(optimizer=keras.optimizers.Adam(1e-2), loss_scaling=True,
                initial_loss_scale=4.0, growth_interval=2)
     lm.fit(data(), epochs=1, verbose=0)
-    assert lm._trainer.loss_scale.numpy() == 4.0 * 2 ** (STEPS // 2)
+    assert lm._replica_step.loss_scale.numpy() == 4.0 * 2 ** (STEPS // 2)
     path = str(tmp_path / "scaled.weights.h5")
     lm.save_weights(path)
     fresh = new_lm()
     fresh.compile(optimizer=keras.optimizers.Adam(1e-2), loss_scaling=True,
                   initial_loss_scale=4.0, growth_interval=2)
     fresh.load_weights(path)
-    assert fresh._trainer.loss_scale.numpy() == lm._trainer.loss_scale.numpy()
-    assert fresh._trainer.good_steps.numpy() == lm._trainer.good_steps.numpy() == STEPS % 2
+    assert fresh._replica_step.loss_scale.numpy() == lm._replica_step.loss_scale.numpy()
+    good_steps = fresh._replica_step.good_steps.numpy()
+    assert good_steps == lm._replica_step.good_steps.numpy() == STEPS % 2

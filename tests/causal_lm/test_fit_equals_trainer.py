@@ -129,5 +129,5 @@ def test_fit_with_mixed_precision_equals_trainer():
     finally:
         keras.mixed_precision.set_global_policy("float32")
     assert run["lm"].backbone.dtype_policy.name == "mixed_float16"
-    assert run["lm"]._trainer.loss_scaling
+    assert run["lm"]._replica_step.loss_scaling
     assert_same_run(run, trainer)

@@ -96,8 +96,9 @@ def assert_same_training(xla, plain, float16=False):
 
 
 def compiled_hlo(trainer, name, *args):
-    """The HLO of the trainer's method `name` as XLA compiled it."""
-    return trainer._compiled[name].experimental_get_compiler_ir(*args)(stage="hlo")
+    """The HLO of the replica step's method `name` as XLA compiled it."""
+    compiled = trainer.replica_step._compiled[name]
+    return compiled.experimental_get_compiler_ir(*args)(stage="hlo")
 
 
 CASES = {
@@ -113,7 +114,7 @@ def test_whole_step_compiled_equals_the_plain_step_default_strategy(case):
     plain = run(strategy, False, **CASES[case])
     xla = run(strategy, True, **CASES[case])
     assert xla["trainer"].xla_mode == "whole" and plain["trainer"].xla_mode is None
-    assert set(xla["trainer"]._compiled) == {"_replica_train_step"}
+    assert set(xla["trainer"].replica_step._compiled) == {"step"}
     assert_same_training(xla, plain, float16=case == "mixed_float16")
     if case == "mixed_float16":  # steps were skipped (2**19, 2**18 overflow) and it regrew
         assert 0 < plain["skipped"] < STEPS
@@ -126,7 +127,7 @@ def test_replica_gradients_compiled_equal_the_plain_step_mirrored(case, two_cpu_
     plain = run(strategy, False, **CASES[case])
     xla = run(strategy, True, **CASES[case])
     assert xla["trainer"].xla_mode == "gradients"
-    assert set(xla["trainer"]._compiled) == {"_replica_gradients"}
+    assert set(xla["trainer"].replica_step._compiled) == {"gradients"}
     assert_same_training(xla, plain, float16=case == "mixed_float16")
 
 
@@ -144,7 +145,7 @@ def test_mixed_precision_with_the_adaptive_softmax_compiles_and_trains(precision
             for _ in range(CONFIG.n_layer)]
     keras.config.set_dtype_policy(precision)
     try:
-        hlo = compiled_hlo(trainer, "_replica_train_step",
+        hlo = compiled_hlo(trainer, "step",
                            {k: tf.constant(v) for k, v in data.items()}, mems)
     finally:
         keras.config.set_dtype_policy("float32")

@@ -1,6 +1,6 @@
 """What TPUStrategy needs from the training step, proven on the CPU (there is no TPU here).
 
-* The replica training step (`Trainer._replica_train_step`: forward with the adaptive softmax
+* The replica training step (`ReplicaStep.step`: forward with the adaptive softmax
   and its cutoffs, backward, all-reduce, clip, Adam) compiled by XLA (`jit_compile=True`, what
   TPUStrategy does to the function given to `strategy.run`) gives the losses, gradient norms,
   weights, optimizer slots and memory of the same step run by TensorFlow's own kernels, over
@@ -49,7 +49,7 @@ def batches():
 
 def run_steps(jit_compile):
     trainer = make_trainer(CUTOFF_CONFIG)
-    step = tf.function(trainer._replica_train_step, jit_compile=jit_compile)
+    step = tf.function(trainer.replica_step.step, jit_compile=jit_compile)
     mems = trainer.model.init_mems(BATCH)
     losses, norms = [], []
     for batch in batches():
@@ -124,12 +124,12 @@ def test_compiled_loop_has_static_shapes_no_host_ops_and_no_per_step_python(reco
         optimizer = make_optimizer(1e-3)
     trainer = Trainer(model, optimizer, strategy)
     calls = []
-    step_fn = trainer._replica_train_step
+    step_fn = trainer.replica_step.step
 
     def counted(*args):
         calls.append(1)
         return step_fn(*args)
-    trainer._replica_train_step = counted
+    trainer.replica_step.step = counted
 
     iterator = iter(dataset)
     mems = trainer.init_memory(layout.per_replica_batch)

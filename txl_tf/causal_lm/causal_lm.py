@@ -15,11 +15,12 @@ Design:
     The training memory is carried from step to step and across `fit` calls and epochs; only
     `reset_memory()` (or the `ResetMemoryAtEpochStart` callback) zeroes it. `evaluate()` starts
     from zero memory and never touches the training memory, as `Trainer.evaluate`.
-  * The step is the `Trainer`'s (`Trainer.replica_train_step`): the loss is the NLL summed
-    over target tokens divided by the target tokens of all replicas, the replicas' gradients
-    are summed once, the global norm of that sum is clipped to `clip`, the optimizer applies
-    them without summing again; mixed_float16 uses the `Trainer`'s dynamic loss scaling. So
-    `fit` gives the same losses and weights as `txl_tf.training.Trainer` on the same batches.
+  * The step is the one `Trainer` runs (`txl_tf.training.replica_step.ReplicaStep`): the loss
+    is the NLL summed over target tokens divided by the target tokens of all replicas, the
+    replicas' gradients are summed once, the global norm of that sum is clipped to `clip`, the
+    optimizer applies them without summing again; mixed_float16 uses its dynamic loss scaling.
+    Keras' loop replaces the `Trainer`'s and `ReplicaMemory` its memory loop variables, so `fit`
+    gives the same losses and weights as `txl_tf.training.Trainer` on the same batches.
   * Saved state: `save_weights` (hence `ModelCheckpoint` and `BackupAndRestore`) writes the
     training memory of every local replica ([L, R * B, M, D], replicas in order) and the loss
     scale next to the weights and the optimizer; loading restores them.
@@ -37,7 +38,7 @@ from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.replica_memory import ReplicaMemory
 from txl_tf.inference.evaluation import Evaluator
 from txl_tf.text_files import check_utf8_path
-from txl_tf.training.trainer import Trainer
+from txl_tf.training.replica_step import ReplicaStep
 
 SUM = tf.distribute.ReduceOp.SUM
 
@@ -109,7 +110,7 @@ class TransformerXLCausalLM(keras.Model):
         c = backbone.config
         self.memory = ReplicaMemory(c.n_layer, c.mem_len, c.d_model, name="memory")
         self.eval_memory = ReplicaMemory(c.n_layer, c.mem_len, c.d_model, name="eval_memory")
-        self._trainer: Optional[Trainer] = None
+        self._replica_step: Optional[ReplicaStep] = None
         self._evaluator: Optional[Evaluator] = None
         self.built = True
 
@@ -152,11 +153,11 @@ class TransformerXLCausalLM(keras.Model):
         if loss_scaling is None:
             loss_scaling = self.backbone.dtype_policy.name == "mixed_float16"
         strategy = self.distribute_strategy
-        self._trainer = Trainer(self.backbone, self.optimizer, strategy, clip=clip,
-                                grad_accum_steps=grad_accum_steps, loss_scaling=loss_scaling,
-                                initial_loss_scale=initial_loss_scale,
-                                growth_interval=growth_interval, half_loss=half_loss,
-                                jit_compile=bool(jit_compile))
+        self._replica_step = ReplicaStep(
+            self.backbone, self.optimizer, strategy, clip=clip,
+            grad_accum_steps=grad_accum_steps, loss_scaling=loss_scaling,
+            initial_loss_scale=initial_loss_scale, growth_interval=growth_interval,
+            half_loss=half_loss, jit_compile=bool(jit_compile))
         self._evaluator = Evaluator(self.backbone, strategy=strategy)
         self._fit_settings = dict(clip=clip, half_loss=half_loss, loss_scaling=loss_scaling,
                                   initial_loss_scale=initial_loss_scale,
@@ -165,7 +166,7 @@ class TransformerXLCausalLM(keras.Model):
 
     def get_compile_config(self):
         """What `compile_from_config` needs to compile again (a `.keras` file keeps it)."""
-        if self._trainer is None:
+        if self._replica_step is None:
             return None
         return {"optimizer": keras.optimizers.serialize(self.optimizer),
                 "steps_per_execution": self.steps_per_execution,
@@ -185,7 +186,7 @@ class TransformerXLCausalLM(keras.Model):
 
     def train_step(self, data):
         """One replica's step on its rows of the batch, its memory read and replaced."""
-        new_mems, nll_sum, tokens, norm, _ = self._trainer.replica_train_step(
+        new_mems, nll_sum, tokens, norm, _ = self._replica_step(
             checked_batch(data, self.backbone.config.n_token), self.memory.read())
         self.memory.write(new_mems)
         return self._report(nll_sum, tokens, grad_norm=norm)
@@ -296,7 +297,7 @@ class TransformerXLCausalLM(keras.Model):
             return super().evaluate(x, **kwargs)
 
     def _require_compiled(self, method):
-        if self._trainer is None:
+        if self._replica_step is None:
             raise ValueError(f"{method}() needs compile() first: "
                              "lm.compile(optimizer=keras.optimizers.Adam(2.5e-4)).")
 
@@ -320,9 +321,9 @@ class TransformerXLCausalLM(keras.Model):
         backbone's and the optimizer's own)."""
         if self.memory.variable is not None:
             store["memory"] = self.memory.to_host()
-        if self._trainer is not None:
-            store["loss_scale"] = np.asarray(self._trainer.loss_scale.numpy())
-            store["good_steps"] = np.asarray(self._trainer.good_steps.numpy())
+        if self._replica_step is not None:
+            store["loss_scale"] = np.asarray(self._replica_step.loss_scale.numpy())
+            store["good_steps"] = np.asarray(self._replica_step.good_steps.numpy())
 
     def load_own_variables(self, store):
         """Restores what `save_own_variables` wrote (the memory of every local replica)."""
@@ -330,9 +331,9 @@ class TransformerXLCausalLM(keras.Model):
         if "memory" in keys:
             if self.memory.from_host(np.asarray(store["memory"]), self.distribute_strategy):
                 self.train_function = None  # traced on the previous variable
-        if self._trainer is not None and "loss_scale" in keys:
-            self._trainer.loss_scale.assign(np.asarray(store["loss_scale"]))
-            self._trainer.good_steps.assign(np.asarray(store["good_steps"]))
+        if self._replica_step is not None and "loss_scale" in keys:
+            self._replica_step.loss_scale.assign(np.asarray(store["loss_scale"]))
+            self._replica_step.good_steps.assign(np.asarray(store["good_steps"]))
 
     def predict(self, x=None, *args, **kwargs):
         """Refused: Keras's predict would read every batch from zero memory, dropping the

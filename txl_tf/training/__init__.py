@@ -1,4 +1,5 @@
-"""Training machinery: the step loop (`Trainer`), the outer loop with its periodic actions
+"""Training machinery: the step loop (`Trainer`) around one replica's step (`ReplicaStep`, which
+`TransformerXLCausalLM.fit` runs too), the outer loop with its periodic actions
 (`Controller`, `txl_tf/training/actions/`), optimizer and learning-rate schedule,
 checkpoints, distribution strategies, summaries and `DataSource` (what a run needs of the
 data), and the parts a run is assembled from: `placement` (strategy, replicas, the batch per

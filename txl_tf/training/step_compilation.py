@@ -1,7 +1,7 @@
 """`--jit_compile`: whether XLA compiles the training step, and which part of it; and whether
 it compiles generation's whole sampling loop (`choose_generation`).
 
-Three ways the replica step (`Trainer._replica_train_step`) runs:
+Three ways the replica step (`txl_tf.training.replica_step.ReplicaStep`) runs:
 
   * `whole`: the replica step (forward, backward, gradient accumulation, all-reduce, clip, loss
     scaling, Adam) is one `tf.function(jit_compile=True)`. The default strategy and
