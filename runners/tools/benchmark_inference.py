@@ -42,7 +42,7 @@ import txl_tf  # noqa: E402
 from txl_tf.commands.export import export_built_model  # noqa: E402
 from txl_tf.commands.export_options import ExportOptions  # noqa: E402
 from txl_tf.inference.evaluation import Evaluator  # noqa: E402
-from txl_tf.inference.serving_limits import ServingLimits  # noqa: E402
+from txl_tf.serving.limits import ServingLimits  # noqa: E402
 from txl_tf.inference.generation import Generator  # noqa: E402
 
 FLAGS = flags.FLAGS

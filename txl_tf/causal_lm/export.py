@@ -21,7 +21,7 @@ import keras
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.commands.export import export_built_model
 from txl_tf.commands.export_options import ExportInputError, ExportOptions
-from txl_tf.inference.serving_limits import ServingLimits
+from txl_tf.serving.limits import ServingLimits
 
 # the export info's checkpoint fields: the weights are the model's own, from no checkpoint
 NO_CHECKPOINT = {"checkpoint": None, "checkpoint_name": None, "checkpoint_step": None}

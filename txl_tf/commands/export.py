@@ -3,7 +3,7 @@
 `export_model(options, limits, data)` writes EXPORT_DIR/VERSION under a temporary name
 first (a serving process watching EXPORT_DIR never sees half a model; the version reserved,
 swapped in and recovered after a kill by `export_versions`), with the signatures of
-`txl_tf.inference.serving.ServingModule`, the export settings in
+`txl_tf.serving.module.ServingModule`, the export settings in
 VERSION/assets.extra/txl_export.json and TF Serving's warmup requests in
 VERSION/assets.extra/tf_serving_warmup_requests (`serving_warmup`); then it writes the server's
 models.config and batching_parameters.txt beside the versions (`server_config`). Errors are
@@ -27,8 +27,10 @@ from txl_tf.commands.inference_model import load_inference_model
 from txl_tf.atomic_writes import write_text_atomic
 from txl_tf.config import ConfigError
 from txl_tf.error_text import one_line
-from txl_tf.inference import server_config, serving_warmup
-from txl_tf.inference.serving import SIGNATURE_VERSION, ServingLimits, ServingModule
+from txl_tf.serving import server_config
+from txl_tf.serving import warmup as serving_warmup
+from txl_tf.serving.module import SIGNATURE_VERSION, ServingLimits, ServingModule
+from txl_tf.serving.signatures import signature_count
 from txl_tf.model_text import TextData
 from txl_tf.training.choices import JIT_COMPILE
 from txl_tf.training.step_compilation import choose_generation
@@ -159,7 +161,7 @@ def _target(options: ExportOptions) -> tuple:
                else int(options.version))
     if version < 0:
         raise ExportInputError(f"--version must be >= 0, got {version}.")
-    most = serving_warmup.MAX_RECORDS // 7  # 7 signatures at most
+    most = serving_warmup.MAX_RECORDS // signature_count()
     if not 0 <= options.warmup_requests <= most:
         raise ExportInputError(f"--warmup_requests must be in [0, {most}] (TF Serving reads "
                                f"{serving_warmup.MAX_RECORDS} at most), got "
