@@ -36,7 +36,7 @@ from absl import app, flags
 from runners import cli
 from runners.cli import dataclass_flags
 from tf_records.model_text import ModelData
-from txl_tf.commands.export_options import (INFO_FILE, ExportInputError,  # noqa: F401
+from txl_tf.serving.export_options import (INFO_FILE, ExportInputError,  # noqa: F401
                                             ExportOptions, ExportRuntimeError)
 from txl_tf.serving.limits import ServingLimits
 from txl_tf.tf_start import benign_lines_dropped

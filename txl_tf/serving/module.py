@@ -1,4 +1,5 @@
-"""`ServingModule`: the `tf.Module` that `runners/export.py` saves as a SavedModel.
+"""`ServingModule`: the `tf.Module` that `runners/export.py` saves as a SavedModel; its
+signatures are defined from their records (`signatures.SIGNATURES`).
 
 Signature layout version 2 (`SIGNATURE_VERSION`): every input and output of every signature
 is batch-major (the batch B on dimension 0), and a row's outputs depend on that row's inputs
