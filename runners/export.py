@@ -8,7 +8,7 @@ writes /models/txl/<version>/ from the newest checkpoint (--checkpoint=best: MOD
 the best on validation; --checkpoint=ckpt-N: another kept one) (version: --version, default one more than the highest existing),
 under a temporary name first, so a serving process watching /models/txl never sees half a model.
 Signatures: serving_default (= score), score, nll, init_mems, generate, and with
---text_signatures (default) generate_text and score_text; see txl_tf/inference/serving.py.
+--text_signatures (default) generate_text and score_text; see txl_tf/serving/module.py.
 
 Every request is bounded by limits fixed here and checked inside the graph: --max_seq_len
 (tokens per row of score / nll / generate), --max_num_tokens (tokens generated per call),
@@ -36,9 +36,9 @@ from absl import app, flags
 from runners import cli
 from runners.cli import dataclass_flags
 from tf_records.model_text import ModelData
-from txl_tf.commands.export_options import (INFO_FILE, ExportInputError,  # noqa: F401
+from txl_tf.serving.export_options import (INFO_FILE, ExportInputError,  # noqa: F401
                                             ExportOptions, ExportRuntimeError)
-from txl_tf.inference.serving_limits import ServingLimits
+from txl_tf.serving.limits import ServingLimits
 from txl_tf.tf_start import benign_lines_dropped
 from txl_tf.training.choices import JIT_COMPILE
 

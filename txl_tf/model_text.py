@@ -65,7 +65,7 @@ class ModelText(Protocol):
         """The text rules as TensorFlow graph ops, for the SavedModel's text signatures:
         `encode(text: tf.string [], continuing=False) -> int32 [T]`,
         `decode(ids: int32 [T]) -> tf.string []`, attributes `vocab_path`, `level`
-        (`txl_tf.inference.serving.ServingModule`'s `text_codec`)."""
+        (`txl_tf.serving.module.ServingModule`'s `text_codec`)."""
 
 
 class EvalStreams(NamedTuple):

@@ -39,10 +39,10 @@ from absl import flags  # noqa: E402
 
 import tf_records  # noqa: E402
 import txl_tf  # noqa: E402
-from txl_tf.commands.export import export_built_model  # noqa: E402
-from txl_tf.commands.export_options import ExportOptions  # noqa: E402
+from txl_tf.serving.saved_model_writer import export_built_model  # noqa: E402
+from txl_tf.serving.export_options import ExportOptions  # noqa: E402
 from txl_tf.inference.evaluation import Evaluator  # noqa: E402
-from txl_tf.inference.serving_limits import ServingLimits  # noqa: E402
+from txl_tf.serving.limits import ServingLimits  # noqa: E402
 from txl_tf.inference.generation import Generator  # noqa: E402
 
 FLAGS = flags.FLAGS

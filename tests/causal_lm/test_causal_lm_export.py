@@ -18,7 +18,7 @@ from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.export import export
 from txl_tf.causal_lm.generation import generate
 from txl_tf.causal_lm.sampler import Sampler
-from txl_tf.commands.export_options import ExportInputError
+from txl_tf.serving.export_options import ExportInputError
 
 SETTINGS = dict(mem_len=6, clamp_len=5, same_length=True, gen_mem_len=40, warmup_requests=1)
 # Written by the runner and by export() from the same model, except where they say so.

@@ -16,7 +16,7 @@ from txl_tf.inference import evaluation
 from txl_tf.inference.generation import Generator
 from tf_records.text.graph import GraphText
 from tf_records.vocab.model_vocab import ModelVocab, write_model_vocab
-from txl_tf.inference.serving import ServingModule
+from txl_tf.serving.module import ServingModule
 from tf_records.text.tokenize import TextRules, decode_ids, encode_text
 from tf_records.vocab.vocabulary import Vocabulary
 

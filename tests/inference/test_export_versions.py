@@ -1,4 +1,4 @@
-"""The versions of an export directory (`txl_tf/commands/export_versions.py`): two exports at
+"""The versions of an export directory (`txl_tf/serving/versions.py`): two exports at
 once get distinct versions and both are kept; an export --overwrite killed (SIGKILL) between its
 two renames leaves the complete old version, which the next export restores; the leftovers of
 killed exports are removed, those of running ones kept."""
@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-from txl_tf.commands import export_versions
-from txl_tf.commands.export_options import ExportInputError
+from txl_tf.serving import versions as export_versions
+from txl_tf.serving.export_options import ExportInputError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, PYTHONPATH=f"{REPO}:{os.path.join(REPO, 'tests', 'support')}",
@@ -26,7 +26,7 @@ EXPORT = textwrap.dedent("""
     from causal_lm_support import causal_lm
     from tiny import tiny_model
     from txl_tf.causal_lm.export import export
-    from txl_tf.commands import export as export_command
+    from txl_tf.serving import saved_model_writer as export_command
     export_dir, n_layer, point, overwrite, version = sys.argv[1:6]
     real_write, real_replace = export_command.write_saved_model, os.replace
 

@@ -34,8 +34,8 @@ from runners import export
 from tf_records.vocab.model_vocab import write_model_vocab
 from tf_records.text.tokenize import TextRules
 from tf_records.vocab.vocabulary import Vocabulary
-from txl_tf.inference import server_config
-from txl_tf.inference.serving import ServingLimits
+from txl_tf.serving import server_config
+from txl_tf.serving.module import ServingLimits
 
 from saved_model_calls import SUPPORT
 from tiny import tiny_config
@@ -242,7 +242,7 @@ def test_warmup_records_parse_and_replay(served):
 def test_a_warmup_request_that_fails_stops_the_export(served, monkeypatch, tmp_path):
     """Every warmup request runs once through the module before it is written: one that fails
     (here: an id outside the vocabulary) is an export error, and no version is left behind."""
-    from txl_tf.inference import serving_warmup
+    from txl_tf.serving import warmup as serving_warmup
 
     inputs = serving_warmup.signature_inputs
 

@@ -2,7 +2,7 @@
 
 `GraphText` tokenizes and detokenizes inside a graph exactly as `tf_records.text.tokenize`
 (`encode_text` / `decode_ids`) does in Python, so that a SavedModel can serve text
-(`txl_tf.inference.serving.ServingModule` receives one from runners/export.py). It needs the
+(`txl_tf.serving.module.ServingModule` receives one from runners/export.py). It needs the
 `tensorflow_text` ops to encode; lookup tables read the vocabulary file (an asset of the
 SavedModel).
 

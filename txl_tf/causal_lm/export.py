@@ -1,9 +1,9 @@
 """`export(causal_lm, export_dir, ...)`: the SavedModel of runners/export.py, for TF Serving.
 
-The backbone in memory is exported by `txl_tf.commands.export.export_built_model`, the function
-under runners/export.py: the same signatures, limits, warmup requests and server
-configuration, written atomically as EXPORT_DIR/VERSION; the export info's checkpoint fields
-are null (the weights come from no checkpoint). The text signatures need the
+The backbone in memory is exported by `txl_tf.serving.saved_model_writer.export_built_model`,
+the SavedModel writer under runners/export.py: the same signatures, limits, warmup requests and
+server configuration, written atomically as EXPORT_DIR/VERSION; the export info's checkpoint
+fields are null (the weights come from no checkpoint). The text signatures need the
 preprocessor and the tensorflow_text ops; without a preprocessor only the id signatures are
 written.
 
@@ -19,9 +19,9 @@ import tempfile
 import keras
 
 from txl_tf.causal_lm.errors import CausalLMInputError
-from txl_tf.commands.export import export_built_model
-from txl_tf.commands.export_options import ExportInputError, ExportOptions
-from txl_tf.inference.serving_limits import ServingLimits
+from txl_tf.serving.export_options import ExportInputError, ExportOptions
+from txl_tf.serving.limits import ServingLimits
+from txl_tf.serving.saved_model_writer import export_built_model
 
 # the export info's checkpoint fields: the weights are the model's own, from no checkpoint
 NO_CHECKPOINT = {"checkpoint": None, "checkpoint_name": None, "checkpoint_step": None}

@@ -4,7 +4,7 @@
   train              train_options                     train(options, template, data)
   evaluate           evaluate_options                  evaluate_model(options, data)
   generate           generate_options                  generate_text(options, data, out)
-  export             export_options                    export_model(options, limits, data)
+  export             (txl_tf/serving/export_options)   export_model(options, limits, data)
   recl               recl_options                      measure_recl(models, tokens, options)
   ablation           ablation_options                  run_ablation(options, train_options,
                                                                     template, data)
@@ -31,9 +31,9 @@ _EXPORTS = {
     "AblationOptions": "txl_tf.commands.ablation_options",
     "EvalInputError": "txl_tf.commands.evaluate_options",
     "EvalOptions": "txl_tf.commands.evaluate_options",
-    "ExportInputError": "txl_tf.commands.export_options",
-    "ExportOptions": "txl_tf.commands.export_options",
-    "ExportRuntimeError": "txl_tf.commands.export_options",
+    "ExportInputError": "txl_tf.serving.export_options",
+    "ExportOptions": "txl_tf.serving.export_options",
+    "ExportRuntimeError": "txl_tf.serving.export_options",
     "GenerateInputError": "txl_tf.commands.generate_options",
     "GenerateOptions": "txl_tf.commands.generate_options",
     "ImportOptions": "txl_tf.commands.import_weights_options",

@@ -1,5 +1,4 @@
-"""Inference loops and serving: the one evaluation loop, generation, sampling, context losses,
-RECL and the serving module.
+"""Inference loops: the one evaluation loop, generation, sampling, context losses and RECL.
 
   evaluation         the evaluation loop (segment_nll, Evaluator) used by training, evaluate,
                      the benchmarks and the SavedModel's score_text
@@ -7,9 +6,7 @@ RECL and the serving module.
   sampling           temperature / top-k / top-p sampling
   context_losses     per-token losses at exact context lengths (Appendix C's input)
   recl               the relative effective context length of a model group (Appendix C)
-  serving            ServingModule (the SavedModel's signatures); serving_limits: ServingLimits
-  serving_warmup     TF Serving's warmup requests of an export (PredictionLog records)
-  server_config      TF Serving's models.config and batching_parameters.txt of an export
 
-The commands that use them (evaluate, generate, export, recl) are in `txl_tf/commands/`.
+The SavedModel's serving module is in `txl_tf/serving/`; the commands that use these loops
+(evaluate, generate, recl) are in `txl_tf/commands/`.
 """

@@ -10,7 +10,7 @@ Memory here is one stacked tensor float32 [L, B, M, D] (the export's signatures 
 it batch-major, [B, L, M, D]); M may be 0. The sampling settings are scalars or one per row
 ([B], see `sampling.choose`).
 The graph functions (`consume_prompt`, `generate_ids`) are plain functions of a model, used by
-`Generator` (CLI) and by the SavedModel (`txl_tf/inference/serving.py`).
+`Generator` (CLI) and by the SavedModel (`txl_tf/serving/module.py`).
 
 `generate_fixed` is the same generation with static shapes, for XLA (`Generator(jit_compile=)`,
 the export's `gen_jit_compile`): a fixed memory [L, B, mem_len, D] whose unfilled positions the

@@ -1,4 +1,5 @@
-"""`ServingModule`: the `tf.Module` that `runners/export.py` saves as a SavedModel.
+"""`ServingModule`: the `tf.Module` that `runners/export.py` saves as a SavedModel; its
+signatures are defined from their records (`signatures.SIGNATURES`).
 
 Signature layout version 2 (`SIGNATURE_VERSION`): every input and output of every signature
 is batch-major (the batch B on dimension 0), and a row's outputs depend on that row's inputs
@@ -47,7 +48,8 @@ import tensorflow as tf
 from txl_tf.inference import evaluation
 from txl_tf.inference import generation
 from txl_tf.inference import sampling
-from txl_tf.inference.serving_limits import ServingLimits  # noqa: F401
+from txl_tf.serving import signatures
+from txl_tf.serving.limits import ServingLimits  # noqa: F401
 
 
 SIGNATURE_VERSION = 2  # the batch-major layout described above
@@ -98,26 +100,16 @@ class ServingModule(tf.Module):
         self._define_signatures()
 
     def _define_signatures(self):
-        c = self.config
-        mems = tf.TensorSpec([None, c.n_layer, None, c.d_model], tf.float32, name="mems")
-        tokens = tf.TensorSpec([None, None], tf.int32, name="tokens")
-        self.score = tf.function(self._score, input_signature=[tokens, mems])
-        self.nll = tf.function(self._nll, input_signature=[
-            tokens, tf.TensorSpec([None, None], tf.int32, name="labels"), mems])
-        self.init_mems = tf.function(self._init_mems, input_signature=[
-            tf.TensorSpec([None], tf.int32, name="streams")])
-        sampling_specs = [tf.TensorSpec([None], tf.int32, name="num_tokens"),
-                          tf.TensorSpec([None], tf.float32, name="temperature"),
-                          tf.TensorSpec([None], tf.int32, name="top_k"),
-                          tf.TensorSpec([None], tf.float32, name="top_p"),
-                          tf.TensorSpec([None], tf.int64, name="seed")]
-        self.generate = tf.function(self._generate, input_signature=[
-            tf.TensorSpec([None, None], tf.int32, name="prompt")] + sampling_specs)
-        if self.text_codec is not None:
-            text = tf.TensorSpec([None], tf.string, name="text")
-            self.generate_text = tf.function(self._generate_text,
-                                             input_signature=[text] + sampling_specs)
-            self.score_text = tf.function(self._score_text, input_signature=[text])
+        """One tf.function per record of `signatures.SIGNATURES` (the text ones only with a
+        text codec), held in the attribute of the record's name."""
+        for record in self._records():
+            setattr(self, record.name, tf.function(getattr(self, record.method),
+                                                   input_signature=record.specs(self.config)))
+
+    def _records(self) -> list:
+        """The `Signature` records this module serves."""
+        return [record for record in signatures.SIGNATURES
+                if self.text_codec is not None or not record.text]
 
     @staticmethod
     def _track_weights(model) -> dict:
@@ -142,11 +134,9 @@ class ServingModule(tf.Module):
         return weights
 
     def signatures(self) -> dict:
-        out = {"serving_default": self.score, "score": self.score, "nll": self.nll,
-               "init_mems": self.init_mems, "generate": self.generate}
-        if self.text_codec is not None:
-            out.update(generate_text=self.generate_text, score_text=self.score_text)
-        return out
+        """{served name: tf.function}: every record's name and aliases."""
+        return {name: getattr(self, record.name) for record in self._records()
+                for name in record.aliases + (record.name,)}
 
     # -- checks ----------------------------------------------------------------------------
     @staticmethod

@@ -10,53 +10,19 @@ many tokens), all within the export's limits.
 Example:
   >>> write_warmup(module, "my_model", 4, "VERSION/assets.extra/tf_serving_warmup_requests")
 """
-import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
 
-from txl_tf.inference import server_config
+from txl_tf.serving import server_config, signatures
 
 WARMUP_FILE = "tf_serving_warmup_requests"
 MAX_RECORDS = 1000  # what TF Serving reads of the file at most
 
 
-def _text_of(module, length):
-    """A text of the model's vocabulary: `length` ids decoded by the export's text codec,
-    cut to max_text_bytes."""
-    ids = np.arange(1, length + 1, dtype=np.int32) % module.config.n_token
-    text = module.text_codec.decode(tf.constant(ids)).numpy()
-    return text[:module.limits.max_text_bytes]
-
-
 def signature_inputs(module, signature, batch):
     """{input name: numpy array} of one representative request of `signature` with `batch`
-    rows."""
-    c, limits = module.config, module.limits
-    length = max(1, min(module.tgt_len, limits.max_seq_len, limits.max_request_tokens // batch))
-    prompt = max(1, min(module.gen_seg_len, limits.max_seq_len))
-    num_tokens = max(0, min(limits.max_num_tokens, 4,
-                            limits.max_request_tokens // batch - prompt))
-    rows = np.arange(batch * max(length, prompt), dtype=np.int32) % c.n_token
-    sampling = dict(num_tokens=np.full([batch], num_tokens, np.int32),
-                    temperature=np.full([batch], 1.0, np.float32),
-                    top_k=np.full([batch], 0, np.int32), top_p=np.full([batch], 1.0, np.float32),
-                    seed=np.arange(batch, dtype=np.int64))
-    mems = np.zeros([batch, c.n_layer, module.settings[0], c.d_model], np.float32)
-    tokens = rows[:batch * length].reshape(batch, length)
-    if signature in ("score", "serving_default"):
-        return dict(tokens=tokens, mems=mems)
-    if signature == "nll":
-        return dict(tokens=tokens, labels=np.roll(tokens, -1, axis=1), mems=mems)
-    if signature == "init_mems":
-        return dict(streams=np.zeros([batch], np.int32))
-    if signature == "generate":
-        return dict(prompt=rows[:batch * prompt].reshape(batch, prompt), **sampling)
-    text = np.array([_text_of(module, max(prompt, 2))] * batch, object)
-    if signature == "generate_text":
-        return dict(text=text, **sampling)
-    if signature == "score_text":
-        return dict(text=text)
-    raise ValueError(f"no warmup request for the signature {signature!r}")
+    rows (the warmup of its `signatures.Signature` record)."""
+    return signatures.by_name(signature).warmup(module, batch)
 
 
 class WarmupError(ValueError):

@@ -1,6 +1,7 @@
-"""`ExportOptions`: what runners/export.py exports and its signatures' run settings
-(`export_model` in `txl_tf/commands/export.py`), and the export's error
-classes. TensorFlow-free, so that export.py's `--help` and usage errors do not wait for it.
+"""`ExportOptions`: what runners/export.py exports and its signatures' run settings (read by
+the SavedModel writer, `saved_model_writer.export_built_model`, and by `export_model` in
+`txl_tf/commands/export.py`), and the export's error classes. TensorFlow-free, so that
+export.py's `--help` and usage errors do not wait for it.
 """
 import dataclasses
 import os

@@ -26,7 +26,7 @@ import shutil
 from typing import Optional
 
 from txl_tf.atomic_writes import recover_directory, running_elsewhere, swap_names
-from txl_tf.commands.export_options import ExportInputError, ExportRuntimeError
+from txl_tf.serving.export_options import ExportInputError, ExportRuntimeError
 
 # leftovers of `swap_names` for a version: .V.tmp-PID and .V.old-PID
 _SWAP = re.compile(r"\.(\d+)\.(?:tmp|old)-\d+")

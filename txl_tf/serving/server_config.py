@@ -12,7 +12,7 @@ max_request_tokens and max_request_bytes together.
 """
 import math
 
-from txl_tf.inference.serving import ServingLimits
+from txl_tf.serving.limits import ServingLimits
 
 MODELS_CONFIG = "models.config"
 BATCHING_PARAMETERS = "batching_parameters.txt"

@@ -1,0 +1,179 @@
+"""The SavedModel writer: EXPORT_DIR/VERSION of a `TransformerXL` for TensorFlow Serving.
+
+`export_built_model(model, options, limits, ...)` writes the version under a temporary name
+first (a serving process watching EXPORT_DIR never sees half a model; the version reserved,
+swapped in and recovered after a kill by `versions`), with the signatures of `ServingModule`
+(`signatures.SIGNATURES`), the export settings in VERSION/assets.extra/txl_export.json and TF
+Serving's warmup requests in VERSION/assets.extra/tf_serving_warmup_requests (`warmup`); then it
+writes the server's models.config and batching_parameters.txt beside the versions
+(`server_config`). runners/export.py (through `txl_tf.commands.export.export_model`, which
+reads a model directory) and the Keras model's `export` (`txl_tf/causal_lm/export.py`) both
+call it. Errors are `ExportInputError` (a bad argument or path, exit code 2) or
+`ExportRuntimeError` (reading or writing failed, exit code 1).
+
+Example:
+  >>> info = export_built_model(model, ExportOptions(export_dir="/models/txl"))
+  >>> info["export_path"]
+  '/models/txl/1'
+"""
+import dataclasses
+import errno
+import json
+import os
+import time
+from typing import Optional
+
+import tensorflow as tf
+
+from txl_tf.atomic_writes import write_text_atomic
+from txl_tf.serving import server_config
+from txl_tf.serving import warmup as serving_warmup
+from txl_tf.serving.export_options import (INFO_FILE, ExportInputError, ExportOptions,
+                                           ExportRuntimeError)
+from txl_tf.serving.limits import ServingLimits
+from txl_tf.serving.module import SIGNATURE_VERSION, ServingModule
+from txl_tf.serving.signatures import signature_count
+from txl_tf.serving.versions import next_version, reserved_version, swap_in
+from txl_tf.training.choices import JIT_COMPILE
+from txl_tf.training.step_compilation import choose_generation
+
+WARMUP_FILE = os.path.join("assets.extra", serving_warmup.WARMUP_FILE)
+
+
+def check_export_dir(export_dir):
+    """Usage errors about the directory of the versions: a file, or not writable."""
+    if not export_dir:
+        raise ExportInputError("--export_dir is required: the directory of the versions.")
+    if os.path.exists(export_dir) and not os.path.isdir(export_dir):
+        raise ExportInputError(f"--export_dir {export_dir} is a file: give a directory (it "
+                               "holds one numbered subdirectory per exported version).")
+    existing = export_dir
+    while not os.path.exists(existing):
+        existing = os.path.dirname(os.path.abspath(existing))
+    if not os.path.isdir(existing):
+        raise ExportInputError(f"--export_dir {export_dir}: {existing} is a file, not a "
+                               "directory.")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ExportRuntimeError(f"--export_dir {export_dir}: {existing} is not writable "
+                                 "(read-only); give a directory you can write to.")
+
+
+def write_saved_model(module, path, info):
+    """tf.saved_model.save plus the info file and the warmup requests; OS and TF failures
+    become ExportRuntimeError."""
+    try:
+        tf.saved_model.save(module, path, signatures=module.signatures())
+        os.makedirs(os.path.dirname(os.path.join(path, INFO_FILE)))
+        with open(os.path.join(path, INFO_FILE), "w") as f:
+            json.dump(info, f, indent=2, sort_keys=True)
+            f.write("\n")
+        serving_warmup.write_warmup(module, info["model_name"], info["warmup_requests"],
+                                    os.path.join(path, WARMUP_FILE))
+    except serving_warmup.WarmupError as error:
+        raise ExportRuntimeError(str(error)) from None
+    except (OSError, tf.errors.OpError) as error:
+        text = getattr(error, "message", None) or str(error)
+        if getattr(error, "errno", None) == errno.ENOSPC or "No space left" in text:
+            raise ExportRuntimeError(f"no space left on {os.path.dirname(path)}: free some "
+                                     "space and export again.") from None
+        raise ExportRuntimeError(f"writing {path} failed: {text.splitlines()[0]}") from None
+
+
+def run_settings(options: ExportOptions, config) -> dict:
+    """The ServingModule run settings: the options, else the model's."""
+    o = options
+    mem_len = config.mem_len if o.mem_len is None else o.mem_len
+    settings = dict(
+        mem_len=mem_len, clamp_len=config.clamp_len if o.clamp_len is None else o.clamp_len,
+        same_length=config.same_length if o.same_length is None else o.same_length,
+        tgt_len=o.tgt_len or config.tgt_len,
+        gen_mem_len=mem_len if o.gen_mem_len is None else o.gen_mem_len,
+        gen_seg_len=o.gen_seg_len or o.tgt_len or config.tgt_len)
+    if settings["mem_len"] < 0 or settings["gen_mem_len"] < 1:
+        raise ExportInputError("--mem_len must be >= 0 and --gen_mem_len >= 1.")
+    if o.gen_jit_compile not in JIT_COMPILE:
+        raise ExportInputError(f"--gen_jit_compile must be one of {', '.join(JIT_COMPILE)}, "
+                               f"got {o.gen_jit_compile!r}.")
+    settings["gen_jit_compile"] = choose_generation(o.gen_jit_compile).mode is not None
+    return settings
+
+
+def check_target(options: ExportOptions) -> tuple:
+    """(version, final path), checked before anything is loaded."""
+    check_export_dir(options.export_dir)
+    version = (next_version(options.export_dir) if options.version is None
+               else int(options.version))
+    if version < 0:
+        raise ExportInputError(f"--version must be >= 0, got {version}.")
+    most = serving_warmup.MAX_RECORDS // signature_count()
+    if not 0 <= options.warmup_requests <= most:
+        raise ExportInputError(f"--warmup_requests must be in [0, {most}] (TF Serving reads "
+                               f"{serving_warmup.MAX_RECORDS} at most), got "
+                               f"{options.warmup_requests}.")
+    final = os.path.join(options.export_dir, str(version))
+    if os.path.exists(final) and not options.overwrite:
+        raise ExportInputError(f"{final} exists; pass --overwrite or another --version.")
+    return version, final
+
+
+def write_server_config(export_dir, model_name, limits):
+    """models.config and batching_parameters.txt beside the versions (`server_config`)."""
+    base = os.path.abspath(export_dir)
+    files = {server_config.MODELS_CONFIG: server_config.models_config_text(model_name, base),
+             server_config.BATCHING_PARAMETERS: server_config.batching_parameters_text(limits)}
+    try:
+        for name, text in files.items():
+            write_text_atomic(os.path.join(base, name), text)
+    except OSError as error:
+        raise ExportRuntimeError(f"writing {base} failed: {error.strerror}.") from None
+    return {name: os.path.join(base, name) for name in files}
+
+
+def export_built_model(model, options: ExportOptions, limits: Optional[ServingLimits] = None,
+                       vocab_file: Optional[str] = None, codec=None,
+                       source: Optional[dict] = None, target: Optional[tuple] = None) -> dict:
+    """Writes EXPORT_DIR/VERSION of a `TransformerXL` in memory, atomically.
+
+    Args:
+      model: the `TransformerXL` (built; dropout is off in every signature).
+      options: the `ExportOptions` (`model_dir` and `checkpoint` unused).
+      limits: the `ServingLimits` (default: its defaults).
+      vocab_file: the vocab.txt the export ships, or None.
+      codec: the in-graph text codec of the text signatures (`ModelText.graph_codec()`), or
+        None for the id signatures only.
+      source: what the export info records of where the weights came from (e.g. the
+        checkpoint fields of `CheckpointChoice.to_json()`).
+      target: (version, final path) when already checked (the version written is the one
+        reserved: the next free one when `options.version` is None).
+
+    Returns:
+      The dict `export.py` prints.
+    """
+    limits = limits or ServingLimits()
+    if target is None:
+        check_target(options)  # the checks; the version is reserved below
+    with reserved_version(options.export_dir, options.version) as (version, tmp):
+        info, module = _module_and_info(model, options, limits, vocab_file, codec, source,
+                                        version)
+        start = time.time()
+        write_saved_model(module, tmp, info)
+        final = swap_in(tmp, options.export_dir, version, options.overwrite)
+    files = write_server_config(options.export_dir, info["model_name"], limits)
+    return {"export_path": os.path.abspath(final), **info, "server_config": files,
+            "seconds": time.time() - start}
+
+
+def _module_and_info(model, options, limits, vocab_file, codec, source, version) -> tuple:
+    """(the export info, the `ServingModule`) of an export of `model` as `version`."""
+    config = model.config
+    settings = run_settings(options, config)
+    module = ServingModule(model, vocab_file=vocab_file, text_codec=codec, limits=limits,
+                           **settings)
+    info = {"version": version, "signatures": sorted(module.signatures()),
+            "n_layer": config.n_layer, "d_model": config.d_model, "n_token": config.n_token,
+            "vocab_asset": None if vocab_file is None else os.path.basename(vocab_file),
+            **(source or {}), **settings,
+            "limits": dataclasses.asdict(limits), "signature_version": SIGNATURE_VERSION,
+            "model_name": os.path.basename(os.path.abspath(options.export_dir)),
+            "warmup_requests": options.warmup_requests}
+    return info, module
