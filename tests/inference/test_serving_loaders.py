@@ -455,8 +455,9 @@ def test_export_usage_errors(served, tmp_path):
     cases = [
         ([f"--model_dir={model_dir}", f"--export_dir={a_file}"], ["is a file"]),
         ([f"--model_dir={tmp_path / 'missing'}", f"--export_dir={tmp_path / 'e'}"],
-         ["does not exist"]),
-        ([f"--model_dir={tmp_path}", f"--export_dir={tmp_path / 'e'}"], ["no config.json"]),
+         ["config.json not found", "is not a txl-tf model directory"]),
+        ([f"--model_dir={tmp_path}", f"--export_dir={tmp_path / 'e'}"],
+         ["config.json not found", "is not a txl-tf model directory"]),
         ([f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'e'}", "--max_seq_len=0"],
          ["--max_seq_len must be >= 1"]),
         ([f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'e'}", "--max_text_bytes=-5"],
