@@ -1,8 +1,9 @@
 """One run per directory (runners/cli/dir_lock.py), with two real processes on one directory.
 
-The first run reads its text from a FIFO, so it holds its locks for as long as the test keeps
-the FIFO unwritten: the second run starts while the first is certainly inside its work, without
-a timed wait. Each refused run must end with exit code 1 and the one line
+The first run is held inside its work, after taking its locks, until the test lets it go: it
+runs the runner through `HELD`, which makes the text corpus's build wait for a file the test
+creates (a FIFO as --raw_path, which would do the same, is refused as not a regular file). So
+the second run starts while the first is certainly inside its work, without a timed wait. Each refused run must end with exit code 1 and the one line
 `error: <dir> is in use by process <pid> (started <time>); ...`, no traceback, and write nothing;
 the first run then finishes normally with everything it wrote intact.
 """
@@ -42,9 +43,29 @@ def run(name, *args, cwd):
                           timeout=600, env=env())
 
 
-def start(name, *args, cwd):
-    return subprocess.Popen(command(name, *args), cwd=str(cwd), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env())
+# Runs a runner (argv[1:]) with TextFiles.build waiting until the file $TXL_TEST_GO exists.
+HELD = """
+import os, runpy, sys, time
+from tf_records.corpora.text import TextFiles
+build = TextFiles.build
+def held(self, *args, **kwargs):
+    while not os.path.exists(os.environ["TXL_TEST_GO"]):
+        time.sleep(0.05)
+    return build(self, *args, **kwargs)
+TextFiles.build = held
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def start(name, *args, cwd, go=None):
+    """The runner in a new process; with `go`, held before the corpus is built until `go`
+    exists (`HELD`)."""
+    argv = command(name, *args)
+    if go is not None:
+        argv = [sys.executable, "-c", HELD, *argv[1:]]
+    return subprocess.Popen(argv, cwd=str(cwd), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=dict(env(), TXL_TEST_GO=str(go)))
 
 
 def wait_for_lock(path, process):
@@ -60,14 +81,10 @@ def wait_for_lock(path, process):
     raise AssertionError(f"the first run ended early: {process.communicate()[1][-3000:]}")
 
 
-def feed(fifo):
-    """Writes TEXT into `fifo` (blocks until the reader opens it) in a thread."""
-    def write():
-        with open(fifo, "w") as f:
-            f.write(TEXT)
-    thread = threading.Thread(target=write, daemon=True)
-    thread.start()
-    return thread
+def let_go(go):
+    """Lets a run started with `go` continue."""
+    with open(go, "w") as f:
+        f.write("go")
 
 
 def check_refused(proc, directory, pid):
@@ -87,22 +104,23 @@ def tree(directory):
 
 
 @pytest.fixture
-def fifo(tmp_path):
+def book(tmp_path):
     path = tmp_path / "book.txt"
-    os.mkfifo(path)
+    path.write_text(TEXT)
     return str(path)
 
 
-def test_second_prepare_data_on_one_data_dir_is_refused(tmp_path, fifo):
-    args = ("--dataset=text", f"--raw_path={fifo}", "--level=word", "--data_dir=D",
+def test_second_prepare_data_on_one_data_dir_is_refused(tmp_path, book):
+    args = ("--dataset=text", f"--raw_path={book}", "--level=word", "--data_dir=D",
             "--noprogress")
-    first = start("prepare_data", *args, cwd=tmp_path)
+    go = tmp_path / "go"
+    first = start("prepare_data", *args, cwd=tmp_path, go=go)
     try:
         pid = wait_for_lock(tmp_path / "D" / ".lock", first)
         second = run("prepare_data", *args, cwd=tmp_path)
         check_refused(second, tmp_path / "D", pid)
         assert tree(tmp_path / "D") == [".lock"]  # the second wrote nothing, removed nothing
-        feed(fifo)
+        let_go(go)
         out, err = first.communicate(timeout=600)
     finally:
         first.kill()
@@ -110,23 +128,24 @@ def test_second_prepare_data_on_one_data_dir_is_refused(tmp_path, fifo):
     files = tree(tmp_path / "D")
     assert ".lock" not in files and "vocab.txt" in files and "corpus-info.json" in files
     assert not [f for f in files if f.endswith(".tmp")], files
-    again = run("prepare_data", *args, cwd=tmp_path)  # complete: reused, the FIFO not read
+    again = run("prepare_data", *args, cwd=tmp_path)  # complete: reused, not built again
     assert again.returncode == 0 and '"written": false' in again.stdout, again.stderr[-3000:]
 
 
-def test_second_train_on_one_model_dir_is_refused(tmp_path, fifo):
-    args = ("--dataset=text", f"--raw_path={fifo}", "--data_dir=D", "--model_dir=M", *TRAIN)
-    first = start("train", *args, cwd=tmp_path)
+def test_second_train_on_one_model_dir_is_refused(tmp_path, book):
+    args = ("--dataset=text", f"--raw_path={book}", "--data_dir=D", "--model_dir=M", *TRAIN)
+    go = tmp_path / "go"
+    first = start("train", *args, cwd=tmp_path, go=go)
     try:
         pid = wait_for_lock(tmp_path / "M" / ".lock", first)
         second = run("train", *args, "--seed=7", cwd=tmp_path)
         check_refused(second, tmp_path / "M", pid)
         assert tree(tmp_path / "M") == [".lock"]
         # prepare_data.py needs the data_dir alone: refused while a training reads it.
-        prepared = run("prepare_data", "--dataset=text", f"--raw_path={fifo}", "--level=word",
+        prepared = run("prepare_data", "--dataset=text", f"--raw_path={book}", "--level=word",
                        "--data_dir=D", cwd=tmp_path)
         check_refused(prepared, tmp_path / "D", pid)
-        feed(fifo)
+        let_go(go)
         out, err = first.communicate(timeout=600)
     finally:
         first.kill()
