@@ -29,7 +29,7 @@ from runners.cli.model_flags import template_from_flags
 from runners.cli.train_flags import define_flags, options_from_flags, set_up_devices
 from tf_records import DataOptions, PreparedData
 from txl_tf.commands.ablation_options import AblationOptions
-from txl_tf.attention_variants import ATTENTION_VARIANTS
+from txl_tf.model.attention_variants import ATTENTION_VARIANTS
 
 FLAGS = flags.FLAGS
 

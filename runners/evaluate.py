@@ -30,10 +30,10 @@ from absl import app, flags
 import txl_tf
 from runners import cli
 from runners.cli import dataclass_flags
-from tf_records.model_text import ModelData
+from tf_records.model_data import ModelData
 from txl_tf.commands.evaluate_options import (LAST_SEGMENTS, SPLITS,  # noqa: F401
                                               EvalInputError, EvalOptions)
-from txl_tf.memory_estimate import check_step_fits
+from txl_tf.model.memory_estimate import check_step_fits
 
 FLAGS = flags.FLAGS
 

@@ -35,11 +35,11 @@ from absl import app, flags
 
 from runners import cli
 from runners.cli import dataclass_flags
-from tf_records.model_text import ModelData
+from tf_records.model_data import ModelData
 from txl_tf.serving.export_options import (INFO_FILE, ExportInputError,  # noqa: F401
                                             ExportOptions, ExportRuntimeError)
 from txl_tf.serving.limits import ServingLimits
-from txl_tf.tf_start import benign_lines_dropped
+from txl_tf.runtime.tf_start import benign_lines_dropped
 from txl_tf.training.choices import JIT_COMPILE
 
 FLAGS = flags.FLAGS

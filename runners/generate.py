@@ -23,11 +23,11 @@ from absl import app, flags
 import txl_tf
 from runners import cli
 from runners.cli import dataclass_flags
-from tf_records.model_text import ModelData
+from tf_records.model_data import ModelData
 from txl_tf.commands.generate_options import GenerateInputError, GenerateOptions
 from txl_tf.inference.generation_limits import check_generation
-from txl_tf.memory_estimate import check_step_fits
-from txl_tf.text_files import read_text_file
+from txl_tf.model.memory_estimate import check_step_fits
+from txl_tf.storage.text_files import read_text_file
 from txl_tf.training.choices import JIT_COMPILE
 
 FLAGS = flags.FLAGS

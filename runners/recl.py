@@ -68,7 +68,7 @@ def main(argv):
     cli.quiet_start()
     # TensorFlow loads here, after the flags were checked: --help and usage errors come at once.
     from txl_tf.commands.recl import check_options, load_group, measure_recl
-    from txl_tf.inference.recl import format_recl_table, recl_rows
+    from txl_tf.inference.relative_effective_context import format_recl_table, recl_rows
     check_options(options)
     data_dir = options.data_dir
     if not data_dir and os.path.isdir(options.model_dirs[0]):

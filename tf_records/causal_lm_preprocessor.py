@@ -22,7 +22,7 @@ import numpy as np
 
 from tf_records.vocab import model_vocab
 from tf_records.errors import VocabularyError
-from tf_records.model_text import ModelText
+from tf_records.model_data import ModelText
 from tf_records.text.tokenize import decode_ids
 
 # corpus-info.json fields that `write_model_vocab` derives from the vocabulary itself (the text

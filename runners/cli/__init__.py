@@ -2,7 +2,7 @@
 with an exit code.
 
 Every runner has the same shape. Its module imports only what defines and checks its flags (the
-option dataclasses and `txl_tf.config` do not import TensorFlow), so that `--help` and every
+option dataclasses and `txl_tf.model.config` do not import TensorFlow), so that `--help` and every
 usage error come at once; TensorFlow loads in `main`, after the checks:
 
     from absl import flags

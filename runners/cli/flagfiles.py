@@ -12,7 +12,7 @@ import os
 
 from absl import app, flags
 
-from txl_tf.text_files import read_text_file
+from txl_tf.storage.text_files import read_text_file
 
 MAX_FLAGFILE_BYTES = 2**20
 _PREFIXES = ("--flagfile=", "-flagfile=")

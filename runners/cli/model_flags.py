@@ -5,7 +5,7 @@ The flag names are the config's field names (the reference's flag names), the he
 entries of its `Attributes:` docstring section and the defaults are its defaults, with two flag
 spellings: `--d_embed=-1` for d_embed None (= d_model) and `--cutoffs`, a text ('auto', 'none'
 or comma-separated ids) because its default comes from the data: the corpus-info.json's cutoffs,
-else those of `txl_tf.config.auto_cutoffs` for the vocabulary size. A runner
+else those of `txl_tf.model.config.auto_cutoffs` for the vocabulary size. A runner
 that wants other defaults passes a named preset (`SMALL_MODEL`). `n_token` has no flag: the
 vocabulary size is the data's.
 """
@@ -15,8 +15,8 @@ from absl import flags
 
 import txl_tf
 from runners.cli import dataclass_flags
-from txl_tf.config import AUTO_CUTOFFS_MIN_VOCAB
-from txl_tf.config_template import PLACEHOLDER_VOCAB, ConfigTemplate
+from txl_tf.model.config import AUTO_CUTOFFS_MIN_VOCAB
+from txl_tf.model.config_template import PLACEHOLDER_VOCAB, ConfigTemplate
 
 # Fields without a generated flag: n_token comes from the data, cutoffs is the text flag below,
 # layer_norm_epsilon is the reference's (only imported weights change it).

@@ -10,8 +10,8 @@ from absl import app
 
 from tf_records.corpora import CORPORA
 from tf_records.corpus_info import CORPUS_INFO
-from txl_tf.config import CONFIG_FILE, missing_config_message
-from txl_tf.text_files import regular_file_problem
+from txl_tf.model.config import CONFIG_FILE, missing_config_message
+from txl_tf.storage.text_files import regular_file_problem
 
 
 def _check_links(name: str, path) -> None:

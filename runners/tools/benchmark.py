@@ -23,7 +23,7 @@ Optional comparisons:
     threads) on the same configuration, driven by `runners/tools/benchmark_huggingface.py` in its
     own environment (`--hf_python`) and timed interleaved with txl-tf, round by round;
   * `--compare_vanilla`: the paper's Table 9 on this machine: per-token evaluation time of the
-    vanilla Transformer (the `vaswani` variant of txl_tf/attention_variants.py, a window of L
+    vanilla Transformer (the `vaswani` variant of txl_tf/model/attention_variants.py, a window of L
     tokens shifted by one per prediction, as Al-Rfou et al. evaluate) against Transformer-XL
     (`ours`) with a cached memory of length L.
 
@@ -43,7 +43,7 @@ cli.quiet_start()
 from absl import app  # noqa: E402
 
 from runners.tools.benchmarks.configuration import FLAGS, setup_tensorflow  # noqa: E402
-from runners.tools.benchmarks.memory import run_memory_child  # noqa: E402
+from runners.tools.benchmarks.peak_memory import run_memory_child  # noqa: E402
 from runners.tools.benchmarks.run import run_benchmark  # noqa: E402
 
 

@@ -62,7 +62,7 @@ def parse_recl(stdout: str) -> dict:
 
 def recl_table(recl: dict) -> str:
     """The table `runners/recl.py` prints, made from its JSON line."""
-    from txl_tf.inference.recl import format_recl_table  # TensorFlow-free to import here
+    from txl_tf.inference.relative_effective_context import format_recl_table  # TensorFlow-free
     models = recl["models"]
     table = {float(r): types.SimpleNamespace(
         lengths=[m["recl"][r] for m in models], censored=[m["censored"][r] for m in models])

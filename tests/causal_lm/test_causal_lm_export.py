@@ -1,4 +1,4 @@
-"""`txl_tf.causal_lm.export.export`: the SavedModel of runners/export.py (run as a user runs it)
+"""`txl_tf.causal_lm.serving_export.export`: the SavedModel of runners/export.py (run as a user runs it)
 for the same model and settings, loaded by TF's session-based loader (as TF Serving loads it);
 its generate_text continues a prompt as `generate` does. Bad inputs give one clear error."""
 import contextlib
@@ -15,8 +15,8 @@ from tensorflow_serving.apis import prediction_log_pb2
 
 from causal_lm_support import REPO, causal_lm, from_preset, model_dir, run_runner
 from txl_tf.causal_lm.errors import CausalLMInputError
-from txl_tf.causal_lm.export import export
-from txl_tf.causal_lm.generation import generate
+from txl_tf.causal_lm.serving_export import export
+from txl_tf.causal_lm.text_generation import generate
 from txl_tf.causal_lm.sampler import Sampler
 from txl_tf.serving.export_options import ExportInputError
 

@@ -1,4 +1,4 @@
-"""`txl_tf.causal_lm.generation.generate`: strings in and out, ids in and out, equal to
+"""`txl_tf.causal_lm.text_generation.generate`: strings in and out, ids in and out, equal to
 runners/generate.py run as a user runs it on the same model directory, seed and settings;
 prompts of different lengths in one call equal each prompt alone; bad inputs give one error."""
 import contextlib
@@ -9,7 +9,7 @@ import pytest
 
 from causal_lm_support import causal_lm, from_preset, model_dir, run_runner, trained_model_dir
 from txl_tf.causal_lm.errors import CausalLMInputError
-from txl_tf.causal_lm.generation import generate
+from txl_tf.causal_lm.text_generation import generate
 from txl_tf.causal_lm.sampler import Sampler
 from txl_tf.inference.generation import Generator
 

@@ -21,7 +21,7 @@ from import_helpers import write_tf1_checkpoint
 from tf_records.causal_lm_preprocessor import CausalLMPreprocessor
 from txl_tf.causal_lm import presets
 from txl_tf.causal_lm.errors import CausalLMInputError
-from txl_tf.causal_lm.generation import generate
+from txl_tf.causal_lm.text_generation import generate
 
 PROMPT = "import os\n"
 IDS = np.arange(1, 41, dtype=np.int32).reshape(2, 20) * 3
@@ -40,7 +40,7 @@ FRESH = textwrap.dedent("""
     import json, sys
     import numpy as np
     from txl_tf.causal_lm import presets
-    from txl_tf.causal_lm.generation import generate
+    from txl_tf.causal_lm.text_generation import generate
     from causal_lm_support import from_preset
     lm = from_preset(sys.argv[1])
     ids = np.arange(1, 41, dtype=np.int32).reshape(2, 20) * 3

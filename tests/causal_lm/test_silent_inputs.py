@@ -26,7 +26,7 @@ from txl_tf.causal_lm.sampler import Sampler
 from txl_tf.inference.generation import Generator
 from txl_tf.inference.generation_limits import INT32_MAX, MAX_NEW_TOKENS
 from txl_tf.serving.module import ServingModule
-from txl_tf.text_files import read_text_file
+from txl_tf.storage.text_files import read_text_file
 
 
 def one_line(error):

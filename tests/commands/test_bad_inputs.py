@@ -531,7 +531,7 @@ def test_out_of_memory_during_the_work_is_one_line(shared, tmp_path):
 def test_memory_estimate_counts_what_the_model_holds():
     """The memory term is the bytes of the model's own memory tensors; training keeps more."""
     import txl_tf
-    from txl_tf.memory_estimate import MemoryEstimateError, check_step_fits, step_memory_bytes
+    from txl_tf.model.memory_estimate import MemoryEstimateError, check_step_fits, step_memory_bytes
 
     config = txl_tf.TransformerXLConfig(n_token=30, n_layer=3, d_model=16, n_head=2, d_head=8,
                                         d_inner=32, tgt_len=5, mem_len=7)

@@ -19,7 +19,7 @@ import sys
 import pytest
 
 import tf_records
-from txl_tf.loss_report import MAX_UNK_FRACTION, NARROW_MARGIN
+from txl_tf.loss.loss_report import MAX_UNK_FRACTION, NARROW_MARGIN
 
 from english_text import write_english_text
 

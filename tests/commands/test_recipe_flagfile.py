@@ -26,7 +26,7 @@ import tf_records
 import txl_tf
 from txl_tf.training import batch_fit
 from txl_tf.training import distribute as strategy_lib
-from txl_tf import memory_estimate
+from txl_tf.model import memory_estimate
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN = os.path.join(REPO, "runners", "train.py")

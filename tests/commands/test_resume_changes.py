@@ -16,7 +16,7 @@ import pytest
 
 import txl_tf
 from tiny import TRAIN_FLAGS
-from txl_tf.config import ConfigError
+from txl_tf.model.config import ConfigError
 from txl_tf.commands.train_options import TrainError, TrainOptions
 from txl_tf.commands.train_options import checked
 
@@ -74,7 +74,7 @@ def test_diverging_run_ends_with_one_line_and_keeps_the_last_good_checkpoint(cop
     before = snapshot(root / name)
     proc = train(f"--model_dir={name}", "--train_steps=8", "--learning_rate=1e30", cwd=root)
     check_refused(proc, 1, "the training loss became", "--learning_rate")
-    assert txl_tf.model_files.latest_checkpoint(str(root / name)).endswith("ckpt-2")
+    assert txl_tf.storage.model_files.latest_checkpoint(str(root / name)).endswith("ckpt-2")
     after = snapshot(root / name)
     kept = ("ckpt-", "checkpoint", "memory")  # ckpt-2, its memory and the state file stay
     assert {k: v for k, v in after.items() if k.startswith(kept)} == {
@@ -122,7 +122,7 @@ def test_changed_memory_shape_restarts_the_memory_with_one_warning(copy, change,
     warnings = lines(proc.stdout, "warning:")
     assert len(warnings) == 1 and f"this run {shape}" in warnings[0], proc.stdout
     assert "4 streams x 16 positions" in warnings[0]
-    assert txl_tf.model_files.latest_checkpoint(str(root / name)).endswith("ckpt-4")
+    assert txl_tf.storage.model_files.latest_checkpoint(str(root / name)).endswith("ckpt-4")
     history = (root / name / "flags.txt").read_text()
     first = history.index("--per_host_train_bsz=4")
     assert history.index(change) > first and history.count("# run started") == 2

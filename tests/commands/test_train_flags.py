@@ -9,7 +9,7 @@ from absl import flags
 import txl_tf
 from runners.cli import model_flags as flags_model
 from runners.train import define_flags, options_from_flags
-from txl_tf.config import check_against_saved
+from txl_tf.model.config import check_against_saved
 from txl_tf.commands.train_options import for_level
 
 from tiny import tiny_config
@@ -147,7 +147,7 @@ def test_model_flags_are_generated_from_the_config():
 
 
 def test_cutoffs_auto_takes_the_corpus_ones_else_chooses_them_for_a_large_vocabulary():
-    from txl_tf.config import AUTO_CUTOFFS_MIN_VOCAB
+    from txl_tf.model.config import AUTO_CUTOFFS_MIN_VOCAB
     values = parse([])
     assert values.cutoffs == "auto"
     big = AUTO_CUTOFFS_MIN_VOCAB + 5_000

@@ -15,7 +15,7 @@ import pytest
 
 import tf_records
 from english_text import write_english_text
-from tf_records.model_text import ModelData
+from tf_records.model_data import ModelData
 from tiny import TRAIN_FLAGS
 from txl_tf.commands.generate import empty_text_note
 

@@ -12,7 +12,7 @@ import pytest
 
 import reference_numpy as ref
 from import_helpers import write_tf1_checkpoint
-from tf_records.vocab import export
+from tf_records.vocab import imported_files as export
 from tf_records.vocab.reference_pickle import UnsafePickleError, load_vocab_pickle
 from tf_records.vocab.vocabulary import Vocabulary
 import txl_tf

@@ -25,7 +25,7 @@ EXPORT = textwrap.dedent("""
     import json, os, signal, sys, time
     from causal_lm_support import causal_lm
     from tiny import tiny_model
-    from txl_tf.causal_lm.export import export
+    from txl_tf.causal_lm.serving_export import export
     from txl_tf.serving import saved_model_writer as export_command
     export_dir, n_layer, point, overwrite, version = sys.argv[1:6]
     real_write, real_replace = export_command.write_saved_model, os.replace

@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from txl_tf.inference import recl
-from txl_tf.inference.recl import ReclInputError
+from txl_tf.inference import relative_effective_context as recl
+from txl_tf.inference.relative_effective_context import ReclInputError
 
 CONTEXTS = [100, 200, 300, 400, 500]  # c_0 = 100, Delta = 100
 

@@ -11,7 +11,7 @@ from txl_tf.layers.absolute_position_embedding import (LearnedPositionEmbedding,
 from txl_tf.layers.learned_relative_attention import (LearnedRelativeMultiHeadAttention,
                                                       learned_table_rows)
 from txl_tf.layers.transformer_xl_block import TransformerXLBlock
-from txl_tf.loss_mask import half_loss_mask, weighted_mean_loss
+from txl_tf.loss.half_loss import half_loss_mask, weighted_mean_loss
 
 from reference_numpy import pairwise_attention
 

@@ -1,4 +1,4 @@
-"""The records of `txl_tf/attention_variants.py` against the models built from them: each record's
+"""The records of `txl_tf/model/attention_variants.py` against the models built from them: each record's
 weights are exactly what its model adds to the position-free model, its attention class is the
 one every block holds, and the `--attn_type` help lists every record."""
 import keras
@@ -7,7 +7,7 @@ import pytest
 
 import txl_tf
 from runners.cli.dataclass_flags import attribute_docs
-from txl_tf.attention_variants import ATTENTION_VARIANTS, attention_variant, attn_type_help
+from txl_tf.model.attention_variants import ATTENTION_VARIANTS, attention_variant, attn_type_help
 
 from tiny import tiny_config
 

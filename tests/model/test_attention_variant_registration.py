@@ -9,8 +9,8 @@ import tensorflow as tf
 
 import txl_tf
 from runners.cli.dataclass_flags import attribute_docs
-from txl_tf import model_flops
-from txl_tf.attention_variants import (SHAW, AttentionVariant, attention_variants,
+from txl_tf.model import flops as model_flops
+from txl_tf.model.attention_variants import (SHAW, AttentionVariant, attention_variants,
                                        attn_type_help, register_attention_variant,
                                        unregister_attention_variant)
 from txl_tf.layers.learned_relative_attention import (LearnedRelativeMultiHeadAttention,

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from txl_tf.attention_variants import ATTENTION_VARIANTS
+from txl_tf.model.attention_variants import ATTENTION_VARIANTS
 from txl_tf.layers.attention_mask import attention_mask
 from txl_tf.layers.memory import fixed_memory_update
-from txl_tf.model import TransformerXL
+from txl_tf.model.transformer_xl import TransformerXL
 
 from tiny import tiny_model
 

@@ -1,10 +1,10 @@
-"""`txl_tf.loss_report`: the unit of each level, its decimals, its JSON fields and the verdict
+"""`txl_tf.loss.loss_report`: the unit of each level, its decimals, its JSON fields and the verdict
 against the unigram baseline; the training console line uses them."""
 import math
 
 import pytest
 
-from txl_tf import loss_report
+from txl_tf.loss import loss_report
 from txl_tf.training.summaries import RunSummaries
 
 

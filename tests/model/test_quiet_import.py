@@ -60,7 +60,7 @@ def test_benign_error_lines_are_dropped_and_every_other_line_passes_in_order():
     work): TensorFlow's oneDNN int64 line is dropped; real error lines, partial lines (a
     progress bar) and Python's own stderr pass, in order; afterwards stderr is as before."""
     code = ("import os, sys\n"
-            "from txl_tf.tf_start import benign_lines_dropped\n"
+            "from txl_tf.runtime.tf_start import benign_lines_dropped\n"
             "with benign_lines_dropped():\n"
             "    os.write(2, b'E0000 00:00:1.0 1 op_kernel.cc:1] a real error\\n')\n"
             f"    os.write(2, {BENIGN_LINE!r}.encode() + b'\\n')\n"
@@ -79,7 +79,7 @@ def test_benign_error_lines_are_dropped_and_every_other_line_passes_in_order():
 def test_tf_cpp_min_log_level_0_keeps_the_benign_line():
     code = ("import os\n"
             "os.environ['TF_CPP_MIN_LOG_LEVEL'] = '0'\n"
-            "from txl_tf.tf_start import benign_lines_dropped\n"
+            "from txl_tf.runtime.tf_start import benign_lines_dropped\n"
             "with benign_lines_dropped():\n"
             f"    os.write(2, {BENIGN_LINE!r}.encode() + b'\\n')\n")
     proc = run_python(code)

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 import tf_records
 import txl_tf
-from txl_tf.config_template import ConfigTemplate
+from txl_tf.model.config_template import ConfigTemplate
 
 TINY_MODEL = dict(n_token=50, n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, tgt_len=6,
                   mem_len=6, dropout=0.0, dropatt=0.0, init_std=0.2)

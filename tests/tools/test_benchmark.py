@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import txl_tf
-from txl_tf import model_flops
+from txl_tf.model import flops as model_flops
 from tiny import tiny_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -106,7 +106,7 @@ def test_library_does_not_import_the_commands(path):
 
 
 def test_the_library_check_covers_the_front_ends():
-    assert "txl_tf/causal_lm/export.py" in LIBRARY and "txl_tf/serving/module.py" in LIBRARY
+    assert "txl_tf/causal_lm/serving_export.py" in LIBRARY and "txl_tf/serving/module.py" in LIBRARY
     assert not any(path.startswith("txl_tf/commands/") for path in LIBRARY)
 
 
@@ -124,7 +124,7 @@ def command_calls():
 
 
 def test_command_calls_take_objects_not_callbacks():
-    """The runners pass data in as objects of the seam (txl_tf/model_text.py, ConfigTemplate,
+    """The runners pass data in as objects of the seam (txl_tf/model/data_interfaces.py, ConfigTemplate,
     DataSource), never as functions the library calls back (the console sink `echo` aside)."""
     calls = list(command_calls())
     assert any(name == "evaluate_model" for _, name, _ in calls)
@@ -133,3 +133,43 @@ def test_command_calls_take_objects_not_callbacks():
                  if arg != "echo" and (arg.endswith("_fn") or re.search(r"Callable|Fn\b",
                                                                         annotation))]
     assert not callbacks, "callbacks into the caller:\n" + "\n".join(callbacks)
+
+
+def test_the_package_roots_hold_folders_not_modules():
+    """`txl_tf/` is folders that say what they hold (model, layers, storage, ...): its root holds
+    only `__init__.py`, so a new module has to choose its folder."""
+    root = [name for name in os.listdir(os.path.join(REPO, "txl_tf")) if name.endswith(".py")]
+    assert root == ["__init__.py"], f"modules in the txl_tf/ root: {sorted(root)}"
+
+
+# One name, one role: a package's own errors, and a command's two halves (runners/NAME.py, the
+# entry point, and txl_tf/commands/NAME.py, its library half).
+SHARED_ROLES = {"__init__.py", "errors.py"}
+
+
+def repeated_names(paths):
+    """{file name: paths} of the names that stand for different things among `paths`."""
+    places = {}
+    for path in paths:
+        places.setdefault(os.path.basename(path), []).append(path)
+    return {name: found for name, found in places.items()
+            if len(found) > 1 and name not in SHARED_ROLES
+            and sorted(found) != [f"runners/{name}", f"txl_tf/commands/{name}"]}
+
+
+def test_no_module_name_means_two_things():
+    """A module's file name says what it holds: the same name in two folders is the same role
+    (see SHARED_ROLES), never two different things (an `export.py` that exports a vocabulary
+    beside one that exports a model)."""
+    paths = [p for package in ("txl_tf", "tf_records", "runners") for p in modules(package)]
+    assert not repeated_names(paths), f"one file name for different things: {repeated_names(paths)}"
+
+
+def test_the_name_check_sees_a_repeated_name():
+    """The check is not vacuous: two `generation.py` are reported, a command's two halves and
+    two packages' `errors.py` are not."""
+    assert repeated_names(["txl_tf/causal_lm/generation.py", "txl_tf/inference/generation.py",
+                           "runners/train.py", "txl_tf/commands/train.py",
+                           "txl_tf/convert/errors.py", "tf_records/errors.py"]) == {
+        "generation.py": ["txl_tf/causal_lm/generation.py", "txl_tf/inference/generation.py"]}
+    assert repeated_names(["runners/train.py", "txl_tf/training/train.py"])

@@ -1,11 +1,11 @@
-"""The atomic writes of a model directory (`txl_tf.atomic_writes`) that training uses for flags.txt,
+"""The atomic writes of a model directory (`txl_tf.storage.atomic_writes`) that training uses for flags.txt,
 schedule.json, the checkpoint state file, best/ and each memory step: the old content or the
 new one, never a part, nothing left behind, the umask respected."""
 import os
 
 import pytest
 
-from txl_tf.atomic_writes import atomic_directory, write_json_atomic, write_text_atomic
+from txl_tf.storage.atomic_writes import atomic_directory, write_json_atomic, write_text_atomic
 
 
 def test_text_and_json_replace_whole_files_with_the_umask(tmp_path):

@@ -23,7 +23,7 @@ import tensorflow as tf
 
 import txl_tf
 from tf_records import DataOptions, PreparedData
-from txl_tf.checkpoint_probes import checkpoint_files, checkpoint_problem
+from txl_tf.storage.checkpoint_probes import checkpoint_files, checkpoint_problem
 from txl_tf.commands.train import train
 from txl_tf.commands.train_options import TrainError, TrainOptions
 from txl_tf.training.actions import KeepBest
@@ -401,7 +401,7 @@ def test_load_model_past_a_garbage_state_file_and_on_a_damaged_checkpoint(base, 
     assert txl_tf.latest_checkpoint(model_dir) == os.path.join(model_dir, "ckpt-12")
     assert txl_tf.load_model(model_dir).config.d_model == TINY["d_model"]
     os.truncate(os.path.join(model_dir, DATA_FILE.format(12)), 1000)
-    with pytest.raises(txl_tf.model_files.CheckpointReadError,
+    with pytest.raises(txl_tf.storage.model_files.CheckpointReadError,
                        match=rf"^the checkpoint {model_dir}/ckpt-12 cannot be read: its files are "
                        r"damaged or not a TF checkpoint \(Read less bytes than requested\)\.$"):
         txl_tf.load_model(model_dir)

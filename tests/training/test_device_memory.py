@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from txl_tf import TransformerXLConfig
-from txl_tf.memory_estimate import approx_parameters, training_bytes_per_stream
+from txl_tf.model.memory_estimate import approx_parameters, training_bytes_per_stream
 from txl_tf.training import batch_fit, device_memory
 
 GPUS = ["/job:localhost/replica:0/task:0/device:GPU:0", "/GPU:1"]

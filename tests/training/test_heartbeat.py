@@ -3,7 +3,9 @@
 loops are cut to that length; and the duration estimate's arithmetic."""
 import pytest
 
-from txl_tf import TransformerXLConfig, model_flops
+from txl_tf import TransformerXLConfig
+
+from txl_tf.model import flops as model_flops
 from txl_tf.training import actions, duration
 from txl_tf.training.controller import Controller
 from txl_tf.training.heartbeat import Heartbeat

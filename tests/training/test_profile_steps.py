@@ -1,4 +1,4 @@
-"""`--profile_steps=START,END` (`txl_tf/training/profiling.py`): `runners/train.py` writes a
+"""`--profile_steps=START,END` (`txl_tf/training/actions/profile_steps.py`): `runners/train.py` writes a
 TensorBoard profile of exactly those steps to model_dir/plugins/profile/<run>/*.xplane.pb
 (read back with TensorFlow's own XSpace protobuf, the format TensorBoard's profile plugin
 reads); the controller cuts its compiled loops at START - 1 and END; bad values are one error
@@ -16,7 +16,7 @@ from txl_tf.commands.train_options import TrainError, TrainOptions
 from txl_tf.training.controller import Controller
 from txl_tf.commands.train_options import checked
 from txl_tf.training import profile_summary
-from txl_tf.training.profiling import ProfileSteps
+from txl_tf.training.actions.profile_steps import ProfileSteps
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

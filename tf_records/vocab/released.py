@@ -1,6 +1,6 @@
 """`ReleasedVocabulary`: the vocabulary shipped with released weights (the reference code's
 pickle or a text file, one symbol per line in id order), written into the directory of the
-imported model as `vocab.txt` and `corpus-info.json` (`tf_records.vocab.export`).
+imported model as `vocab.txt` and `corpus-info.json` (`tf_records.vocab.imported_files`).
 
 `txl_tf.commands.import_weights.import_into_model_dir` takes one and calls `write` once the
 weights are read and the model directory checked.
@@ -13,7 +13,7 @@ Example:
 from typing import Optional, Sequence
 
 from tf_records.errors import VocabularyImportError
-from tf_records.vocab import export
+from tf_records.vocab import imported_files as export
 from tf_records.vocab.reference_pickle import load_vocab_pickle
 
 

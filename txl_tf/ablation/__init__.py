@@ -8,7 +8,7 @@ The experiment itself (`AblationOptions`, `run_ablation`) is a command:
 `txl_tf/commands/ablation.py`. The names are loaded on first use (see `txl_tf/__init__.py`):
 the variants come without TensorFlow.
 """
-from txl_tf.lazy_exports import lazy_exports
+from txl_tf.runtime.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "DEFAULT_VARIANTS": "txl_tf.ablation.variants",

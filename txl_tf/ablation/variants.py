@@ -5,7 +5,7 @@ table holds them in its order: Transformer-XL's encoding ("ours") with recurrenc
 loss, Shaw et al. with recurrence and full loss, ours with recurrence and half loss; without
 recurrence: ours full, ours half, Shaw full, Shaw half, Vaswani et al. half, and Al-Rfou et al.
 half (the "Transformer (128M)" row). The encodings are the records of
-`txl_tf/attention_variants.py`. The paper has no absolute encoding with recurrence;
+`txl_tf/model/attention_variants.py`. The paper has no absolute encoding with recurrence;
 `vaswani-rec-half` is added (`in_paper` False) because it shows the temporal confusion of
 section 3.3 that the relative encodings avoid.
 
@@ -18,8 +18,8 @@ mem_len rows), so the counts differ a little; the experiment reports each count.
 import dataclasses
 from typing import Optional, Sequence, Tuple
 
-from txl_tf.attention_variants import ALRFOU, OURS, SHAW, VASWANI, AttentionVariant
-from txl_tf.config import TransformerXLConfig
+from txl_tf.model.attention_variants import ALRFOU, OURS, SHAW, VASWANI, AttentionVariant
+from txl_tf.model.config import TransformerXLConfig
 
 
 class VariantError(ValueError):
@@ -31,7 +31,7 @@ class Variant:
     """One row of the ablation.
 
     Attributes:
-      attention: Position encoding (a record of `txl_tf/attention_variants.py`).
+      attention: Position encoding (a record of `txl_tf/model/attention_variants.py`).
       recurrence: Trained and evaluated with memory (mem_len of the base configuration).
       half_loss: Trained with the paper's half loss (`TrainOptions.half_loss`).
       in_paper: A row of the paper's Table 6.

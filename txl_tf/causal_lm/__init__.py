@@ -3,7 +3,7 @@ memory carried from batch to batch, and the callbacks and checks it needs.
 
 The names are loaded on first use (see `txl_tf/__init__.py`).
 """
-from txl_tf.lazy_exports import lazy_exports
+from txl_tf.runtime.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "ContiguousBatchError": "txl_tf.causal_lm.contiguous_batches",

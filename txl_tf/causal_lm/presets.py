@@ -42,14 +42,14 @@ import tensorflow as tf
 from keras.src.saving import saving_lib  # the HDF5 store of save_weights: weights_file_bytes
 
 import txl_tf
-from txl_tf import model_files
-from txl_tf.atomic_writes import (atomic_directory, recover_directory, swap_names,
+from txl_tf.storage import model_files
+from txl_tf.storage.atomic_writes import (atomic_directory, recover_directory, swap_names,
                                   write_json_atomic)
 from txl_tf.causal_lm.errors import CausalLMInputError, CausalLMRuntimeError
-from txl_tf.config import ConfigError
-from txl_tf.error_text import one_line
-from txl_tf.model import TransformerXL
-from txl_tf.weight_counts import (ExtraWeightsError, check_no_extra_weights,
+from txl_tf.model.config import ConfigError
+from txl_tf.runtime.error_text import one_line
+from txl_tf.model.transformer_xl import TransformerXL
+from txl_tf.storage.weight_counts import (ExtraWeightsError, check_no_extra_weights,
                                   keras_file_weights)
 
 CONFIG_FILE = model_files.CONFIG_FILE

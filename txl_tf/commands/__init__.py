@@ -16,16 +16,16 @@
 `train` assembles its run from the parts in `txl_tf/training/` (placement, the run record with
 its resume checks and warm start, the actions, reporting).
 
-`template` is a `txl_tf.config_template.ConfigTemplate` (the model configuration whose
-vocabulary is the data's) and `data` an object of the seam `txl_tf/model_text.py` describes
-(`tf_records.model_text.ModelData`, or `tf_records.PreparedData` for training): the runners pass
+`template` is a `txl_tf.model.config_template.ConfigTemplate` (the model configuration whose
+vocabulary is the data's) and `data` an object of the seam `txl_tf/model/data_interfaces.py` describes
+(`tf_records.model_data.ModelData`, or `tf_records.PreparedData` for training): the runners pass
 them in, the library never calls back into runner code (docs/library.md, "The model/data seam").
 
 The names are loaded on first use (see `txl_tf/__init__.py`): the options come without
 TensorFlow, the calls import it. `train` is imported from its module
 (`from txl_tf.commands.train import train`): the package attribute `train` is the module.
 """
-from txl_tf.lazy_exports import lazy_exports
+from txl_tf.runtime.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "AblationOptions": "txl_tf.commands.ablation_options",

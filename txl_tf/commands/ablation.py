@@ -27,13 +27,13 @@ from typing import Callable, List, Sequence
 
 import tensorflow as tf
 
-from txl_tf import model_files
+from txl_tf.storage import model_files
 from txl_tf.ablation import attention_length
 from txl_tf.ablation.variants import Variant, select_variants, variant_config
 from txl_tf.commands.ablation_options import AblationOptions
 from txl_tf.commands.train import train
 from txl_tf.commands.train_options import TrainOptions
-from txl_tf.config_template import ConfigTemplate
+from txl_tf.model.config_template import ConfigTemplate
 from txl_tf.training.summaries import format_duration, metric_name, metric_value
 
 CURVE_DIR = "eval-attn"

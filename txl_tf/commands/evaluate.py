@@ -1,7 +1,7 @@
 """Evaluating a model directory's checkpoint with its own run settings: `EvalOptions` -> result.
 
 `evaluate_model(options, data)` loads the model (checkpoint, run-setting overrides, dropout
-off), gets the evaluation streams from `data` (`txl_tf.model_text.TextData`: a prepared split,
+off), gets the evaluation streams from `data` (`txl_tf.model.data_interfaces.TextData`: a prepared split,
 or the text file tokenized with the model's vocabulary), runs the evaluation loop
 (`txl_tf.inference.evaluation.Evaluator`), writes the loss and its unit to TensorBoard and
 returns the result dict that runners/evaluate.py prints:
@@ -9,7 +9,7 @@ returns the result dict that runners/evaluate.py prints:
    "tgt_len", "mem_len", "clamp_len", "same_length", "batch_size", "last_segment",
    "checkpoint" (its path), "checkpoint_name" (latest, best, ckpt-N), "checkpoint_step",
    "tokens_per_second"}
-where UNIT is the level's (`txl_tf/loss_report.py`: bpc for byte and char models, ppl for word
+where UNIT is the level's (`txl_tf/loss/loss_report.py`: bpc for byte and char models, ppl for word
 models, bits_per_token for a model directory that records no level), the unigram entropy is
 that of the scored tokens themselves (None when the data does not give it) and
 "verdict" the line that says the model did not beat it (also printed on stderr), or None. With
@@ -25,14 +25,14 @@ from typing import Optional
 
 import tensorflow as tf
 
-from txl_tf import model_files
+from txl_tf.storage import model_files
 from txl_tf.commands.evaluate_options import (LAST_SEGMENTS, SPLITS,  # noqa: F401
                                               EvalInputError, EvalOptions)
 from txl_tf.commands.inference_model import load_inference_model
 from txl_tf.inference import evaluation
-from txl_tf.loss_report import CorpusFacts, format_loss, loss_fields, unit_name, verdict
-from txl_tf.model_text import EvalStreams, TextData
-from txl_tf.text_files import regular_file_problem
+from txl_tf.loss.loss_report import CorpusFacts, format_loss, loss_fields, unit_name, verdict
+from txl_tf.model.data_interfaces import EvalStreams, TextData
+from txl_tf.storage.text_files import regular_file_problem
 
 
 def trained_data_dir(model_dir: str) -> str:
@@ -214,7 +214,7 @@ def evaluate_model(options: EvalOptions, data: TextData) -> dict:
 
     Args:
       options: the `EvalOptions`.
-      data: the `TextData` (`txl_tf/model_text.py`; `tf_records.model_text.ModelData`): the
+      data: the `TextData` (`txl_tf/model/data_interfaces.py`; `tf_records.model_data.ModelData`): the
         model's vocabulary and the split's records or the text's streams.
 
     Returns:

@@ -12,11 +12,11 @@ from typing import Optional
 
 import tensorflow as tf
 
-from txl_tf import model_files
+from txl_tf.storage import model_files
 from txl_tf.commands.inference_model import load_inference_model
-from txl_tf.config import ConfigError
-from txl_tf.error_text import one_line
-from txl_tf.model_text import TextData
+from txl_tf.model.config import ConfigError
+from txl_tf.runtime.error_text import one_line
+from txl_tf.model.data_interfaces import TextData
 from txl_tf.serving.export_options import ExportInputError, ExportOptions, ExportRuntimeError
 from txl_tf.serving.limits import ServingLimits
 from txl_tf.serving.saved_model_writer import (check_export_dir, check_target,
@@ -89,7 +89,7 @@ def export_model(options: ExportOptions, limits: Optional[ServingLimits] = None,
     Args:
       options: the `ExportOptions`.
       limits: the `ServingLimits` (default: its defaults).
-      data: the `TextData` (`txl_tf/model_text.py`; `tf_records.model_text.ModelData`) that
+      data: the `TextData` (`txl_tf/model/data_interfaces.py`; `tf_records.model_data.ModelData`) that
         gives the model's vocabulary and text codec; None: no vocabulary and no text
         signatures.
 

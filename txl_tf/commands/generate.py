@@ -1,7 +1,7 @@
 """Generating text from a prompt with a model directory: `GenerateOptions` -> result dict.
 
 `generate_text(options, data, out)` tokenizes the prompt with the model's text rules (the
-`ModelText` of `data`, a `txl_tf.model_text.TextData`), runs a
+`ModelText` of `data`, a `txl_tf.model.data_interfaces.TextData`), runs a
 `txl_tf.inference.generation.Generator`, writes the continuation to `out` as it is generated
 and returns what runners/generate.py prints as JSON, compact: {"prompt_tokens", "tokens",
 "seconds", "tokens_per_second", "seg_len", "mem_len", "clamp_len", "same_length", "jit_compile"
@@ -17,14 +17,14 @@ from typing import Optional
 
 import numpy as np
 
-from txl_tf import model_files
+from txl_tf.storage import model_files
 from txl_tf.commands.generate_options import GenerateInputError, GenerateOptions  # noqa: F401
 from txl_tf.commands.inference_model import load_inference_model
 from txl_tf.inference.generation import Generator
 from txl_tf.inference.generation_limits import check_generation
-from txl_tf.loss_report import CorpusFacts, starved_word_level
-from txl_tf.model_text import ModelText, TextData
-from txl_tf.text_files import read_text_file
+from txl_tf.loss.loss_report import CorpusFacts, starved_word_level
+from txl_tf.model.data_interfaces import ModelText, TextData
+from txl_tf.storage.text_files import read_text_file
 from txl_tf.training.choices import JIT_COMPILE
 
 
@@ -119,7 +119,7 @@ def generate_text(options: GenerateOptions, data: TextData, out=sys.stdout) -> d
 
     Args:
       options: the `GenerateOptions`.
-      data: the `TextData` (`txl_tf/model_text.py`; `tf_records.model_text.ModelData`) that
+      data: the `TextData` (`txl_tf/model/data_interfaces.py`; `tf_records.model_data.ModelData`) that
         gives the model's `ModelText` (its vocabulary checked against config.n_token).
       out: where the continuation is written.
 

@@ -20,7 +20,7 @@ from txl_tf import TransformerXL, TransformerXLConfig, save_model
 from txl_tf.convert import huggingface, tf1_checkpoint
 from txl_tf.convert.assignment import assign_all, model_variables
 from txl_tf.convert.errors import WeightImportError, read_json_object
-from txl_tf.atomic_writes import write_text_atomic
+from txl_tf.storage.atomic_writes import write_text_atomic
 from txl_tf.commands.import_weights_options import ImportOptions
 
 IMPORT_INFO_FILE = "import.json"

@@ -6,7 +6,7 @@ Example:
 """
 import sys
 
-from txl_tf import model_files
+from txl_tf.storage import model_files
 
 
 def load_inference_model(model_dir: str, choice: model_files.CheckpointChoice, **run_settings):

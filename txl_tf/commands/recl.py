@@ -1,19 +1,19 @@
 """A RECL measurement of a model group (runners/recl.py): `ReclOptions` -> the table of
-`txl_tf.inference.recl` at r = 0.1, 0.5, 1.0.
+`txl_tf.inference.relative_effective_context` at r = 0.1, 0.5, 1.0.
 
 `load_group(model_dirs)` reads the group; `measure_recl(models, tokens, options)` scores the
 tokens of a split at every context length of the grid (`txl_tf.inference.context_losses`) and
-runs the search of the paper's Appendix C (`txl_tf.inference.recl`).
+runs the search of the paper's Appendix C (`txl_tf.inference.relative_effective_context`).
 """
 import os
 from typing import Dict, Sequence
 
 import numpy as np
 
-from txl_tf import model_files
+from txl_tf.storage import model_files
 from txl_tf.commands.recl_options import ReclOptions
 from txl_tf.inference.context_losses import context_losses, scored_positions
-from txl_tf.inference.recl import (RECL_RATIOS, ReclInputError, check_context_lengths,
+from txl_tf.inference.relative_effective_context import (RECL_RATIOS, ReclInputError, check_context_lengths,
                                    recl_table)
 
 

@@ -5,7 +5,7 @@ do not wait for it.
 import dataclasses
 from typing import Optional
 
-from txl_tf.inference.recl import RECL_THRESHOLD
+from txl_tf.inference.relative_effective_context import RECL_THRESHOLD
 
 
 @dataclasses.dataclass

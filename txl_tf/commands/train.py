@@ -23,10 +23,10 @@ import keras
 import tensorflow as tf
 
 import txl_tf
-from txl_tf import model_files
+from txl_tf.storage import model_files
 from txl_tf.commands.train_options import TrainError, TrainOptions, checked, for_level
-from txl_tf.config_template import ConfigTemplate
-from txl_tf.memory_estimate import check_step_fits
+from txl_tf.model.config_template import ConfigTemplate
+from txl_tf.model.memory_estimate import check_step_fits
 from txl_tf.training import checkpoints as checkpoints_lib
 from txl_tf.training import placement
 from txl_tf.training import step_compilation
@@ -140,7 +140,7 @@ def train(options: TrainOptions,
 
     Returns:
       The summary dict: step, losses (train, valid, unigram baselines) in nats and in the
-      level's unit (`txl_tf/loss_report.py`), `verdict` (the line saying the model did not
+      level's unit (`txl_tf/loss/loss_report.py`), `verdict` (the line saying the model did not
       beat its unigram baseline, or None), tokens_per_sec, wall_seconds, resumed, the run's
       shape.
 

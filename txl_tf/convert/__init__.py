@@ -11,5 +11,5 @@ Modules (one concept each):
   importer        `import_tf1`, `import_huggingface` and `write_model_dir`: the steps above
                   put together.
 The vocabulary shipped with released weights is data: `tf_records.vocab.reference_pickle` reads
-the pickles, `tf_records.vocab.export` writes `vocab.txt` and `corpus-info.json`.
+the pickles, `tf_records.vocab.imported_files` writes `vocab.txt` and `corpus-info.json`.
 """

@@ -1,7 +1,7 @@
 """Per-token losses of a `TransformerXL` that sees exactly c tokens of context.
 
 l(c, t) = -log P(x_t | x_{t-1}, ..., x_{t-c}) for a fixed set of scored positions t, at several
-context lengths c: the input of the RECL metric (`txl_tf.inference.recl`).
+context lengths c: the input of the RECL metric (`txl_tf.inference.relative_effective_context`).
 
 How exactly c is achieved: l(c, t) is the loss the model gives x_t when the text starts at x_{t-c}.
 Every scored token gets its own window, the c tokens x_{t-c} .. x_{t-1}, read from scratch in the
@@ -15,7 +15,7 @@ distance c + 1 cannot change the loss. The kinds of model:
   * without memory (`window_regime`): the window is one segment of c tokens without memory (the
     sliding window of a vanilla Transformer; relative distances up to c-1, clipped by
     clamp_len; absolute positions of input sinusoids c-1 .. 0, the scored token's input at 0).
-Every attention variant (`txl_tf/attention_variants.py`) is read through the `TransformerXL`
+Every attention variant (`txl_tf/model/attention_variants.py`) is read through the `TransformerXL`
 call contract, so new encodings plug in.
 Absolute encodings (`TransformerXL.absolute_positions`: the `vaswani` and `alrfou` variants)
 count positions back from the newest key of a call, so a token's loss depends on how many

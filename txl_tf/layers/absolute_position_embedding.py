@@ -1,5 +1,5 @@
 """Learned absolute position embeddings of Al-Rfou et al. (2018), the `alrfou`
-variant of `txl_tf/attention_variants.py`.
+variant of `txl_tf/model/attention_variants.py`.
 
 Size glossary: B batch, Q segment length, M memory length, K = M + Q, D d_model,
 T table length (max_klen).

@@ -1,7 +1,7 @@
 """Adaptive softmax (Grave et al. 2017) with weights tied to `AdaptiveEmbedding`.
 
 Exact for every token: nothing is sampled, no token is dropped, probabilities sum to one.
-`txl_tf.config.auto_cutoffs` chooses the bins for a vocabulary size (the model flags'
+`txl_tf.model.config.auto_cutoffs` chooses the bins for a vocabulary size (the model flags'
 `--cutoffs=auto` when the corpus records none).
 """
 import keras

@@ -1,5 +1,5 @@
 """Learned relative attention of Shaw et al. (2018), the `shaw` variant of
-`txl_tf/attention_variants.py` (the paper's ablation).
+`txl_tf/model/attention_variants.py` (the paper's ablation).
 
 Size glossary: B batch, Q segment (query) length, M memory length, K = M + Q key length,
 D d_model, N heads, H head size, T table length (max_klen).

@@ -113,7 +113,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
       layer_norm_epsilon: LayerNorm epsilon (1e-12 as the reference).
       kernel_initializer: initialiser of qkv, r and o.
       relative: False gives the absolute-position attention of the `vaswani` and `alrfou`
-        variants (`txl_tf/attention_variants.py`): score q.k only, no `r` weight, and
+        variants (`txl_tf/model/attention_variants.py`): score q.k only, no `r` weight, and
         `pos_emb`, `r_w_bias`, `r_r_bias` are ignored.
 
     Call arguments (the one signature of every attention layer an `AttentionVariant` names;

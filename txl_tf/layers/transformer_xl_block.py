@@ -2,7 +2,7 @@
 import keras
 
 from txl_tf.layers.feed_forward import PositionwiseFeedForward
-# Register the attention layers the paper's variants name (`txl_tf/attention_variants.py`).
+# Register the attention layers the paper's variants name (`txl_tf/model/attention_variants.py`).
 from txl_tf.layers import learned_relative_attention  # noqa: F401
 from txl_tf.layers import relative_attention  # noqa: F401
 
@@ -28,7 +28,7 @@ class TransformerXLBlock(keras.layers.Layer):
     """An attention sub-layer followed by `PositionwiseFeedForward` (reference `rel_attn` and
     `ff` scopes).
 
-    The attention sub-layer is the layer an `AttentionVariant` (`txl_tf/attention_variants.py`)
+    The attention sub-layer is the layer an `AttentionVariant` (`txl_tf/model/attention_variants.py`)
     names; every such layer takes the call signature of `RelativeMultiHeadAttention`.
 
     Args:

@@ -7,7 +7,7 @@ swapped in and recovered after a kill by `versions`), with the signatures of `Se
 Serving's warmup requests in VERSION/assets.extra/tf_serving_warmup_requests (`warmup`); then it
 writes the server's models.config and batching_parameters.txt beside the versions
 (`server_config`). runners/export.py (through `txl_tf.commands.export.export_model`, which
-reads a model directory) and the Keras model's `export` (`txl_tf/causal_lm/export.py`) both
+reads a model directory) and the Keras model's `export` (`txl_tf/causal_lm/serving_export.py`) both
 call it. Errors are `ExportInputError` (a bad argument or path, exit code 2) or
 `ExportRuntimeError` (reading or writing failed, exit code 1).
 
@@ -25,7 +25,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from txl_tf.atomic_writes import write_text_atomic
+from txl_tf.storage.atomic_writes import write_text_atomic
 from txl_tf.serving import server_config
 from txl_tf.serving import warmup as serving_warmup
 from txl_tf.serving.export_options import (INFO_FILE, ExportInputError, ExportOptions,

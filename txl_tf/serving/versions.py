@@ -3,7 +3,7 @@ recovered after a kill.
 
 EXPORT_DIR holds one directory per version (`1/`, `2/`, ...), which TF Serving watches. An
 export of version V writes `.V.tmp-PID` and renames it to `V`; with --overwrite the old `V` is
-first renamed to `.V.old-PID` and deleted after the swap (`txl_tf.atomic_writes.swap_names`).
+first renamed to `.V.old-PID` and deleted after the swap (`txl_tf.storage.atomic_writes.swap_names`).
 
 - Two exports at once get distinct versions: the version is chosen and its temporary directory
   made (`os.mkdir`, the reservation) while holding an exclusive `flock` of EXPORT_DIR itself
@@ -25,7 +25,8 @@ import re
 import shutil
 from typing import Optional
 
-from txl_tf.atomic_writes import recover_directory, running_elsewhere, swap_names
+from txl_tf.storage.atomic_writes import (recover_directory, running_elsewhere, swap_directory,
+                                          swap_names)
 from txl_tf.serving.export_options import ExportInputError, ExportRuntimeError
 
 # leftovers of `swap_names` for a version: .V.tmp-PID and .V.old-PID
@@ -111,7 +112,8 @@ def reserved_version(export_dir: str, version: Optional[int]):
 
 
 def swap_in(tmp: str, export_dir: str, version: int, overwrite: bool) -> str:
-    """Renames the written `tmp` to EXPORT_DIR/VERSION (the old one, with `overwrite`, renamed
+    """Renames the written `tmp` to EXPORT_DIR/VERSION under the directory's lock, with the one
+    directory swap of the package (`swap_directory`: the old version, with `overwrite`, renamed
     aside first and deleted after); returns the final path.
 
     Raises:
@@ -124,13 +126,9 @@ def swap_in(tmp: str, export_dir: str, version: int, overwrite: bool) -> str:
         if os.path.lexists(final) and not overwrite:
             raise ExportInputError(f"{final} was written by another export meanwhile; pass "
                                    "--overwrite or another --version.")
-        if os.path.lexists(final):
-            os.replace(final, old)
         try:
-            os.replace(tmp, final)
+            swap_directory(tmp, final, old)
         except OSError as error:
-            if os.path.lexists(old):
-                os.replace(old, final)
             if error.errno in (errno.ENOTEMPTY, errno.EEXIST):
                 raise ExportInputError(f"{final} exists; pass --overwrite or another "
                                        "--version.") from None

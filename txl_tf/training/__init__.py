@@ -10,7 +10,7 @@ assembles them: `txl_tf/commands/train.py`.
 
 The names are loaded on first use (see `txl_tf/__init__.py`): `DataSource` imports TensorFlow.
 """
-from txl_tf.lazy_exports import lazy_exports
+from txl_tf.runtime.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "DataSource": "txl_tf.training.data_source",

@@ -1,7 +1,7 @@
 """How long a training run will take on this machine: estimated before its first step, then
 measured.
 
-A training step costs the model FLOPs `txl_tf/model_flops.py` counts from the configuration
+A training step costs the model FLOPs `txl_tf/model/flops.py` counts from the configuration
 (forward and backward matrix products of every token of the global batch); this machine does
 at most the matmul rate `txl_tf/training/matmul_rate.py` measures (large matrix products in the
 run's precision, on its first device). Their ratio is a lower bound on the seconds per step
@@ -20,7 +20,7 @@ Example:
 import dataclasses
 from typing import Optional
 
-from txl_tf import model_flops
+from txl_tf.model import flops as model_flops
 from txl_tf.training.step_pace import StepPace
 
 _DAY = 86400.0

@@ -11,7 +11,7 @@ optimizer and the loss scale is here, so the two give the same losses and weight
     number of target tokens of all replicas, so the sum over replicas of the replica losses is the
     global token-weighted mean NLL and the sum of their gradients is its gradient.
   * Half loss (`half_loss=True`, the paper's option for models without memory): only the last
-    Q - Q//2 positions of every segment count (`txl_tf.loss_mask.half_loss_mask`), divided by
+    Q - Q//2 positions of every segment count (`txl_tf.loss.half_loss.half_loss_mask`), divided by
     the number of counted tokens of all replicas; the memory still carries the whole segment, and
     the reported NLL is the counted mean scaled to all target tokens.
   * Gradients: each replica's gradients are summed across replicas once (`all_reduce` SUM in
@@ -31,7 +31,7 @@ from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
-from txl_tf.loss_mask import half_loss_mask
+from txl_tf.loss.half_loss import half_loss_mask
 from txl_tf.training.optimizer import take_summed_gradients
 from txl_tf.training.step_compilation import compiled_mode
 

@@ -2,7 +2,7 @@
 
 Event files go to `model_dir/train/` (training scalars, the configuration text) and
 `model_dir/valid/` (validation scalars); `tensorboard --logdir <model_dir>` shows both runs.
-Scalar tags: loss, the level's unit (bpc, ppl or bits_per_token; `txl_tf/loss_report.py`),
+Scalar tags: loss, the level's unit (bpc, ppl or bits_per_token; `txl_tf/loss/loss_report.py`),
 learning_rate, grad_norm, tokens_per_sec (train) and loss and the unit (valid).
 """
 import os
@@ -11,10 +11,10 @@ from typing import Optional
 import tensorflow as tf
 from absl import logging
 
-from txl_tf.loss_report import format_loss
-# The unit of a level (bpc, ppl or bits_per_token) and a loss in it: txl_tf/loss_report.py.
-from txl_tf.loss_report import unit_name as metric_name  # noqa: F401
-from txl_tf.loss_report import unit_value as metric_value
+from txl_tf.loss.loss_report import format_loss
+# The unit of a level (bpc, ppl or bits_per_token) and a loss in it: txl_tf/loss/loss_report.py.
+from txl_tf.loss.loss_report import unit_name as metric_name  # noqa: F401
+from txl_tf.loss.loss_report import unit_value as metric_value
 
 
 def format_duration(seconds: float) -> str:

@@ -2,11 +2,11 @@
 
 The peak is timed in the same run by `txl_tf/training/matmul_rate.py` (the rate training's
 duration estimate uses), in float32 and in the dtype of --precision; the MFU of a step is its
-model FLOPs per token (txl_tf/model_flops.py) x tokens/s / the peak.
+model FLOPs per token (txl_tf/model/flops.py) x tokens/s / the peak.
 """
 import tensorflow as tf
 
-from txl_tf import model_flops
+from txl_tf.model import flops as model_flops
 from txl_tf.training.device_memory import reset_peaks
 from txl_tf.training.matmul_rate import measure_matmul_rate
 

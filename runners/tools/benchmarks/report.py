@@ -10,7 +10,7 @@ import tensorflow as tf
 
 import txl_tf
 from runners.tools.benchmarks.configuration import FLAGS
-from txl_tf.atomic_writes import write_text_atomic
+from txl_tf.storage.atomic_writes import write_text_atomic
 
 
 def versions():

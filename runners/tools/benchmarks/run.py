@@ -7,9 +7,11 @@ import sys
 
 import tensorflow as tf
 
-from runners.tools.benchmarks import memory, peak as peaks, report
+from runners.tools.benchmarks import peak as peaks, report
+
+from runners.tools.benchmarks import peak_memory as memory
 from runners.tools.benchmarks.configuration import FLAGS, eval_lengths, model_config
-from runners.tools.benchmarks.huggingface import HuggingFaceClient, huggingface_figures
+from runners.tools.benchmarks.huggingface_contender import HuggingFaceClient, huggingface_figures
 from runners.tools.benchmarks.speed import speed
 from runners.tools.benchmarks.steps import Steps
 from runners.tools.benchmarks.vanilla import compare_vanilla

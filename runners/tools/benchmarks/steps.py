@@ -7,7 +7,7 @@ from absl import app
 
 from runners.tools.benchmarks.configuration import (
     FLAGS, build_model, eval_lengths, strategy_and_compilation)
-from runners.tools.benchmarks.evaluation import EvalStep
+from runners.tools.benchmarks.evaluation_step import EvalStep
 from runners.tools.benchmarks.train_step import TrainStep, profile_from_flags
 
 

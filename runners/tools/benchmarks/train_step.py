@@ -9,7 +9,7 @@ from runners.tools.benchmarks.configuration import FLAGS
 from txl_tf.commands.train_options import TrainError, profile_range
 from txl_tf.training.lr_schedule import WarmupCosineSchedule
 from txl_tf.training.optimizer import make_optimizer
-from txl_tf.training.profiling import ProfileSteps
+from txl_tf.training.actions.profile_steps import ProfileSteps
 from txl_tf.training.trainer import Trainer
 
 

@@ -1,5 +1,5 @@
 """The paper's Table 9 on this machine: per-token evaluation time of the vanilla Transformer
-(the `vaswani` variant of txl_tf/attention_variants.py, a window of L tokens shifted by one per
+(the `vaswani` variant of txl_tf/model/attention_variants.py, a window of L tokens shifted by one per
 prediction, as Al-Rfou et al. evaluate) against Transformer-XL (`ours`) with a cached memory of
 length L."""
 import statistics
@@ -8,7 +8,7 @@ import time
 import tensorflow as tf
 
 from runners.tools.benchmarks.configuration import FLAGS, build_model, model_config
-from txl_tf.attention_variants import OURS, VASWANI
+from txl_tf.model.attention_variants import OURS, VASWANI
 
 
 def compare_vanilla(lens, batch_size, predictions, rounds, jit):

@@ -17,18 +17,19 @@ Each action is called after every loop with its `LoopOutput` and acts when its i
                    is the best so far (its own record of the best, kept in best/best.json);
   `HParamsMetrics` the losses just logged or validated as the metrics of the run's session of
                    TensorBoard's HPARAMS dashboard (`txl_tf/training/hparams_session.py`).
-A profiler window (`txl_tf/training/profiling.py: ProfileSteps`) is an action too.
+  `ProfileSteps`   a TensorBoard profile of steps START..END (`--profile_steps`), chief only.
 
 A new action is a file here with a class whose `__call__(output: LoopOutput)` acts (and an
 `every` attribute, 0 when it has no interval of its own), and its place in `build_actions`.
 """
-from txl_tf.training.actions.evaluate import Evaluate
 from txl_tf.training.actions.hparams_metrics import HParamsMetrics
 from txl_tf.training.actions.keep_best import KeepBest
 from txl_tf.training.actions.log_progress import LogProgress
 from txl_tf.training.actions.measured_duration import MeasuredDuration
+from txl_tf.training.actions.profile_steps import ProfileSteps
 from txl_tf.training.actions.save_checkpoint import SaveCheckpoint
 from txl_tf.training.actions.throughput import Throughput
+from txl_tf.training.actions.validation import Evaluate
 
 __all__ = ["Evaluate", "HParamsMetrics", "KeepBest", "LogProgress", "MeasuredDuration",
-           "SaveCheckpoint", "Throughput"]
+           "ProfileSteps", "SaveCheckpoint", "Throughput"]

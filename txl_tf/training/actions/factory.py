@@ -1,17 +1,17 @@
 """`build_actions`: the actions of a training run, in the order the controller fires them."""
 from typing import Optional
 
-from txl_tf.training.actions.evaluate import Evaluate
 from txl_tf.training.actions.hparams_metrics import HParamsMetrics
 from txl_tf.training.actions.keep_best import KeepBest
 from txl_tf.training.actions.log_progress import LogProgress
 from txl_tf.training.actions.measured_duration import MeasuredDuration
+from txl_tf.training.actions.profile_steps import ProfileSteps
 from txl_tf.training.actions.save_checkpoint import SaveCheckpoint
 from txl_tf.training.actions.throughput import Throughput
+from txl_tf.training.actions.validation import Evaluate
 from txl_tf.training.checkpoints.worker_memory import gather_worker_memory
 from txl_tf.training.heartbeat import Heartbeat
 from txl_tf.training.lr_schedule import schedule_flags, warmup_cosine_lr
-from txl_tf.training.profiling import ProfileSteps
 from txl_tf.training.summaries import RunSummaries
 from txl_tf.training.training_run import TrainingRun
 

@@ -1,5 +1,5 @@
 """`HParamsMetrics`: the run's losses as the metrics of its TensorBoard HPARAMS session."""
-from txl_tf.training.actions.evaluate import Evaluate
+from txl_tf.training.actions.validation import Evaluate
 from txl_tf.training.actions.log_progress import LogProgress
 from txl_tf.training.controller import LoopOutput
 from txl_tf.training.hparams_session import HParamsSession

@@ -3,7 +3,7 @@
 `best/` holds config.json, checkpoint, ckpt-<step>.* (model and step only), best.json (the
 record of `txl_tf.training.actions.KeepBest`: step, valid_loss and bpc or ppl) and the data's
 vocab.txt and corpus-info.json. It is written whole into `.best-tmp-<step>-<pid>/`, then swapped
-in with `txl_tf.atomic_writes.atomic_directory` (the previous one kept as `.best-old` between
+in with `txl_tf.storage.atomic_writes.atomic_directory` (the previous one kept as `.best-old` between
 the two renames). Which evaluation is the best is `KeepBest`'s decision; this class only reads
 and writes the files.
 """
@@ -14,9 +14,9 @@ from typing import Callable, Optional
 import tensorflow as tf
 
 import txl_tf
-from txl_tf.atomic_writes import atomic_directory, write_json_atomic
-from txl_tf.checkpoint_probes import first_line
-from txl_tf.model_files import BEST_DIR, BEST_FILE
+from txl_tf.storage.atomic_writes import atomic_directory, write_json_atomic
+from txl_tf.storage.checkpoint_probes import first_line
+from txl_tf.storage.model_files import BEST_DIR, BEST_FILE
 from txl_tf.training.checkpoints.errors import save_error
 
 BEST_TMP = ".best-tmp-"

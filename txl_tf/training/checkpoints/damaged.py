@@ -10,8 +10,8 @@ from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
-from txl_tf.atomic_writes import write_text_atomic
-from txl_tf.checkpoint_probes import checkpoint_files, quiet_tf_warnings
+from txl_tf.storage.atomic_writes import write_text_atomic
+from txl_tf.storage.checkpoint_probes import checkpoint_files, quiet_tf_warnings
 from txl_tf.training.checkpoints.errors import CheckpointIOError
 from txl_tf.training.checkpoints.saving import ckpt_prefix
 from txl_tf.training.checkpoints.worker_memory import memory_step_dir, memory_workers

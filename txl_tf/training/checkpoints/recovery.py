@@ -15,13 +15,13 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from txl_tf.checkpoint_probes import (checkpoint_files, checkpoint_problem, first_line,
+from txl_tf.storage.checkpoint_probes import (checkpoint_files, checkpoint_problem, first_line,
                                       is_damage_error, quiet_tf_warnings)
 from txl_tf.training.checkpoints.damaged import read_state, set_aside
 from txl_tf.training.checkpoints.errors import CheckpointError, CheckpointIOError
 from txl_tf.training.checkpoints.saving import ckpt_prefix, clean_temporary
 from txl_tf.training.checkpoints.worker_memory import memory_workers, read_memory
-from txl_tf.weight_counts import (ExtraWeightsError, check_no_extra_weights,
+from txl_tf.storage.weight_counts import (ExtraWeightsError, check_no_extra_weights,
                                   checkpoint_model_weights)
 
 

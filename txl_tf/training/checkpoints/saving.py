@@ -15,9 +15,9 @@ from typing import List, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from txl_tf.atomic_writes import TMP_PREFIX
-from txl_tf.checkpoint_probes import checkpoint_files, quiet_tf_warnings
-from txl_tf.model_files import BEST_DIR
+from txl_tf.storage.atomic_writes import TMP_PREFIX
+from txl_tf.storage.checkpoint_probes import checkpoint_files, quiet_tf_warnings
+from txl_tf.storage.model_files import BEST_DIR
 from txl_tf.training.checkpoints.best_checkpoint import BEST_OLD, BEST_TMP
 from txl_tf.training.checkpoints.errors import save_error
 from txl_tf.training.checkpoints.worker_memory import (memory_dir, memory_step_dir,

@@ -14,8 +14,8 @@ from typing import List, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from txl_tf.atomic_writes import atomic_directory
-from txl_tf.checkpoint_probes import first_line, is_damage_error
+from txl_tf.storage.atomic_writes import atomic_directory
+from txl_tf.storage.checkpoint_probes import first_line, is_damage_error
 from txl_tf.training.checkpoints.errors import CheckpointIOError
 
 MEMORY_DIR = "memory"

@@ -6,7 +6,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from txl_tf.loss_report import format_value
+from txl_tf.loss.loss_report import format_value
 from txl_tf.training import duration
 from txl_tf.training.hparams_session import run_hparams
 from txl_tf.training.matmul_rate import measure_matmul_rate

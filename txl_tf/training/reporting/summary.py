@@ -7,8 +7,8 @@ from typing import Optional
 
 import tensorflow as tf
 
-from txl_tf.atomic_writes import write_json_atomic
-from txl_tf.loss_report import CorpusFacts, corpus_verdict, loss_fields, verdict
+from txl_tf.storage.atomic_writes import write_json_atomic
+from txl_tf.loss.loss_report import CorpusFacts, corpus_verdict, loss_fields, verdict
 from txl_tf.training import duration
 from txl_tf.training.controller import Controller
 from txl_tf.training.device_memory import peak_memory

@@ -4,10 +4,10 @@ import os
 from typing import Optional
 
 import txl_tf
-from txl_tf import model_files
-from txl_tf.atomic_writes import write_text_atomic
-from txl_tf.checkpoint_probes import checkpoint_problem
-from txl_tf.config import ConfigError, check_against_saved
+from txl_tf.storage import model_files
+from txl_tf.storage.atomic_writes import write_text_atomic
+from txl_tf.storage.checkpoint_probes import checkpoint_problem
+from txl_tf.model.config import ConfigError, check_against_saved
 from txl_tf.training.errors import TrainError
 from txl_tf.training.run_record import resume_check
 from txl_tf.training.run_record.warm_start import checkpoint_prefix

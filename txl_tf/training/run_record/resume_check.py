@@ -18,7 +18,7 @@ import os
 import time
 from typing import Dict, List, Optional, Sequence
 
-from txl_tf.config import TransformerXLConfig, check_against_saved
+from txl_tf.model.config import TransformerXLConfig, check_against_saved
 from txl_tf.training.errors import TrainError
 
 FLAGS_FILE = "flags.txt"

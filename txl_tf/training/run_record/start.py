@@ -6,7 +6,7 @@ from typing import Optional
 
 from absl import logging
 
-from txl_tf.atomic_writes import write_json_atomic
+from txl_tf.storage.atomic_writes import write_json_atomic
 from txl_tf.training import checkpoints as checkpoints_lib
 from txl_tf.training.lr_schedule import schedule_change_notice, schedule_flags
 from txl_tf.training.run_record import resume_check

@@ -4,8 +4,8 @@ import os
 import tensorflow as tf
 
 import txl_tf
-from txl_tf import model_files
-from txl_tf.config import check_against_saved
+from txl_tf.storage import model_files
+from txl_tf.model.config import check_against_saved
 from txl_tf.training.errors import TrainError
 
 _EXAMPLE = "give a trained model directory or a checkpoint prefix such as <dir>/ckpt-60"

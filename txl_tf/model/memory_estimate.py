@@ -13,7 +13,7 @@ which a run splits a replica's streams into gradient-accumulation chunks that fi
 import os
 from typing import Optional
 
-from txl_tf.config import ConfigError, TransformerXLConfig
+from txl_tf.model.config import ConfigError, TransformerXLConfig
 
 
 class MemoryEstimateError(ConfigError):

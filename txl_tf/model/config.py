@@ -11,7 +11,7 @@ import math
 import os
 from typing import Any, Mapping, Optional, Tuple
 
-from txl_tf.attention_variants import attention_variant, attention_variants, attn_type_help
+from txl_tf.model.attention_variants import attention_variant, attention_variants, attn_type_help
 
 
 CONFIG_FILE = "config.json"  # the configuration in a model directory
@@ -66,7 +66,7 @@ class TransformerXLConfig:
       mem_len: Memory length M.
       clamp_len: Clamp relative distances (-1: none).
       same_length: Same attention length for every query.
-      attn_type: Position encoding (txl_tf/attention_variants.py): <attn_type_help>
+      attn_type: Position encoding (txl_tf/model/attention_variants.py): <attn_type_help>
       max_klen: Rows of the learned position tables of attn_type 1 and 3 (default tgt_len +
         mem_len, fixed when the config is made, so evaluation with other lengths keeps the
         trained tables; must stay unset for attn_type 0 and 2).
@@ -199,7 +199,7 @@ class TransformerXLConfig:
     # ----------------------------------------------------------------------------------------
     @property
     def attention_variant(self):
-        """The `AttentionVariant` record of attn_type (`txl_tf/attention_variants.py`)."""
+        """The `AttentionVariant` record of attn_type (`txl_tf/model/attention_variants.py`)."""
         return attention_variant(self.attn_type)
 
     @property
@@ -252,7 +252,7 @@ class TransformerXLConfig:
         return cls.from_dict(values)
 
 
-# The attn_type help (and so `--attn_type`'s) lists the records of txl_tf/attention_variants.py.
+# The attn_type help (and so `--attn_type`'s) lists the records of txl_tf/model/attention_variants.py.
 TransformerXLConfig.__doc__ = TransformerXLConfig.__doc__.replace("<attn_type_help>",
                                                                   attn_type_help())
 

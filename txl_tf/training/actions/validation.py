@@ -1,7 +1,7 @@
 """`Evaluate`: validation every `every` steps: scalars and a console line."""
 from typing import Callable, Optional
 
-from txl_tf.loss_report import format_loss
+from txl_tf.loss.loss_report import format_loss
 from txl_tf.training.controller import LoopOutput, due
 from txl_tf.training.summaries import RunSummaries
 from txl_tf.training.trainer import LoopStats

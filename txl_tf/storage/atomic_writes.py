@@ -103,16 +103,35 @@ def recover_directory(path: str) -> list:
     return done
 
 
+def swap_directory(tmp: str, path: str, old: str) -> None:
+    """The two renames that put the written directory `tmp` in place as `path`: a previous
+    `path` is renamed to `old` first (the caller deletes it). When the second rename fails, the
+    previous `path` is renamed back and the error raised; a process killed between the renames
+    leaves `old`, which `recover_directory` restores when its names are `swap_names`'.
+
+    Raises:
+      OSError: a rename failed (e.g. ENOTEMPTY: `path` appeared meanwhile).
+    """
+    if os.path.lexists(path):
+        os.replace(path, old)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        if os.path.lexists(old) and not os.path.lexists(path):
+            os.replace(old, path)
+        raise
+
+
 @contextlib.contextmanager
 def atomic_directory(path: str, tmp_name: str, old_name: str):
     """Write a whole directory, then swap it in as `path`: readers see the old one or the new
     one, never a part.
 
     Yields an empty directory `tmp_name` beside `path` (made with the umask). When the block
-    ends normally, a previous `path` is renamed to `old_name`, the new directory to `path`, and
-    the old one deleted (a process killed between the two renames leaves `old_name`, from which
-    the caller may restore `path`; with the names of `swap_names`, `recover_directory` does). When the block or the swap fails, the new directory is
-    deleted and the error raised.
+    ends normally, `swap_directory` renames a previous `path` to `old_name` and the new directory
+    to `path`, and the old one is deleted (a process killed between the two renames leaves
+    `old_name`, from which `recover_directory` restores `path` when the names are `swap_names`').
+    When the block or the swap fails, the new directory is deleted and the error raised.
     """
     parent = os.path.dirname(os.path.abspath(path))
     tmp, old = os.path.join(parent, tmp_name), os.path.join(parent, old_name)
@@ -122,9 +141,7 @@ def atomic_directory(path: str, tmp_name: str, old_name: str):
     try:
         yield tmp
         shutil.rmtree(old, ignore_errors=True)
-        if os.path.exists(path):
-            os.replace(path, old)
-        os.replace(tmp, path)
+        swap_directory(tmp, path, old)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

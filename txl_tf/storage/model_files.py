@@ -25,14 +25,14 @@ from typing import Optional
 
 import tensorflow as tf
 
-from txl_tf.atomic_writes import write_json_atomic
-from txl_tf.checkpoint_probes import (checkpoint_files, first_line, is_damage_error,
+from txl_tf.storage.atomic_writes import write_json_atomic
+from txl_tf.storage.checkpoint_probes import (checkpoint_files, first_line, is_damage_error,
                                       quiet_tf_warnings)
-from txl_tf.config import (CONFIG_FILE, ConfigError, TransformerXLConfig,
+from txl_tf.model.config import (CONFIG_FILE, ConfigError, TransformerXLConfig,
                            missing_config_message)
-from txl_tf.model import TransformerXL
-from txl_tf.text_files import read_text_file
-from txl_tf.weight_counts import (ExtraWeightsError, check_no_extra_weights,
+from txl_tf.model.transformer_xl import TransformerXL
+from txl_tf.storage.text_files import read_text_file
+from txl_tf.storage.weight_counts import (ExtraWeightsError, check_no_extra_weights,
                                   checkpoint_model_weights)
 
 BEST_DIR = "best"         # model_dir/best/: the best checkpoint on validation of a training run

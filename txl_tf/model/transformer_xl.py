@@ -14,7 +14,7 @@ from txl_tf.layers.absolute_position_embedding import LearnedPositionEmbedding
 from txl_tf.layers.adaptive_embedding import AdaptiveEmbedding
 from txl_tf.layers.adaptive_softmax import AdaptiveSoftmax
 from txl_tf.layers.attention_mask import attention_mask
-from txl_tf.config import TransformerXLConfig
+from txl_tf.model.config import TransformerXLConfig
 from txl_tf.layers.dropout import ReplicaDropout
 from txl_tf.layers.initializers import main_initializer, projection_initializer
 from txl_tf.layers.memory import update_memory
@@ -27,7 +27,7 @@ class TransformerXL(keras.Model):
     """Transformer-XL language model (Dai et al., 2019), reference TF semantics.
 
     `config.attention_variant` chooses the position encoding of the paper's ablation (Table 6),
-    with the reference PyTorch semantics: one record of `txl_tf/attention_variants.py`. Every
+    with the reference PyTorch semantics: one record of `txl_tf/model/attention_variants.py`. Every
     block builds the attention layer the record names (`attention`, `attention_options`) and
     the model builds and feeds the mechanisms the record marks; every one works with memory
     (mem_len > 0) and without (mem_len = 0):

@@ -19,7 +19,7 @@ Example:
 import dataclasses
 from typing import Optional, Sequence
 
-from txl_tf.config import TransformerXLConfig, auto_cutoffs
+from txl_tf.model.config import TransformerXLConfig, auto_cutoffs
 
 # The vocabulary size of the template's own config: larger than any real one, so that explicit
 # cutoffs are valid before the data's V is known. Sizes and the memory estimate do not read it.

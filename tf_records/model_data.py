@@ -1,6 +1,6 @@
 """The data side of the seam between model and data: a model's text rules and evaluation data.
 
-`ModelData` and the `ModelText` it returns have the members `txl_tf/model_text.py` describes
+`ModelData` and the `ModelText` it returns have the members `txl_tf/model/data_interfaces.py` describes
 (`TextData`, `ModelText`); the runners pass a `ModelData()` to the commands of `txl_tf`, which
 never import this package. Importing this module does not import TensorFlow (the in-graph codec
 and the datasets import it when they are made).
@@ -22,13 +22,13 @@ from tf_records.text.tokenize import encode_text
 
 
 class ModelText:
-    """A model's vocabulary and text rules (`txl_tf.model_text.ModelText`).
+    """A model's vocabulary and text rules (`txl_tf.model.data_interfaces.ModelText`).
 
     Args:
       mv: the `tf_records.vocab.model_vocab.ModelVocab` of the model.
 
     Attributes:
-      level, vocab_size, vocab_path, unk_symbol: as `txl_tf.model_text.ModelText`.
+      level, vocab_size, vocab_path, unk_symbol: as `txl_tf.model.data_interfaces.ModelText`.
     """
 
     def __init__(self, mv: model_vocab.ModelVocab):
@@ -63,7 +63,7 @@ class ModelText:
 
 
 class ModelData:
-    """A model's vocabulary and the batches a command scores (`txl_tf.model_text.TextData`).
+    """A model's vocabulary and the batches a command scores (`txl_tf.model.data_interfaces.TextData`).
 
     Every error is a `ValueError` of this package (`ModelVocabError`, `LayoutError`, the
     records' errors) whose message names the fix.

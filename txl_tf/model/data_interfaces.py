@@ -2,9 +2,9 @@
 
 `txl_tf` never imports the data package (CONTRIBUTING, "Dependency directions"). A command that
 turns text into ids or ids into text receives objects with the members below, passed in by its
-runner (`tf_records.model_text.ModelData` and the `ModelText` it returns are this project's);
+runner (`tf_records.model_data.ModelData` and the `ModelText` it returns are this project's);
 training receives a `txl_tf.training.data_source.DataSource` and a
-`txl_tf.config_template.ConfigTemplate`. Nothing here imports TensorFlow or the data package.
+`txl_tf.model.config_template.ConfigTemplate`. Nothing here imports TensorFlow or the data package.
 
   ModelText    a model's vocabulary and text rules: ids of a prompt or a document, the
                continuation as text, the in-graph codec of serving;
@@ -39,7 +39,7 @@ class ModelText(Protocol):
     """A model's vocabulary and text rules.
 
     Attributes:
-      level: "byte", "char" or "word" (the loss's unit: `txl_tf/loss_report.py`).
+      level: "byte", "char" or "word" (the loss's unit: `txl_tf/loss/loss_report.py`).
       vocab_size: V, the model's n_token.
       vocab_path: the vocabulary file (one symbol per line, line i is id i): an export ships it.
       unk_symbol: the symbol unknown ones are read as (None: the vocabulary has none).

@@ -18,7 +18,7 @@ plus the embedding projection 2 Q d_embed D (when there is one) and the softmax 
 projections are counted at bin 0's width and all V logits in full (an approximation).
 
 The position terms are the attention variant's (`AttentionVariant.position_flops` of
-`txl_tf/attention_variants.py`).
+`txl_tf/model/attention_variants.py`).
 
 Training = forward + backward, where the backward of a product costs twice its forward (input
 and weight gradients), except where the input needs no gradient: the memory rows of the k/v
