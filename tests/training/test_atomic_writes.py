@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from txl_tf.storage.atomic_writes import atomic_directory, write_json_atomic, write_text_atomic
+from txl_tf.storage.atomic_writes import (atomic_directory, swap_directory, write_json_atomic,
+                                          write_text_atomic)
 
 
 def test_text_and_json_replace_whole_files_with_the_umask(tmp_path):
@@ -45,3 +46,21 @@ def test_directory_is_swapped_in_whole_or_not_at_all(tmp_path):
     mask = os.umask(0)
     os.umask(mask)
     assert os.stat(final).st_mode & 0o777 == 0o777 & ~mask
+
+
+def test_swap_directory_puts_the_old_one_back_when_the_second_rename_fails(tmp_path):
+    """The one directory swap (atomic_directory's and the export versions'): when the new
+    directory cannot be renamed in, the previous one is back under its name, not left aside."""
+    path, old = tmp_path / "1", tmp_path / ".1.old-7"
+    path.mkdir()
+    (path / "saved_model.pb").write_text("old")
+    with pytest.raises(FileNotFoundError):
+        swap_directory(str(tmp_path / ".1.tmp-7"), str(path), str(old))  # no tmp was written
+    assert (path / "saved_model.pb").read_text() == "old" and not old.exists()
+
+    new = tmp_path / ".1.tmp-8"
+    new.mkdir()
+    (new / "saved_model.pb").write_text("new")
+    swap_directory(str(new), str(path), str(old))
+    assert (path / "saved_model.pb").read_text() == "new"
+    assert (old / "saved_model.pb").read_text() == "old"  # the caller deletes it

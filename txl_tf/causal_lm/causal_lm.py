@@ -24,6 +24,8 @@ Design:
   * Saved state: `save_weights` (hence `ModelCheckpoint` and `BackupAndRestore`) writes the
     training memory of every local replica ([L, R * B, M, D], replicas in order) and the loss
     scale next to the weights and the optimizer; loading restores them.
+  * `steps_per_execution` > 1 runs its steps in one `tf.while_loop` (`multi_step.py`), which
+    MirroredStrategy's replicas can feed (Keras' own `tf.cond` loop they cannot).
 """
 import contextlib
 from typing import Optional
@@ -35,9 +37,10 @@ import tensorflow as tf
 from txl_tf.causal_lm.batch_checks import check_batch_dtypes, checked_batch, one_line_error
 from txl_tf.causal_lm.contiguous_batches import ContiguousBatchError, check_contiguous
 from txl_tf.causal_lm.errors import CausalLMInputError
+from txl_tf.causal_lm.multi_step import multi_step_function
 from txl_tf.causal_lm.replica_memory import ReplicaMemory
 from txl_tf.inference.evaluation import Evaluator
-from txl_tf.text_files import check_utf8_path
+from txl_tf.storage.text_files import check_utf8_path
 from txl_tf.training.replica_step import ReplicaStep
 
 SUM = tf.distribute.ReduceOp.SUM
@@ -194,59 +197,25 @@ class TransformerXLCausalLM(keras.Model):
     def test_step(self, data):
         """One replica's scoring of its rows with the evaluation memory (no dropout)."""
         new_mems, nll_sum, tokens = self._evaluator.replica_step(
-            checked_batch(data, self.backbone.config.n_token),
-                                                                 self.eval_memory.read())
+            checked_batch(data, self.backbone.config.n_token), self.eval_memory.read())
         self.eval_memory.write(new_mems)
         return self._report(nll_sum, tokens)
 
     # ------------------------------------------------------------------ steps_per_execution
-    def _multi_step_function(self, step_function):
-        """Up to `steps_per_execution` steps in one `tf.function`, fewer at the end of the data.
-
-        Keras' own loop runs each step inside a `tf.cond`, whose inputs MirroredStrategy's
-        replica threads cannot be fed; here every step runs in the body of a `tf.while_loop`
-        whose condition is that the next element exists (read one step ahead, as Keras does).
-        The logs are those of the last step.
-        """
-        strategy = self.distribute_strategy
-        n = self.steps_per_execution
-
-        def one_step(data):
-            logs = strategy.run(step_function, args=(data,))
-            # every replica returns the same (all-reduced) logs
-            return tf.nest.map_structure(lambda v: strategy.experimental_local_results(v)[0],
-                                         logs)
-
-        @tf.function(reduce_retracing=True)
-        def multi_step(iterator):
-            logs = one_step(next(iterator))  # no data at all: OutOfRangeError ends the epoch
-
-            def more(i, element, logs):
-                return tf.logical_and(i < n, element.has_value())
-
-            def step(i, element, logs):
-                logs = one_step(element.get_value())
-                element = tf.cond(i + 1 < n, iterator.get_next_as_optional, lambda: element)
-                return i + 1, element, logs
-
-            _, _, logs = tf.while_loop(more, step,
-                                       (tf.constant(1), iterator.get_next_as_optional(), logs))
-            return logs
-
-        return multi_step
-
     def make_train_function(self, force=False):
         if self.steps_per_execution == 1 or self.run_eagerly:
             return super().make_train_function(force)
         if self.train_function is None or force:
-            self.train_function = self._multi_step_function(self.train_step)
+            self.train_function = multi_step_function(self.distribute_strategy, self.train_step,
+                                                      self.steps_per_execution)
         return self.train_function
 
     def make_test_function(self, force=False):
         if self.steps_per_execution == 1 or self.run_eagerly:
             return super().make_test_function(force)
         if self.test_function is None or force:
-            self.test_function = self._multi_step_function(self.test_step)
+            self.test_function = multi_step_function(self.distribute_strategy, self.test_step,
+                                                     self.steps_per_execution)
         return self.test_function
 
     # ---------------------------------------------------------------------------- fit/evaluate
@@ -351,8 +320,8 @@ class TransformerXLCausalLM(keras.Model):
                  strip_prompt=False, seg_len=None, mem_len=None, clamp_len=None,
                  same_length=False, jit_compile="auto"):
         """Continues prompts: strings in, strings out (ids [P] or [B, P] in, ids out);
-        see `txl_tf.causal_lm.generation.generate`."""
-        from txl_tf.causal_lm import generation
+        see `txl_tf.causal_lm.text_generation.generate`."""
+        from txl_tf.causal_lm import text_generation as generation
         return generation.generate(self, inputs, max_length, sampler, seed, strip_prompt,
                                    seg_len, mem_len, clamp_len, same_length, jit_compile)
 
@@ -373,8 +342,8 @@ class TransformerXLCausalLM(keras.Model):
 
     def export(self, export_dir, limits=None, **settings):
         """Writes the SavedModel of runners/export.py (TF Serving); returns export.py's dict.
-        See `txl_tf.causal_lm.export.export`."""
-        from txl_tf.causal_lm import export as export_lib
+        See `txl_tf.causal_lm.serving_export.export`."""
+        from txl_tf.causal_lm import serving_export as export_lib
         check_utf8_path(export_dir, "export_dir", CausalLMInputError)
         return export_lib.export(self, export_dir, limits, **settings)
 

@@ -34,8 +34,8 @@ The text signatures tokenize with a text codec given by the exporter (runners/ex
 `tf_records.text.graph.GraphText`): any `tf.Module` with `encode(text [], continuing) -> int32
 ids [n]` and `decode(ids [n]) -> string []`.
 
-Every request is validated inside the graph before any model work (InvalidArgumentError
-naming the problem): ids in [0, n_token) in every id input; mems of shape [B, L, mem_len, D];
+Every request is validated inside the graph before any model work (`request_checks.RequestChecks`;
+InvalidArgumentError naming the problem): ids in [0, n_token) in every id input; mems of shape [B, L, mem_len, D];
 one row per batch entry in every input; at least one token in tokens / prompt and at least 2
 in a score_text text (one to predict from, one to predict); sampling settings (temperature
 finite and >= 0, top_k >= 0, 0 < top_p <= 1); and the export-time limits (`ServingLimits`,
@@ -47,15 +47,12 @@ import tensorflow as tf
 
 from txl_tf.inference import evaluation
 from txl_tf.inference import generation
-from txl_tf.inference import sampling
 from txl_tf.serving import signatures
-from txl_tf.serving.limits import ServingLimits  # noqa: F401
+from txl_tf.serving.limits import ServingLimits
+from txl_tf.serving.request_checks import RequestChecks
 
 
 SIGNATURE_VERSION = 2  # the batch-major layout described above
-
-
-
 
 
 class ServingModule(tf.Module):
@@ -94,6 +91,8 @@ class ServingModule(tf.Module):
         self.gen_seg_len = int(gen_seg_len)
         self.gen_jit_compile = bool(gen_jit_compile)
         object.__setattr__(self, "limits", limits or ServingLimits())
+        object.__setattr__(self, "checks", RequestChecks(
+            c, self.limits, mem_len, getattr(text_codec, "level", None)))
         if vocab_file is not None:
             self.vocab_file = tf.saved_model.Asset(vocab_file)
         self.text_codec = text_codec
@@ -138,97 +137,25 @@ class ServingModule(tf.Module):
         return {name: getattr(self, record.name) for record in self._records()
                 for name in record.aliases + (record.name,)}
 
-    # -- checks ----------------------------------------------------------------------------
-    @staticmethod
-    def _after(checks, *tensors):
-        """`tensors`, computed only once every op of `checks` has run."""
-        with tf.control_dependencies(checks):
-            out = tuple(tf.identity(t) for t in tensors)
-        return out if len(out) > 1 else out[0]
-
-    def _id_checks(self, ids, name):
-        n = self.config.n_token
-        return [tf.debugging.assert_non_negative(
-                    ids, message=f"{name} must be token ids >= 0 (vocabulary size {n})"),
-                tf.debugging.assert_less(
-                    ids, n, message=f"{name} must be token ids < {n}, the vocabulary size")]
-
-    def _batch_check(self, batch, name):
-        return tf.debugging.assert_less_equal(
-            batch, self.limits.max_batch_size,
-            message=self.limits.message("max_batch_size", f"the batch size of {name}"))
-
-    def _budget_check(self, total, name, what):
-        """total: a request's tokens or bytes (int64 []) against the limit `name`."""
-        return tf.debugging.assert_less_equal(
-            tf.cast(total, tf.int64), tf.constant(getattr(self.limits, name), tf.int64),
-            message=self.limits.message(name, what))
-
-    @staticmethod
-    def _rows_checks(batch, name, inputs):
-        """Every input of `inputs` ({name: tensor}) has `batch` rows (dimension 0)."""
-        return [tf.debugging.assert_equal(
-                    tf.shape(value)[0], batch,
-                    message=f"{key} must have one row per row of {name} (batch-major inputs: "
-                            f"the batch is dimension 0 of every input); got a different "
-                            f"number of rows")
-                for key, value in inputs.items()]
-
-    def _length_checks(self, tokens, name):
-        """tokens [B, Q]: B <= max_batch_size, 1 <= Q <= max_seq_len."""
-        length = tf.shape(tokens)[1]
-        return [self._batch_check(tf.shape(tokens)[0], name),
-                tf.debugging.assert_positive(
-                    length, message=f"{name} is empty: give at least one token per row"),
-                tf.debugging.assert_less_equal(
-                    length, self.limits.max_seq_len,
-                    message=self.limits.message("max_seq_len", f"the length of {name}"))]
-
-    def _check_mems(self, tokens, mems):
-        """mems [B, L, mem_len, D] -> the same, layer-major [L, B, mem_len, D], once valid."""
-        c = self.config
-        mem_len = self.settings[0]
-        shape = tf.shape(mems)
-        expected = tf.stack([tf.shape(tokens)[0], c.n_layer, shape[2], c.d_model])
-        checks = [
-            tf.debugging.assert_equal(
-                shape, expected,
-                message=f"mems must be float32 [batch (that of tokens), n_layer={c.n_layer}, "
-                        f"mem_len={mem_len}, d_model={c.d_model}]; start from "
-                        "init_mems(streams) and pass back the mems of the previous call. Got "
-                        "mems of shape", summarize=4),
-            tf.debugging.assert_equal(
-                shape[2], mem_len,
-                message=f"mems must hold exactly mem_len={mem_len} positions in this export "
-                        "(what init_mems and score return), so that requests can be batched "
-                        "together; got mems of length"),
-            tf.debugging.Assert(
-                tf.reduce_all(tf.math.is_finite(mems)),
-                ["mems hold NaN or Inf values; pass back the mems of the previous call "
-                 "unchanged, or start from init_mems(streams)"])]
-        return tf.transpose(self._after(checks, mems), [1, 0, 2, 3])
-
     # -- id-based --------------------------------------------------------------------------
     def _score(self, tokens, mems):
-        tokens = self._after(self._length_checks(tokens, "tokens")
-                             + self._id_checks(tokens, "tokens")
-                             + [self._budget_check(tf.size(tokens), "max_request_tokens",
-                                                   "the tokens of the request (B x Q)")],
-                             tokens)
-        mems = self._check_mems(tokens, mems)
+        check = self.checks
+        tokens = check.after(check.lengths(tokens, "tokens") + check.ids(tokens, "tokens")
+                             + [check.request_tokens(tf.size(tokens))], tokens)
+        mems = check.mems(tokens, mems)
         log_probs, new_mems = generation.model_step(self.model, tokens, mems, *self.settings)
         return {"log_probs": log_probs, "mems": tf.transpose(new_mems, [1, 0, 2, 3])}
 
     def _nll(self, tokens, labels, mems):
-        checks = (self._length_checks(tokens, "tokens") + self._id_checks(tokens, "tokens")
+        check = self.checks
+        checks = (check.lengths(tokens, "tokens") + check.ids(tokens, "tokens")
                   + [tf.debugging.assert_equal(
                         tf.shape(labels), tf.shape(tokens),
                         message="labels must have the shape of tokens [batch, len]"),
-                     self._budget_check(tf.size(tokens), "max_request_tokens",
-                                        "the tokens of the request (B x Q)")]
-                  + self._id_checks(labels, "labels"))
-        tokens, labels = self._after(checks, tokens, labels)
-        mems = self._check_mems(tokens, mems)
+                     check.request_tokens(tf.size(tokens))]
+                  + check.ids(labels, "labels"))
+        tokens, labels = check.after(checks, tokens, labels)
+        mems = check.mems(tokens, mems)
         out = self.model(tokens, mems=tf.unstack(mems, num=self.config.n_layer), labels=labels,
                          training=False, mem_len=self.settings[0], clamp_len=self.settings[1],
                          same_length=self.settings[2])
@@ -236,22 +163,10 @@ class ServingModule(tf.Module):
 
     def _init_mems(self, streams):
         c = self.config
-        batch = self._after([self._batch_check(tf.size(streams), "init_mems")],
-                            tf.size(streams))
+        batch = self.checks.after([self.checks.batch(tf.size(streams), "init_mems")],
+                                  tf.size(streams))
         return {"mems": tf.zeros([batch, c.n_layer, self.settings[0], c.d_model]),
                 "mem_len": tf.fill([batch], self.settings[0])}
-
-    def _sampling_checks(self, batch, name, settings):
-        """The per-row sampling inputs (num_tokens, temperature, top_k, top_p, seed [B])."""
-        num_tokens, temperature, top_k, top_p, seed = settings
-        rows = dict(num_tokens=num_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
-                    seed=seed)
-        return self._rows_checks(batch, name, rows) + [
-            tf.debugging.assert_non_negative(num_tokens, message="num_tokens must be >= 0"),
-            tf.debugging.assert_less_equal(
-                num_tokens, self.limits.max_num_tokens,
-                message=self.limits.message("max_num_tokens", "num_tokens"))
-        ] + sampling.setting_checks(temperature, top_k, top_p)
 
     def _generate_ids(self, prompt, num_tokens, temperature, top_k, top_p, seed):
         """prompt [B, P] with per-row settings [B] -> int32 [B, max_num_tokens]: row b's
@@ -295,32 +210,15 @@ class ServingModule(tf.Module):
         longest = tf.reduce_max(tf.concat([num_tokens, [0]], 0))
         work = tf.cast(tf.shape(prompt)[0], tf.int64) * tf.cast(
             tf.shape(prompt)[1] + longest, tf.int64)
-        checks = (self._length_checks(prompt, "prompt") + self._id_checks(prompt, "prompt")
-                  + self._sampling_checks(tf.shape(prompt)[0], "prompt", settings)
-                  + [self._budget_check(work, "max_request_tokens",
-                                        "the tokens of the request (B x (P + the largest "
-                                        "num_tokens))")])
-        prompt = self._after(checks, prompt)
+        check = self.checks
+        checks = (check.lengths(prompt, "prompt") + check.ids(prompt, "prompt")
+                  + check.sampling(tf.shape(prompt)[0], "prompt", settings)
+                  + [check.request_tokens(work, "the tokens of the request (B x (P + the "
+                                                "largest num_tokens))")])
+        prompt = check.after(checks, prompt)
         return {"tokens": self._generate_ids(prompt, *settings), "lengths": num_tokens}
 
     # -- text ------------------------------------------------------------------------------
-    def _text_checks(self, text):
-        """Checks of the raw texts [B], run before they are tokenized."""
-        length = tf.strings.length(text)
-        checks = []
-        if getattr(self.text_codec, "level", "byte") != "byte":  # bytes need no decoding
-            same = tf.equal(tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="ignore"),
-                            text)
-            checks.append(tf.debugging.Assert(
-                tf.reduce_all(same), ["a text of the request is not UTF-8 (this model reads "
-                                      "characters or words); send UTF-8 text"]))
-        return checks + [self._batch_check(tf.size(text), "text"),
-                tf.debugging.assert_less_equal(
-                    length, self.limits.max_text_bytes,
-                    message=self.limits.message("max_text_bytes", "the UTF-8 length of a text")),
-                self._budget_check(tf.reduce_sum(tf.cast(length, tf.int64)), "max_request_bytes",
-                                   "the UTF-8 bytes of all texts of the request")]
-
     def _encode_all(self, text, continuing):
         """text string [B] -> ragged int32 ids [B, (n)], every text tokenized."""
         return tf.map_fn(lambda one: self.text_codec.encode(one, continuing=continuing), text,
@@ -329,20 +227,14 @@ class ServingModule(tf.Module):
 
     def _generate_text(self, text, num_tokens, temperature, top_k, top_p, seed):
         settings = (num_tokens, temperature, top_k, top_p, seed)
-        text = self._after(self._text_checks(text)
-                           + self._sampling_checks(tf.size(text), "text", settings), text)
+        check = self.checks
+        text = check.after(check.texts(text) + check.sampling(tf.size(text), "text", settings),
+                           text)
         ids = self._encode_all(text, continuing=True)
         counts = tf.cast(ids.row_lengths(), tf.int32)
         work = tf.reduce_sum(tf.cast(counts + num_tokens, tf.int64))
-        checks = [
-            tf.debugging.assert_positive(
-                counts, message="the prompt has no tokens: give at least one symbol"),
-            tf.debugging.assert_less_equal(
-                counts, self.limits.max_seq_len,
-                message=self.limits.message("max_seq_len", "the token count of a prompt")),
-            self._budget_check(work, "max_request_tokens",
-                               "the tokens of the request (prompt + num_tokens of every text)")]
-        ids = ids.with_flat_values(self._after(checks, ids.flat_values))
+        ids = ids.with_flat_values(check.after(check.prompt_tokens(counts, work),
+                                               ids.flat_values))
         continuation = tf.map_fn(
             lambda row: self._continue_text(row[0], row[1:]), (ids,) + settings,
             fn_output_signature=tf.TensorSpec([], tf.string))
@@ -359,16 +251,10 @@ class ServingModule(tf.Module):
         return tf.strings.substr(full, start, tf.strings.length(full) - start)
 
     def _score_text(self, text):
-        text = self._after(self._text_checks(text), text)
+        check = self.checks
+        text = check.after(check.texts(text), text)
         ids = self._encode_all(text, continuing=False)
-        checks = [
-            tf.debugging.assert_greater_equal(
-                ids.row_lengths(), tf.constant(2, tf.int64),
-                message="score_text needs texts of at least 2 tokens (the first token is only "
-                        "context; each later one is scored): got a text whose token count is"),
-            self._budget_check(tf.size(ids.flat_values), "max_request_tokens",
-                               "the tokens of all texts of the request")]
-        ids = ids.with_flat_values(self._after(checks, ids.flat_values))
+        ids = ids.with_flat_values(check.after(check.scored_texts(ids), ids.flat_values))
         loss, count, total = tf.map_fn(
             self._score_one_text, ids,
             fn_output_signature=(tf.TensorSpec([], tf.float32), tf.TensorSpec([], tf.int64),
