@@ -1,6 +1,7 @@
 """The data side of the seam between model and data: a model's text rules and evaluation data.
 
-`ModelData` and the `ModelText` it returns have the members `txl_tf/model/data_interfaces.py` describes
+`ModelData` and the `ModelText` it returns have the members `txl_tf/model/data_interfaces.py`
+describes
 (`TextData`, `ModelText`); the runners pass a `ModelData()` to the commands of `txl_tf`, which
 never import this package. Importing this module does not import TensorFlow (the in-graph codec
 and the datasets import it when they are made).
@@ -63,7 +64,8 @@ class ModelText:
 
 
 class ModelData:
-    """A model's vocabulary and the batches a command scores (`txl_tf.model.data_interfaces.TextData`).
+    """A model's vocabulary and the batches a command scores
+    (`txl_tf.model.data_interfaces.TextData`).
 
     Every error is a `ValueError` of this package (`ModelVocabError`, `LayoutError`, the
     records' errors) whose message names the fix.

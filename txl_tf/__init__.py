@@ -9,7 +9,8 @@ Public API:
   attention_mask, update_memory.
 
 The names are loaded on first use (PEP 562): `import txl_tf` and the TensorFlow-free modules
-(`txl_tf.model.config`, the option dataclasses) do not import TensorFlow, so that a runner's `--help`
+(`txl_tf.model.config`, the option dataclasses) do not import TensorFlow, so that a runner's
+`--help`
 and its usage errors come at once; `txl_tf.TransformerXL` (or any layer) imports it. Whoever
 imports TensorFlow first after `import txl_tf` (txl_tf, Keras or the user) loads it without the
 lines its C++ libraries print as they load (`txl_tf.runtime.tf_start`): import txl_tf first.

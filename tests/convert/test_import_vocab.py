@@ -12,7 +12,7 @@ import pytest
 
 import reference_numpy as ref
 from import_helpers import write_tf1_checkpoint
-from tf_records.vocab import imported_files as export
+from tf_records.vocab import imported_files
 from tf_records.vocab.reference_pickle import UnsafePickleError, load_vocab_pickle
 from tf_records.vocab.vocabulary import Vocabulary
 import txl_tf
@@ -73,7 +73,7 @@ def test_reference_cache_pickle_to_text(tmp_path):
     _reference_cache_pickle(path, symbols, "enwik8")
     got, info = load_vocab_pickle(path)
     assert got == symbols and info["dataset"] == "enwik8"
-    written = export.write_vocabulary(str(tmp_path / "out"), got, "enwik8", n_token=5)
+    written = imported_files.write_vocabulary(str(tmp_path / "out"), got, "enwik8", n_token=5)
     assert written["level"] == "byte" and written["rules"]["drop_bytes"] == [10]
     vocab = Vocabulary.load(str(tmp_path / "out" / "vocab.txt"), "byte")
     assert vocab.symbols == [101, 32, 116, 97, 60]

@@ -1,6 +1,7 @@
 """docs/paper-claims.md's tables of the synthetic ablation are the ones made from the recorded
 run next to it (docs/paper-claims-synthetic.json), by the code that prints them
-(`txl_tf.commands.ablation.format_table`, `txl_tf.inference.relative_effective_context.format_recl_table`).
+(`txl_tf.commands.ablation.format_table`,
+`txl_tf.inference.relative_effective_context.format_recl_table`).
 
 What this covers: a hand edit of a table, or of the record, that makes the two disagree; and
 the tool's parsers reading the runners' output format. What it does not: whether the code still

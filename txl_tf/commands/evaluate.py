@@ -1,7 +1,8 @@
 """Evaluating a model directory's checkpoint with its own run settings: `EvalOptions` -> result.
 
 `evaluate_model(options, data)` loads the model (checkpoint, run-setting overrides, dropout
-off), gets the evaluation streams from `data` (`txl_tf.model.data_interfaces.TextData`: a prepared split,
+off), gets the evaluation streams from `data` (`txl_tf.model.data_interfaces.TextData`: a prepared
+split,
 or the text file tokenized with the model's vocabulary), runs the evaluation loop
 (`txl_tf.inference.evaluation.Evaluator`), writes the loss and its unit to TensorBoard and
 returns the result dict that runners/evaluate.py prints:
@@ -214,7 +215,8 @@ def evaluate_model(options: EvalOptions, data: TextData) -> dict:
 
     Args:
       options: the `EvalOptions`.
-      data: the `TextData` (`txl_tf/model/data_interfaces.py`; `tf_records.model_data.ModelData`): the
+      data: the `TextData` (`txl_tf/model/data_interfaces.py`; `tf_records.model_data.ModelData`):
+      the
         model's vocabulary and the split's records or the text's streams.
 
     Returns:

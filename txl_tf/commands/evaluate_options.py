@@ -42,7 +42,8 @@ class EvalOptions:
         TensorBoard gets eval/loss_by_mem_len with x = the memory length. Replaces --mem_len.
     """
     model_dir: Optional[str] = None
-    checkpoint: str = "latest"  # txl_tf.storage.model_files.LATEST (this module stays TensorFlow-free)
+    # txl_tf.storage.model_files.LATEST, written out: this module stays TensorFlow-free
+    checkpoint: str = "latest"
     split: str = "test"
     data_dir: Optional[str] = None
     text_file: Optional[str] = None

@@ -89,7 +89,8 @@ def export_model(options: ExportOptions, limits: Optional[ServingLimits] = None,
     Args:
       options: the `ExportOptions`.
       limits: the `ServingLimits` (default: its defaults).
-      data: the `TextData` (`txl_tf/model/data_interfaces.py`; `tf_records.model_data.ModelData`) that
+      data: the `TextData` (`txl_tf/model/data_interfaces.py`; `tf_records.model_data.ModelData`)
+      that
         gives the model's vocabulary and text codec; None: no vocabulary and no text
         signatures.
 

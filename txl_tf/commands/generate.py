@@ -119,7 +119,8 @@ def generate_text(options: GenerateOptions, data: TextData, out=sys.stdout) -> d
 
     Args:
       options: the `GenerateOptions`.
-      data: the `TextData` (`txl_tf/model/data_interfaces.py`; `tf_records.model_data.ModelData`) that
+      data: the `TextData` (`txl_tf/model/data_interfaces.py`; `tf_records.model_data.ModelData`)
+      that
         gives the model's `ModelText` (its vocabulary checked against config.n_token).
       out: where the continuation is written.
 

@@ -34,7 +34,8 @@ class GenerateOptions:
         off on CPU, where the graph loop is faster), true, false.
     """
     model_dir: Optional[str] = None
-    checkpoint: str = "latest"  # txl_tf.storage.model_files.LATEST (this module stays TensorFlow-free)
+    # txl_tf.storage.model_files.LATEST, written out: this module stays TensorFlow-free
+    checkpoint: str = "latest"
     prompt: Optional[str] = None
     prompt_file: Optional[str] = None
     vocab_file: Optional[str] = None

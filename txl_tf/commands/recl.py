@@ -13,8 +13,8 @@ import numpy as np
 from txl_tf.storage import model_files
 from txl_tf.commands.recl_options import ReclOptions
 from txl_tf.inference.context_losses import context_losses, scored_positions
-from txl_tf.inference.relative_effective_context import (RECL_RATIOS, ReclInputError, check_context_lengths,
-                                   recl_table)
+from txl_tf.inference.relative_effective_context import (RECL_RATIOS, ReclInputError,
+                                                         check_context_lengths, recl_table)
 
 
 def load_group(model_dirs: Sequence[str]) -> dict:

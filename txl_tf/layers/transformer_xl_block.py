@@ -28,7 +28,8 @@ class TransformerXLBlock(keras.layers.Layer):
     """An attention sub-layer followed by `PositionwiseFeedForward` (reference `rel_attn` and
     `ff` scopes).
 
-    The attention sub-layer is the layer an `AttentionVariant` (`txl_tf/model/attention_variants.py`)
+    The attention sub-layer is the layer an `AttentionVariant`
+    (`txl_tf/model/attention_variants.py`)
     names; every such layer takes the call signature of `RelativeMultiHeadAttention`.
 
     Args:

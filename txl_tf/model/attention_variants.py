@@ -6,7 +6,8 @@ A record says everything that differs between the variants: the attention sub-la
 block, the weights the variant adds to the position-free model, how positions reach the
 attention (what the model feeds it), the FLOPs of that position handling and the names the
 ablation and `--help` show. The config validates against it, the model and its blocks are built
-from it, and the ablation, `txl_tf/model/flops.py` and the benchmark read it; a new variant is one more record
+from it, and the ablation, `txl_tf/model/flops.py` and the benchmark read it; a new variant is one
+more record
 (and its layer file, when it needs a new layer): `register_attention_variant` adds a record
 made outside this module, and no other library file changes.
 

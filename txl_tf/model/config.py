@@ -252,7 +252,8 @@ class TransformerXLConfig:
         return cls.from_dict(values)
 
 
-# The attn_type help (and so `--attn_type`'s) lists the records of txl_tf/model/attention_variants.py.
+# The attn_type help (and so `--attn_type`'s) lists the records of
+# txl_tf/model/attention_variants.py.
 TransformerXLConfig.__doc__ = TransformerXLConfig.__doc__.replace("<attn_type_help>",
                                                                   attn_type_help())
 

@@ -38,7 +38,8 @@ class ExportOptions:
     """
     model_dir: Optional[str] = None
     export_dir: Optional[str] = None
-    checkpoint: str = "latest"  # txl_tf.storage.model_files.LATEST (this module stays TensorFlow-free)
+    # txl_tf.storage.model_files.LATEST, written out: this module stays TensorFlow-free
+    checkpoint: str = "latest"
     version: Optional[int] = None
     overwrite: bool = False
     tgt_len: Optional[int] = None

@@ -35,7 +35,8 @@ The text signatures tokenize with a text codec given by the exporter (runners/ex
 ids [n]` and `decode(ids [n]) -> string []`.
 
 Every request is validated inside the graph before any model work (`request_checks.RequestChecks`;
-InvalidArgumentError naming the problem): ids in [0, n_token) in every id input; mems of shape [B, L, mem_len, D];
+InvalidArgumentError naming the problem): ids in [0, n_token) in every id input; mems of shape [B,
+L, mem_len, D];
 one row per batch entry in every input; at least one token in tokens / prompt and at least 2
 in a score_text text (one to predict from, one to predict); sampling settings (temperature
 finite and >= 0, top_k >= 0, 0 < top_p <= 1); and the export-time limits (`ServingLimits`,

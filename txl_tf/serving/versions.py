@@ -3,7 +3,8 @@ recovered after a kill.
 
 EXPORT_DIR holds one directory per version (`1/`, `2/`, ...), which TF Serving watches. An
 export of version V writes `.V.tmp-PID` and renames it to `V`; with --overwrite the old `V` is
-first renamed to `.V.old-PID` and deleted after the swap (`txl_tf.storage.atomic_writes.swap_names`).
+first renamed to `.V.old-PID` and deleted after the swap
+(`txl_tf.storage.atomic_writes.swap_names`).
 
 - Two exports at once get distinct versions: the version is chosen and its temporary directory
   made (`os.mkdir`, the reservation) while holding an exclusive `flock` of EXPORT_DIR itself

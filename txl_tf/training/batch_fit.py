@@ -8,7 +8,8 @@ whose gradients are accumulated before the one update (`txl_tf/training/trainer.
 less activation memory.
 
 The limit is `--max_per_replica_batch` when given (> 0), else an estimate: the activation memory
-of one stream (`txl_tf.model.memory_estimate.training_bytes_per_stream`) against the memory of one device (`device_memory_bytes`: the
+of one stream (`txl_tf.model.memory_estimate.training_bytes_per_stream`) against the memory of one
+device (`device_memory_bytes`: the
 available RAM on a CPU, the total memory of a GPU from `nvidia-smi`; unknown on a TPU, where
 no limit is applied).
 """

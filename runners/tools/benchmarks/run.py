@@ -7,9 +7,8 @@ import sys
 
 import tensorflow as tf
 
-from runners.tools.benchmarks import peak as peaks, report
+from runners.tools.benchmarks import peak as peaks, peak_memory, report
 
-from runners.tools.benchmarks import peak_memory as memory
 from runners.tools.benchmarks.configuration import FLAGS, eval_lengths, model_config
 from runners.tools.benchmarks.huggingface_contender import HuggingFaceClient, huggingface_figures
 from runners.tools.benchmarks.speed import speed
@@ -106,8 +105,8 @@ def run_benchmark():
         record["vanilla"] = compare_vanilla([int(x) for x in FLAGS.vanilla_lens],
                                             FLAGS.vanilla_batch_size, FLAGS.vanilla_predictions,
                                             FLAGS.rounds, steps.jit)
-    memory.device_memory_figures(record, config, steps.trainer.strategy)
-    memory.memory_figures(record, config)
+    peak_memory.device_memory_figures(record, config, steps.trainer.strategy)
+    peak_memory.memory_figures(record, config)
     report.print_table(record)
     report.write_json(record)
     return record
