@@ -1,10 +1,9 @@
 """The data side of the seam between model and data: a model's text rules and evaluation data.
 
 `ModelData` and the `ModelText` it returns have the members `txl_tf/model/data_interfaces.py`
-describes
-(`TextData`, `ModelText`); the runners pass a `ModelData()` to the commands of `txl_tf`, which
-never import this package. Importing this module does not import TensorFlow (the in-graph codec
-and the datasets import it when they are made).
+describes (`TextData`, `ModelText`); the runners pass a `ModelData()` to the commands of `txl_tf`,
+which never import this package. Importing this module does not import TensorFlow (the in-graph
+codec and the datasets import it when they are made).
 
 Example:
   >>> data = ModelData()

@@ -10,10 +10,9 @@ Public API:
 
 The names are loaded on first use (PEP 562): `import txl_tf` and the TensorFlow-free modules
 (`txl_tf.model.config`, the option dataclasses) do not import TensorFlow, so that a runner's
-`--help`
-and its usage errors come at once; `txl_tf.TransformerXL` (or any layer) imports it. Whoever
-imports TensorFlow first after `import txl_tf` (txl_tf, Keras or the user) loads it without the
-lines its C++ libraries print as they load (`txl_tf.runtime.tf_start`): import txl_tf first.
+`--help` and its usage errors come at once; `txl_tf.TransformerXL` (or any layer) imports it.
+Whoever imports TensorFlow first after `import txl_tf` (txl_tf, Keras or the user) loads it without
+the lines its C++ libraries print as they load (`txl_tf.runtime.tf_start`): import txl_tf first.
 """
 from txl_tf.runtime import tf_start
 from txl_tf.runtime.lazy_exports import lazy_exports

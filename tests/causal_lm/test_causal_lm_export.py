@@ -1,7 +1,6 @@
 """`txl_tf.causal_lm.serving_export.export`: the SavedModel of runners/export.py (run as a user
-runs it)
-for the same model and settings, loaded by TF's session-based loader (as TF Serving loads it);
-its generate_text continues a prompt as `generate` does. Bad inputs give one clear error."""
+runs it) for the same model and settings, loaded by TF's session-based loader (as TF Serving loads
+it); its generate_text continues a prompt as `generate` does. Bad inputs give one clear error."""
 import contextlib
 import json
 import os

@@ -1,7 +1,6 @@
 """The records of `txl_tf/model/attention_variants.py` against the models built from them: each
-record's
-weights are exactly what its model adds to the position-free model, its attention class is the
-one every block holds, and the `--attn_type` help lists every record."""
+record's weights are exactly what its model adds to the position-free model, its attention class is
+the one every block holds, and the `--attn_type` help lists every record."""
 import keras
 import numpy as np
 import pytest

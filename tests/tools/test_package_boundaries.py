@@ -125,8 +125,8 @@ def command_calls():
 
 def test_command_calls_take_objects_not_callbacks():
     """The runners pass data in as objects of the seam (txl_tf/model/data_interfaces.py,
-    ConfigTemplate,
-    DataSource), never as functions the library calls back (the console sink `echo` aside)."""
+    ConfigTemplate, DataSource), never as functions the library calls back (the console sink `echo`
+    aside)."""
     calls = list(command_calls())
     assert any(name == "evaluate_model" for _, name, _ in calls)
     callbacks = [f"{path}: {name}({arg}: {annotation})" for path, name, arguments in calls

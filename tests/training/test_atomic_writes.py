@@ -1,7 +1,6 @@
 """The atomic writes of a model directory (`txl_tf.storage.atomic_writes`) that training uses for
-flags.txt,
-schedule.json, the checkpoint state file, best/ and each memory step: the old content or the
-new one, never a part, nothing left behind, the umask respected."""
+flags.txt, schedule.json, the checkpoint state file, best/ and each memory step: the old content or
+the new one, never a part, nothing left behind, the umask respected."""
 import os
 
 import pytest

@@ -1,9 +1,7 @@
 """`--profile_steps=START,END` (`txl_tf/training/actions/profile_steps.py`): `runners/train.py`
-writes a
-TensorBoard profile of exactly those steps to model_dir/plugins/profile/<run>/*.xplane.pb
-(read back with TensorFlow's own XSpace protobuf, the format TensorBoard's profile plugin
-reads); the controller cuts its compiled loops at START - 1 and END; bad values are one error
-line."""
+writes a TensorBoard profile of exactly those steps to model_dir/plugins/profile/<run>/*.xplane.pb
+(read back with TensorFlow's own XSpace protobuf, the format TensorBoard's profile plugin reads);
+the controller cuts its compiled loops at START - 1 and END; bad values are one error line."""
 import glob
 import os
 import subprocess

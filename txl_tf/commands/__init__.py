@@ -18,9 +18,9 @@ its resume checks and warm start, the actions, reporting).
 
 `template` is a `txl_tf.model.config_template.ConfigTemplate` (the model configuration whose
 vocabulary is the data's) and `data` an object of the seam `txl_tf/model/data_interfaces.py`
-describes
-(`tf_records.model_data.ModelData`, or `tf_records.PreparedData` for training): the runners pass
-them in, the library never calls back into runner code (docs/library.md, "The model/data seam").
+describes (`tf_records.model_data.ModelData`, or `tf_records.PreparedData` for training): the
+runners pass them in, the library never calls back into runner code (docs/library.md, "The
+model/data seam").
 
 The names are loaded on first use (see `txl_tf/__init__.py`): the options come without
 TensorFlow, the calls import it. `train` is imported from its module

@@ -2,10 +2,9 @@
 
 `evaluate_model(options, data)` loads the model (checkpoint, run-setting overrides, dropout
 off), gets the evaluation streams from `data` (`txl_tf.model.data_interfaces.TextData`: a prepared
-split,
-or the text file tokenized with the model's vocabulary), runs the evaluation loop
-(`txl_tf.inference.evaluation.Evaluator`), writes the loss and its unit to TensorBoard and
-returns the result dict that runners/evaluate.py prints:
+split, or the text file tokenized with the model's vocabulary), runs the evaluation loop
+(`txl_tf.inference.evaluation.Evaluator`), writes the loss and its unit to TensorBoard and returns
+the result dict that runners/evaluate.py prints:
   {"split", "tokens", "loss", UNIT, "unigram_entropy_nats", "unigram_" + UNIT, "verdict",
    "tgt_len", "mem_len", "clamp_len", "same_length", "batch_size", "last_segment",
    "checkpoint" (its path), "checkpoint_name" (latest, best, ckpt-N), "checkpoint_step",

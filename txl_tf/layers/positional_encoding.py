@@ -33,9 +33,8 @@ def relative_positions(klen, clamp_len: int = -1, offset=0) -> tf.Tensor:
 class RelativePositionalEncoding(keras.layers.Layer):
     """Sinusoids of the descending positions klen-1, ..., 0: the relative distances R of
     relative attention (the `ours` variant of `txl_tf/model/attention_variants.py`), and the
-    absolute
-    positions of the `vaswani` variant, which the reference counts backwards from the newest key
-    in the same way.
+    absolute positions of the `vaswani` variant, which the reference counts backwards from the
+    newest key in the same way.
 
     Args:
       d_model: width of the encoding (even).

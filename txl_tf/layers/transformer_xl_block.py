@@ -29,8 +29,8 @@ class TransformerXLBlock(keras.layers.Layer):
     `ff` scopes).
 
     The attention sub-layer is the layer an `AttentionVariant`
-    (`txl_tf/model/attention_variants.py`)
-    names; every such layer takes the call signature of `RelativeMultiHeadAttention`.
+    (`txl_tf/model/attention_variants.py`) names; every such layer takes the call signature of
+    `RelativeMultiHeadAttention`.
 
     Args:
       d_model, n_head, d_head, d_inner, dropout, dropatt, pre_lnorm, layer_norm_epsilon,

@@ -7,9 +7,8 @@ block, the weights the variant adds to the position-free model, how positions re
 attention (what the model feeds it), the FLOPs of that position handling and the names the
 ablation and `--help` show. The config validates against it, the model and its blocks are built
 from it, and the ablation, `txl_tf/model/flops.py` and the benchmark read it; a new variant is one
-more record
-(and its layer file, when it needs a new layer): `register_attention_variant` adds a record
-made outside this module, and no other library file changes.
+more record (and its layer file, when it needs a new layer): `register_attention_variant` adds a
+record made outside this module, and no other library file changes.
 
 Size glossary: B batch, Q segment length, M memory length, K = M + Q, D d_model, N heads,
 H head size, L layers, T rows of a learned table (`max_klen`).

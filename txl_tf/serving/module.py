@@ -34,14 +34,14 @@ The text signatures tokenize with a text codec given by the exporter (runners/ex
 `tf_records.text.graph.GraphText`): any `tf.Module` with `encode(text [], continuing) -> int32
 ids [n]` and `decode(ids [n]) -> string []`.
 
-Every request is validated inside the graph before any model work (`request_checks.RequestChecks`;
-InvalidArgumentError naming the problem): ids in [0, n_token) in every id input; mems of shape [B,
-L, mem_len, D];
-one row per batch entry in every input; at least one token in tokens / prompt and at least 2
-in a score_text text (one to predict from, one to predict); sampling settings (temperature
-finite and >= 0, top_k >= 0, 0 < top_p <= 1); and the export-time limits (`ServingLimits`,
-the flags of export.py) that bound the work of one row and of one request: a text request is
-checked for its bytes before it is tokenized and for its tokens before the model runs.
+Every request is validated inside the graph before any model work
+(`request_checks.RequestChecks`; InvalidArgumentError naming the problem): ids in [0, n_token)
+in every id input; mems of shape [B, L, mem_len, D]; one row per batch entry in every input; at
+least one token in tokens / prompt and at least 2 in a score_text text (one to predict from, one
+to predict); sampling settings (temperature finite and >= 0, top_k >= 0, 0 < top_p <= 1); and
+the export-time limits (`ServingLimits`, the flags of export.py) that bound the work of one row
+and of one request: a text request is checked for its bytes before it is tokenized and for its
+tokens before the model runs.
 """
 
 import tensorflow as tf

@@ -1,17 +1,16 @@
 """How many streams a replica can train on at once: gradient accumulation instead of running out
 of memory.
 
-A recipe fixes the global batch (e.g. 64 streams for enwik8); on fewer devices than it was written
-for, each replica gets more streams than its memory holds. Rather than failing at the first step,
-the run keeps the global batch and splits each replica's streams into `grad_accum_steps` chunks
-whose gradients are accumulated before the one update (`txl_tf/training/trainer.py`): the same update,
-less activation memory.
+A recipe fixes the global batch (e.g. 64 streams for enwik8); on fewer devices than it was
+written for, each replica gets more streams than its memory holds. Rather than failing at the
+first step, the run keeps the global batch and splits each replica's streams into
+`grad_accum_steps` chunks whose gradients are accumulated before the one update
+(`txl_tf/training/trainer.py`): the same update, less activation memory.
 
 The limit is `--max_per_replica_batch` when given (> 0), else an estimate: the activation memory
 of one stream (`txl_tf.model.memory_estimate.training_bytes_per_stream`) against the memory of one
-device (`device_memory_bytes`: the
-available RAM on a CPU, the total memory of a GPU from `nvidia-smi`; unknown on a TPU, where
-no limit is applied).
+device (`device_memory_bytes`: the available RAM on a CPU, the total memory of a GPU from
+`nvidia-smi`; unknown on a TPU, where no limit is applied).
 """
 import subprocess
 from typing import NamedTuple, Optional

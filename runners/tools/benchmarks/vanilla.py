@@ -1,7 +1,6 @@
 """The paper's Table 9 on this machine: per-token evaluation time of the vanilla Transformer
 (the `vaswani` variant of txl_tf/model/attention_variants.py, a window of L tokens shifted by one
-per
-prediction, as Al-Rfou et al. evaluate) against Transformer-XL (`ours`) with a cached memory of
+per prediction, as Al-Rfou et al. evaluate) against Transformer-XL (`ours`) with a cached memory of
 length L."""
 import statistics
 import time

@@ -4,9 +4,8 @@
 record of `txl_tf.training.actions.KeepBest`: step, valid_loss and bpc or ppl) and the data's
 vocab.txt and corpus-info.json. It is written whole into `.best-tmp-<step>-<pid>/`, then swapped
 in with `txl_tf.storage.atomic_writes.atomic_directory` (the previous one kept as `.best-old`
-between
-the two renames). Which evaluation is the best is `KeepBest`'s decision; this class only reads
-and writes the files.
+between the two renames). Which evaluation is the best is `KeepBest`'s decision; this class only
+reads and writes the files.
 """
 import json
 import os
