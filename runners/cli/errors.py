@@ -19,6 +19,8 @@ import traceback
 
 from absl import app, flags
 
+from txl_tf.runtime.error_text import is_disk_full
+
 # Exit codes.
 OK, RUNTIME_ERROR, USAGE_ERROR, INTERRUPTED = 0, 1, 2, 130
 
@@ -59,10 +61,6 @@ def _is_project_class(error: BaseException) -> bool:
                for cls in type(error).__mro__ for p in _PROJECT_PACKAGES)
 
 
-# A short write (NumPy's tofile, TensorFlow's file writers) or a message of ENOSPC.
-_DISK_FULL = re.compile(r"No space left on device|\d+ requested and \d+ written", re.I)
-
-
 def _path_in_traceback(error: BaseException):
     """The file being written when `error` was raised: a local path of the innermost frame that
     has one (`tmp`, `path`, ...), or None."""
@@ -80,7 +78,7 @@ def _path_in_traceback(error: BaseException):
 
 def _disk_full(error: BaseException):
     """(1, message) when `error` reports a full disk, else None."""
-    if getattr(error, "errno", None) != errno.ENOSPC and not _DISK_FULL.search(str(error)):
+    if not is_disk_full(error):
         return None
     path = getattr(error, "filename", None) or _path_in_traceback(error)
     where = (f"the device holding {os.path.dirname(os.path.abspath(path))}" if path

@@ -29,7 +29,6 @@ Example:
   >>> backbone, preprocessor = load_preset("presets/tiny")
   >>> backbone, preprocessor = load_preset("runs/default", checkpoint="best")
 """
-import errno
 import importlib
 import io
 import json
@@ -47,7 +46,7 @@ from txl_tf.storage.atomic_writes import (atomic_directory, recover_directory, s
                                   write_json_atomic)
 from txl_tf.causal_lm.errors import CausalLMInputError, CausalLMRuntimeError
 from txl_tf.model.config import ConfigError
-from txl_tf.runtime.error_text import one_line
+from txl_tf.runtime.error_text import first_line, is_disk_full, one_line
 from txl_tf.model.transformer_xl import TransformerXL
 from txl_tf.storage.weight_counts import (ExtraWeightsError, check_no_extra_weights,
                                   keras_file_weights)
@@ -130,7 +129,6 @@ def recover_preset(preset_dir) -> None:
     try:
         recover_directory(path)
     except OSError as error:
-        tmp_name, old_name = swap_names(path)
         raise CausalLMRuntimeError(
             f"cannot restore the preset {preset_dir} left by a killed save ({error.strerror}): "
             f"rename the newest {os.path.dirname(path)}/.{os.path.basename(path)}.old-* to "
@@ -197,9 +195,8 @@ def save_to_preset(causal_lm, preset_dir, training_data=None, source=None) -> st
     try:
         _write_preset(causal_lm, path, backbone, meta)
     except (OSError, RuntimeError, tf.errors.OpError) as error:
-        full = getattr(error, "errno", None) == errno.ENOSPC or "No space left" in str(error)
-        reason = ("no space left on the device" if full else
-                  (getattr(error, "message", None) or str(error)).splitlines()[0][:300])
+        reason = ("no space left on the device" if is_disk_full(error)
+                  else first_line(error, 300))
         raise CausalLMRuntimeError(
             f"cannot write the preset {preset_dir} ({reason}); nothing was changed (an existing "
             "preset there is intact): free some space or choose a writable directory, then "
@@ -260,7 +257,7 @@ def deserialize_preprocessor(spec, assets_dir: str, source: str = None):
         preprocessor = cls(**kwargs)
     except (TypeError, ValueError) as error:
         raise CausalLMInputError(f"{source}: its 'config' is refused by {cls.__name__} "
-                                 f"({str(error).splitlines()[0][:200]}); save the preset again "
+                                 f"({first_line(error, 200)}); save the preset again "
                                  "with txl-tf.") from None
     preprocessor.load_assets(assets_dir)
     return preprocessor
@@ -272,7 +269,7 @@ def _read_json(path):
             return json.load(f)
     except (OSError, ValueError, RecursionError) as error:  # UnicodeDecodeError: a ValueError
         reason = ("nested too deeply" if isinstance(error, RecursionError)
-                  else str(error).splitlines()[0][:200] or type(error).__name__)
+                  else first_line(error, 200))
         raise CausalLMInputError(f"{path} cannot be read as UTF-8 JSON ({reason}); save the "
                                  "preset again.") from None
 

@@ -14,17 +14,16 @@ import tensorflow as tf
 
 from txl_tf.storage import model_files
 from txl_tf.commands.inference_model import load_inference_model
-from txl_tf.model.config import ConfigError
 from txl_tf.runtime.error_text import one_line
 from txl_tf.model.data_interfaces import TextData
 from txl_tf.serving.export_options import ExportInputError, ExportOptions, ExportRuntimeError
 from txl_tf.serving.limits import ServingLimits
-from txl_tf.serving.saved_model_writer import (check_export_dir, check_target,
-                                               export_built_model)
+from txl_tf.serving.saved_model_writer import check_target, export_built_model
 
 
 def check_paths(model_dir, export_dir):
-    """Usage errors about the two directories, found before TensorFlow loads anything."""
+    """Usage errors about the model directory and a missing --export_dir (the export directory
+    itself is `check_target`'s), found before anything is loaded."""
     if not model_dir or not export_dir:
         raise ExportInputError("--model_dir and --export_dir are required.")
     if not os.path.isdir(model_dir):
@@ -34,7 +33,6 @@ def check_paths(model_dir, export_dir):
     if not os.path.isfile(os.path.join(model_dir, "config.json")):
         raise ExportInputError(f"--model_dir {model_dir} has no config.json: it is not a "
                                "txl-tf model directory (train or import a model into it first).")
-    check_export_dir(export_dir)
 
 
 def vocabulary(options: ExportOptions, config, data: Optional[TextData]) -> tuple:
@@ -60,10 +58,8 @@ def read_model(model_dir, checkpoint=model_files.LATEST):
     named in one line on stderr; errors are export errors."""
     try:
         config = model_files.load_config(model_dir)
-    except (ValueError, ConfigError) as error:
-        path = os.path.join(model_dir, "config.json")
-        raise ExportRuntimeError(str(error) if path in str(error) else
-                                 f"cannot read {path}: {error}") from None
+    except (ValueError, model_files.ModelDirError) as error:  # the message names config.json
+        raise ExportRuntimeError(str(error)) from None
     if model_files.latest_checkpoint(model_dir) is None and checkpoint == model_files.LATEST:
         raise ExportInputError(f"--model_dir {model_dir} has no checkpoint yet (no "
                                "'checkpoint' file): train it first or wait for its first save.")
@@ -89,9 +85,8 @@ def export_model(options: ExportOptions, limits: Optional[ServingLimits] = None,
     Args:
       options: the `ExportOptions`.
       limits: the `ServingLimits` (default: its defaults).
-      data: the `TextData` (`txl_tf/model/data_interfaces.py`; `tf_records.model_data.ModelData`)
-      that
-        gives the model's vocabulary and text codec; None: no vocabulary and no text
+      data: the `TextData` (`txl_tf/model/data_interfaces.py`;
+        `tf_records.model_data.ModelData`) that gives the model's vocabulary and text codec; None: no vocabulary and no text
         signatures.
 
     Returns:
@@ -101,8 +96,8 @@ def export_model(options: ExportOptions, limits: Optional[ServingLimits] = None,
       ExportInputError: a bad argument or path. ExportRuntimeError: reading or writing failed.
     """
     check_paths(options.model_dir, options.export_dir)
-    target = check_target(options)
+    check_target(options)
     config, model, choice = read_model(options.model_dir, options.checkpoint)
     vocab_file, codec = vocabulary(options, config, data)
     return export_built_model(model, options, limits, vocab_file, codec, choice.to_json(),
-                              target)
+                              checked=True)

@@ -3,7 +3,7 @@
 """
 import dataclasses
 
-INT32_MAX = 2**31 - 1
+from txl_tf.model.config import INT32_MAX
 
 
 @dataclasses.dataclass(frozen=True)

@@ -173,7 +173,7 @@ class ServingModule(tf.Module):
         """prompt [B, P] with per-row settings [B] -> int32 [B, max_num_tokens]: row b's
         num_tokens[b] tokens, then -1 (the width is fixed, so that rows of other requests,
         batched with these, do not change it)."""
-        longest = tf.maximum(tf.reduce_max(tf.concat([num_tokens, [0]], 0)), 0)
+        longest = tf.reduce_max(tf.concat([num_tokens, [0]], 0))
         width = self.limits.max_num_tokens
         if self.gen_jit_compile:
             generated = self._generate_compiled(prompt, longest, temperature, top_k, top_p,

@@ -17,15 +17,14 @@ Example:
   '/models/txl/1'
 """
 import dataclasses
-import errno
-import json
 import os
 import time
 from typing import Optional
 
 import tensorflow as tf
 
-from txl_tf.storage.atomic_writes import write_text_atomic
+from txl_tf.runtime.error_text import first_line, is_disk_full
+from txl_tf.storage.atomic_writes import write_json_atomic, write_text_atomic
 from txl_tf.serving import server_config
 from txl_tf.serving import warmup as serving_warmup
 from txl_tf.serving.export_options import (INFO_FILE, ExportInputError, ExportOptions,
@@ -33,8 +32,7 @@ from txl_tf.serving.export_options import (INFO_FILE, ExportInputError, ExportOp
 from txl_tf.serving.limits import ServingLimits
 from txl_tf.serving.module import SIGNATURE_VERSION, ServingModule
 from txl_tf.serving.signatures import signature_count
-from txl_tf.serving.versions import next_version, reserved_version, swap_in
-from txl_tf.training.choices import JIT_COMPILE
+from txl_tf.serving.versions import reserved_version, swap_in
 from txl_tf.training.step_compilation import choose_generation
 
 WARMUP_FILE = os.path.join("assets.extra", serving_warmup.WARMUP_FILE)
@@ -63,20 +61,16 @@ def write_saved_model(module, path, info):
     become ExportRuntimeError."""
     try:
         tf.saved_model.save(module, path, signatures=module.signatures())
-        os.makedirs(os.path.dirname(os.path.join(path, INFO_FILE)))
-        with open(os.path.join(path, INFO_FILE), "w") as f:
-            json.dump(info, f, indent=2, sort_keys=True)
-            f.write("\n")
+        write_json_atomic(os.path.join(path, INFO_FILE), info)
         serving_warmup.write_warmup(module, info["model_name"], info["warmup_requests"],
                                     os.path.join(path, WARMUP_FILE))
     except serving_warmup.WarmupError as error:
         raise ExportRuntimeError(str(error)) from None
     except (OSError, tf.errors.OpError) as error:
-        text = getattr(error, "message", None) or str(error)
-        if getattr(error, "errno", None) == errno.ENOSPC or "No space left" in text:
+        if is_disk_full(error):
             raise ExportRuntimeError(f"no space left on {os.path.dirname(path)}: free some "
                                      "space and export again.") from None
-        raise ExportRuntimeError(f"writing {path} failed: {text.splitlines()[0]}") from None
+        raise ExportRuntimeError(f"writing {path} failed: {first_line(error, 400)}") from None
 
 
 def run_settings(options: ExportOptions, config) -> dict:
@@ -91,29 +85,29 @@ def run_settings(options: ExportOptions, config) -> dict:
         gen_seg_len=o.gen_seg_len or o.tgt_len or config.tgt_len)
     if settings["mem_len"] < 0 or settings["gen_mem_len"] < 1:
         raise ExportInputError("--mem_len must be >= 0 and --gen_mem_len >= 1.")
-    if o.gen_jit_compile not in JIT_COMPILE:
-        raise ExportInputError(f"--gen_jit_compile must be one of {', '.join(JIT_COMPILE)}, "
-                               f"got {o.gen_jit_compile!r}.")
-    settings["gen_jit_compile"] = choose_generation(o.gen_jit_compile).mode is not None
+    try:
+        choice = choose_generation(o.gen_jit_compile, flag="--gen_jit_compile")
+    except ValueError as error:
+        raise ExportInputError(str(error)) from None
+    settings["gen_jit_compile"] = choice.mode is not None
     return settings
 
 
-def check_target(options: ExportOptions) -> tuple:
-    """(version, final path), checked before anything is loaded."""
+def check_target(options: ExportOptions) -> None:
+    """The export directory, the version asked for and --warmup_requests, checked before
+    anything is loaded (the version written is reserved later, under the directory's lock)."""
     check_export_dir(options.export_dir)
-    version = (next_version(options.export_dir) if options.version is None
-               else int(options.version))
-    if version < 0:
-        raise ExportInputError(f"--version must be >= 0, got {version}.")
+    if options.version is not None and int(options.version) < 0:
+        raise ExportInputError(f"--version must be >= 0, got {options.version}.")
     most = serving_warmup.MAX_RECORDS // signature_count()
     if not 0 <= options.warmup_requests <= most:
         raise ExportInputError(f"--warmup_requests must be in [0, {most}] (TF Serving reads "
                                f"{serving_warmup.MAX_RECORDS} at most), got "
                                f"{options.warmup_requests}.")
-    final = os.path.join(options.export_dir, str(version))
-    if os.path.exists(final) and not options.overwrite:
-        raise ExportInputError(f"{final} exists; pass --overwrite or another --version.")
-    return version, final
+    if options.version is not None:
+        final = os.path.join(options.export_dir, str(int(options.version)))
+        if os.path.exists(final) and not options.overwrite:
+            raise ExportInputError(f"{final} exists; pass --overwrite or another --version.")
 
 
 def write_server_config(export_dir, model_name, limits):
@@ -131,7 +125,7 @@ def write_server_config(export_dir, model_name, limits):
 
 def export_built_model(model, options: ExportOptions, limits: Optional[ServingLimits] = None,
                        vocab_file: Optional[str] = None, codec=None,
-                       source: Optional[dict] = None, target: Optional[tuple] = None) -> dict:
+                       source: Optional[dict] = None, checked: bool = False) -> dict:
     """Writes EXPORT_DIR/VERSION of a `TransformerXL` in memory, atomically.
 
     Args:
@@ -143,14 +137,14 @@ def export_built_model(model, options: ExportOptions, limits: Optional[ServingLi
         None for the id signatures only.
       source: what the export info records of where the weights came from (e.g. the
         checkpoint fields of `CheckpointChoice.to_json()`).
-      target: (version, final path) when already checked (the version written is the one
+      checked: whether `check_target(options)` already ran (the version written is the one
         reserved: the next free one when `options.version` is None).
 
     Returns:
       The dict `export.py` prints.
     """
     limits = limits or ServingLimits()
-    if target is None:
+    if not checked:
         check_target(options)  # the checks; the version is reserved below
     with reserved_version(options.export_dir, options.version) as (version, tmp):
         info, module = _module_and_info(model, options, limits, vocab_file, codec, source,

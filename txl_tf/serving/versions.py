@@ -28,6 +28,7 @@ from typing import Optional
 
 from txl_tf.storage.atomic_writes import (recover_directory, running_elsewhere, swap_directory,
                                           swap_names)
+from txl_tf.runtime.error_text import is_disk_full
 from txl_tf.serving.export_options import ExportInputError, ExportRuntimeError
 
 # leftovers of `swap_names` for a version: .V.tmp-PID and .V.old-PID
@@ -65,8 +66,9 @@ def next_version(export_dir: str) -> int:
     """One more than the highest version present or being written (a reservation)."""
     if not os.path.isdir(export_dir):
         return 1
-    taken = [int(n) for n in os.listdir(export_dir) if re.fullmatch(r"\d+", n)]
-    taken += [int(m.group(1)) for m in map(_SWAP.fullmatch, os.listdir(export_dir)) if m]
+    names = os.listdir(export_dir)
+    taken = [int(n) for n in names if re.fullmatch(r"\d+", n)]
+    taken += [int(m.group(1)) for m in map(_SWAP.fullmatch, names) if m]
     return max(taken, default=0) + 1
 
 
@@ -101,7 +103,7 @@ def reserved_version(export_dir: str, version: Optional[int]):
             tmp = os.path.join(export_dir, swap_names(os.path.join(export_dir, str(version)))[0])
             os.mkdir(tmp)  # the reservation; the umask applies, as to every exported file
     except OSError as error:
-        if error.errno == errno.ENOSPC:
+        if is_disk_full(error):
             raise ExportRuntimeError(f"no space left on {export_dir}: free some space and "
                                      "export again.") from None
         raise ExportRuntimeError(f"--export_dir {export_dir}: {error.strerror or error}; give a "

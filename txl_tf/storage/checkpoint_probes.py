@@ -20,6 +20,8 @@ from typing import Dict, List, Optional
 
 import tensorflow as tf
 
+from txl_tf.runtime.error_text import first_line
+
 # Errors of reading a damaged checkpoint: a missing/garbage .index (NotFoundError, DataLossError
 # "not an sstable"), a truncated .data file (IndexError "Read less bytes than requested"), a
 # checksum mismatch (DataLossError). InvalidArgumentError is a shape mismatch, not damage.
@@ -46,13 +48,6 @@ def quiet_tf_warnings():
         yield
     finally:
         logger.setLevel(level)
-
-
-def first_line(error: BaseException, limit: int = 240) -> str:
-    """The first line of an error message, at most `limit` characters."""
-    lines = str(error).strip().splitlines()
-    text = lines[0] if lines else type(error).__name__
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 _CHECKPOINT_FILE = re.compile(r"^(?P<name>.+)-(?P<number>\d+)\.(index|data-\d+-of-\d+)$")

@@ -26,8 +26,8 @@ from typing import Optional
 import tensorflow as tf
 
 from txl_tf.storage.atomic_writes import write_json_atomic
-from txl_tf.storage.checkpoint_probes import (checkpoint_files, first_line, is_damage_error,
-                                      quiet_tf_warnings)
+from txl_tf.storage.checkpoint_probes import checkpoint_files, is_damage_error, quiet_tf_warnings
+from txl_tf.runtime.error_text import first_line
 from txl_tf.model.config import (CONFIG_FILE, ConfigError, TransformerXLConfig,
                            missing_config_message)
 from txl_tf.model.transformer_xl import TransformerXL

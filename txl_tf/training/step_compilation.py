@@ -61,7 +61,8 @@ def strategy_devices(strategy: tf.distribute.Strategy) -> list:
                 if tf.config.list_logical_devices("GPU") else "/CPU:0"]
 
 
-def _device_type(name: str) -> str:
+def device_type(name: str) -> str:
+    """"CPU", "GPU" or "TPU" of a device name such as "/job:localhost/device:GPU:0"."""
     return str(tf.DeviceSpec.from_string(name).device_type or "CPU").upper()
 
 
@@ -71,7 +72,7 @@ def compiled_mode(strategy: tf.distribute.Strategy) -> str:
         return "tpu"
     if isinstance(strategy, (tf.distribute.MirroredStrategy,
                              tf.distribute.MultiWorkerMirroredStrategy)):
-        if not all(_device_type(d) == "GPU" for d in strategy_devices(strategy)):
+        if not all(device_type(d) == "GPU" for d in strategy_devices(strategy)):
             return "gradients"
     return "whole"
 
@@ -95,7 +96,7 @@ def choose(setting: str, strategy: tf.distribute.Strategy, precision: str) -> Ch
         return Choice("tpu", f"--jit_compile={setting}: a TPU always compiles")
     if setting != "auto":
         return Choice(mode if setting == "true" else None, f"--jit_compile={setting}")
-    devices = {_device_type(d) for d in strategy_devices(strategy)}
+    devices = {device_type(d) for d in strategy_devices(strategy)}
     if "GPU" in devices:
         return Choice(mode, "--jit_compile=auto: GPU")
     if precision == "mixed_bfloat16":
@@ -108,12 +109,13 @@ def choose(setting: str, strategy: tf.distribute.Strategy, precision: str) -> Ch
                         "TensorFlow's kernels")
 
 
-def choose_generation(setting) -> Choice:
+def choose_generation(setting, flag: str = "--jit_compile") -> Choice:
     """Whether generation runs as one XLA program (`Generator(jit_compile=...)`,
     `txl_tf/inference/generation.py`): mode "whole" or None.
 
     Args:
       setting: 'auto', 'true', 'false' (`--jit_compile`), or a bool.
+      flag: the flag a bad setting's error names (export's is `--gen_jit_compile`).
 
     auto: on where shapes must be static or kernel launches dominate (TPU, GPU); off on CPU,
     where the graph loop with the growing memory is faster (docs/performance.md#inference:
@@ -122,11 +124,10 @@ def choose_generation(setting) -> Choice:
     if isinstance(setting, bool):
         setting = "true" if setting else "false"
     if setting not in JIT_COMPILE:
-        raise ValueError(f"--jit_compile must be one of {', '.join(JIT_COMPILE)}, got "
-                         f"{setting!r}.")
+        raise ValueError(f"{flag} must be one of {', '.join(JIT_COMPILE)}, got {setting!r}.")
     if setting != "auto":
         return Choice("whole" if setting == "true" else None, f"--jit_compile={setting}")
-    devices = {_device_type(d.name) for d in tf.config.list_logical_devices()}
+    devices = {device_type(d.name) for d in tf.config.list_logical_devices()}
     for accelerator in ("TPU", "GPU"):
         if accelerator in devices:
             return Choice("whole", f"--jit_compile=auto: {accelerator}")

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 import txl_tf
 from txl_tf.storage.atomic_writes import atomic_directory, write_json_atomic
-from txl_tf.storage.checkpoint_probes import first_line
+from txl_tf.runtime.error_text import first_line
 from txl_tf.storage.model_files import BEST_DIR, BEST_FILE
 from txl_tf.training.checkpoints.errors import save_error
 

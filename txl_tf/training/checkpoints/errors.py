@@ -5,7 +5,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from txl_tf.storage.checkpoint_probes import first_line
+from txl_tf.runtime.error_text import first_line
 
 
 class CheckpointError(ValueError):

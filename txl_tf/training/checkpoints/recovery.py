@@ -15,8 +15,9 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from txl_tf.storage.checkpoint_probes import (checkpoint_files, checkpoint_problem, first_line,
-                                      is_damage_error, quiet_tf_warnings)
+from txl_tf.storage.checkpoint_probes import (checkpoint_files, checkpoint_problem, is_damage_error,
+                                              quiet_tf_warnings)
+from txl_tf.runtime.error_text import first_line
 from txl_tf.training.checkpoints.damaged import read_state, set_aside
 from txl_tf.training.checkpoints.errors import CheckpointError, CheckpointIOError
 from txl_tf.training.checkpoints.saving import ckpt_prefix, clean_temporary

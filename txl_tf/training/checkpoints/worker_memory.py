@@ -15,7 +15,8 @@ import numpy as np
 import tensorflow as tf
 
 from txl_tf.storage.atomic_writes import atomic_directory
-from txl_tf.storage.checkpoint_probes import first_line, is_damage_error
+from txl_tf.storage.checkpoint_probes import is_damage_error
+from txl_tf.runtime.error_text import first_line
 from txl_tf.training.checkpoints.errors import CheckpointIOError
 
 MEMORY_DIR = "memory"
