@@ -79,6 +79,8 @@ def test_buckets():
         (1, 1), (4, 4), (4, 4), (4, 8), (4, 8), (4, 16), (4, 16), (4, 32)]
     assert generation.prompt_bucket(16, 128) == (16, 16)
     assert generation.prompt_bucket(300, 128) == (128, 512)
+    # a segment length that is no power of two: the segment the compiled loop cuts, not longer
+    assert generation.prompt_bucket(100, 100) == (100, 128)
     assert [generation.tokens_bucket(n) for n in (0, 1, 2, 3, 5, 64, 65)] == [
         1, 1, 2, 4, 8, 64, 128]
 

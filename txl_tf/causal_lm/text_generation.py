@@ -26,11 +26,12 @@ from txl_tf.causal_lm.sampler import get_sampler
 from txl_tf.inference.generation import Generator
 from txl_tf.inference.generation_limits import MAX_NEW_TOKENS
 from txl_tf.training.choices import JIT_COMPILE
+from txl_tf.training.step_compilation import choose_generation
 
 DEFAULT_NEW_TOKENS = 100  # generate.py's default --num_tokens
 
-# backbone -> {(seg_len, mem_len, clamp_len, same_length, jit_compile): Generator}: its graphs
-# are traced once
+# backbone -> {(seg_len, mem_len, clamp_len, same_length, compiled): Generator}: its graphs
+# are traced once (jit_compile True, "true" and "auto" on an accelerator: one compiled Generator)
 _GENERATORS = weakref.WeakKeyDictionary()
 
 
@@ -40,13 +41,14 @@ def generator_of(backbone, seg_len=None, mem_len=None, clamp_len=None, same_leng
     if not (isinstance(jit_compile, bool) or jit_compile in JIT_COMPILE):
         raise CausalLMInputError(f"jit_compile must be a bool or one of "
                                  f"{', '.join(map(repr, JIT_COMPILE))}, got {jit_compile!r}.")
-    key = (seg_len, mem_len, clamp_len, bool(same_length), jit_compile)
+    compiled = choose_generation(jit_compile).mode is not None
+    key = (seg_len, mem_len, clamp_len, bool(same_length), compiled)
     kept = _GENERATORS.setdefault(backbone, {})
     if key not in kept:
         try:
             kept[key] = Generator(backbone, seg_len=seg_len, mem_len=mem_len,
                                   clamp_len=clamp_len, same_length=same_length,
-                                  jit_compile=jit_compile)
+                                  jit_compile=compiled)
         except ValueError as error:
             raise CausalLMInputError(f"{error} Pass mem_len >= 1.") from None
     return kept[key]

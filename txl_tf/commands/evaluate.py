@@ -214,9 +214,8 @@ def evaluate_model(options: EvalOptions, data: TextData) -> dict:
 
     Args:
       options: the `EvalOptions`.
-      data: the `TextData` (`txl_tf/model/data_interfaces.py`; `tf_records.model_data.ModelData`):
-      the
-        model's vocabulary and the split's records or the text's streams.
+      data: the `TextData` (`txl_tf/model/data_interfaces.py`;
+        `tf_records.model_data.ModelData`): the model's vocabulary and the split's records or the text's streams.
 
     Returns:
       The JSON-able result dict (see the module docstring).

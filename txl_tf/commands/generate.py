@@ -35,12 +35,8 @@ def check_options(options: GenerateOptions) -> None:
         raise GenerateInputError("--model_dir is required.")
     if (o.prompt is None) == (o.prompt_file is None):
         raise GenerateInputError("give exactly one of --prompt or --prompt_file.")
-    if o.num_tokens < 0:
-        raise GenerateInputError(f"--num_tokens must be >= 0, got {o.num_tokens}.")
     if not 0.0 < o.top_p <= 1.0:
         raise GenerateInputError(f"--top_p must be in (0, 1], got {o.top_p}.")
-    if o.top_k < 0:
-        raise GenerateInputError(f"--top_k must be >= 0, got {o.top_k}.")
     if o.jit_compile not in JIT_COMPILE:
         raise GenerateInputError(f"--jit_compile must be one of {', '.join(JIT_COMPILE)}, got "
                                  f"{o.jit_compile!r}.")
@@ -119,9 +115,8 @@ def generate_text(options: GenerateOptions, data: TextData, out=sys.stdout) -> d
 
     Args:
       options: the `GenerateOptions`.
-      data: the `TextData` (`txl_tf/model/data_interfaces.py`; `tf_records.model_data.ModelData`)
-      that
-        gives the model's `ModelText` (its vocabulary checked against config.n_token).
+      data: the `TextData` (`txl_tf/model/data_interfaces.py`;
+        `tf_records.model_data.ModelData`) that gives the model's `ModelText` (its vocabulary checked against config.n_token).
       out: where the continuation is written.
 
     Returns:

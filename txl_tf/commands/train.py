@@ -180,8 +180,8 @@ def train(options: TrainOptions,
     # (one during the duration estimate: after the first loop).
     with StopOnSignal(enabled=place.num_workers == 1) as stop:
         run.step_estimate = announce.estimate_duration(run, step)
-        controller.heartbeat.estimate = (run.step_estimate.seconds if run.step_estimate
-                                         else None)
+        controller.heartbeat.pace.estimate = (run.step_estimate.seconds if run.step_estimate
+                                              else None)
         reset_peaks(strategy_devices(strategy))  # the run's own peak, not the matmul rate's
         controller.should_stop = lambda: stop.requested is not None
         try:

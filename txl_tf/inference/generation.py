@@ -27,9 +27,10 @@ from txl_tf.layers.memory import fixed_memory_update
 from txl_tf.training.step_compilation import choose_generation
 
 
-def empty_mems(config, batch_size):
-    """No memory: float32 [L, B, 0, D]."""
-    return tf.zeros([config.n_layer, batch_size, 0, config.d_model], tf.float32)
+def empty_mems(config, batch_size, mem_len=0):
+    """No memory: float32 zeros [L, B, mem_len, D] (mem_len > 0: an empty fixed memory, none
+    of it filled)."""
+    return tf.zeros([config.n_layer, batch_size, mem_len, config.d_model], tf.float32)
 
 
 def model_step(model, tokens, mems, mem_len, clamp_len, same_length):
@@ -122,25 +123,22 @@ def prompt_bucket(length: int, seg_len: int):
     """(segment length, padded prompt length) of a compiled generation.
 
     A prompt of `length` <= seg_len tokens is one segment either way; it is right-padded to the
-    next power of two (a segment of that length). A longer one keeps the segments of seg_len
+    next power of two, read as one segment of that length (or segments of seg_len, when seg_len
+    is no power of two and shorter). A longer one keeps the segments of seg_len
     and is right-padded to a power of two of them: seg_len * 2**ceil(log2(ceil(length /
     seg_len))). With seg_len 128: 16 -> (16, 16), 100 -> (128, 128), 300 -> (128, 512). The
     prompts of one bucket share a compilation, and none pays for more than twice its length.
     """
     length = int(length)
     if length <= seg_len:
-        return (next_power_of_two(length),) * 2
+        padded = next_power_of_two(length)
+        return min(seg_len, padded), padded
     return seg_len, seg_len * next_power_of_two(-(-length // seg_len))
 
 
 def tokens_bucket(num_tokens: int) -> int:
     """The output buffer of a compiled generation: num_tokens rounded up to a power of two."""
     return next_power_of_two(num_tokens)
-
-
-def fixed_mems(config, batch_size, mem_len):
-    """An empty fixed memory: float32 zeros [L, B, mem_len, D], none of it filled."""
-    return tf.zeros([config.n_layer, batch_size, mem_len, config.d_model], tf.float32)
 
 
 def fixed_step(model, tokens, count, mems, valid, mem_len, clamp_len, same_length):
@@ -194,7 +192,7 @@ def consume_prompt_fixed(model, prompt, length, seg_len, mem_len, clamp_len, sam
     _, last, mems, valid = tf.while_loop(
         lambda i, *_: i < num_segments, body,
         (tf.constant(0), tf.zeros([batch, c.n_token], tf.float32),
-         fixed_mems(c, batch, mem_len), tf.constant(0)))
+         empty_mems(c, batch, mem_len), tf.constant(0)))
     return last, mems, valid
 
 
@@ -312,12 +310,14 @@ class Generator:
                           seed=0):
         """`generate` as one XLA program (see `jit_compile`): int32 numpy [B, num_tokens]."""
         check_call(prompt, self.model.config.n_token, num_tokens, top_k, seed)
+        return self._generate_compiled(prompt, num_tokens, temperature, top_k, top_p, seed)
+
+    def _generate_compiled(self, prompt, num_tokens, temperature, top_k, top_p, seed):
+        """`generate_compiled` on arguments `check_call` has checked."""
         prompt = np.asarray(prompt, np.int32)
         batch, length = prompt.shape
         if length < 1:
             raise ValueError("the prompt is empty: give at least one token.")
-        if num_tokens < 0:
-            raise ValueError(f"num_tokens must be >= 0, got {num_tokens}.")
         padded = np.zeros([batch, prompt_bucket(length, self.seg_len)[1]], np.int32)
         padded[:, :length] = prompt
         out = self.compiled(tf.constant(padded), tf.constant(length, tf.int32),
@@ -336,7 +336,7 @@ class Generator:
         `jit_compile` (`generate_compiled`), else one graph call (a tf.while_loop)."""
         check_call(prompt, self.model.config.n_token, num_tokens, top_k, seed)
         if self.jit_compile:
-            return self.generate_compiled(prompt, num_tokens, temperature, top_k, top_p, seed)
+            return self._generate_compiled(prompt, num_tokens, temperature, top_k, top_p, seed)
         prompt = tf.convert_to_tensor(prompt, tf.int32)
         return self._generate(prompt, tf.constant(num_tokens, tf.int32),
                               *self._settings(temperature, top_k, top_p, seed)).numpy()

@@ -11,7 +11,8 @@ import numbers
 
 import numpy as np
 
-INT32_MAX = 2**31 - 1
+from txl_tf.model.config import INT32_MAX
+
 INT64_MAX = 2**63 - 1
 MAX_NEW_TOKENS = 1_000_000
 

@@ -17,12 +17,10 @@ from typing import Callable, Optional, Sequence
 
 import tensorflow as tf
 
+from txl_tf.training.step_compilation import device_type
+
 CPU_REASON = ("a CPU's get_memory_info counts TensorFlow's CPU tensor allocator only, not the "
               "process's memory; see the process's peak resident memory")
-
-
-def _device_type(name: str) -> str:
-    return str(tf.DeviceSpec.from_string(name).device_type or "CPU").upper()
 
 
 def peak_memory(devices: Sequence[str],
@@ -40,7 +38,7 @@ def peak_memory(devices: Sequence[str],
     """
     peaks, reasons = {}, []
     for device in devices:
-        if _device_type(device) == "CPU":
+        if device_type(device) == "CPU":
             peaks[device] = None
             reasons.append(CPU_REASON)
             continue
@@ -59,7 +57,7 @@ def reset_peaks(devices: Sequence[str],
                 ) -> None:
     """Start the accelerators' peaks afresh (nothing on a CPU, or where TensorFlow cannot)."""
     for device in devices:
-        if _device_type(device) == "CPU":
+        if device_type(device) == "CPU":
             continue
         try:
             reset(device)

@@ -52,15 +52,6 @@ class Heartbeat:
         self._loop = None  # (first step, steps, start time) of the running loop
         self._lock = threading.Lock()
 
-    @property
-    def estimate(self) -> Optional[float]:
-        """The seconds per step estimated before any step (the pace's)."""
-        return self.pace.estimate
-
-    @estimate.setter
-    def estimate(self, seconds: Optional[float]) -> None:
-        self.pace.estimate = seconds
-
     def line_printed(self) -> None:
         """Another line (the step-based log) was printed now."""
         self.last_line = self.clock()
@@ -79,11 +70,6 @@ class Heartbeat:
         the first alone until another ends), or None before any loop ended."""
         with self._lock:
             return self.pace.measured_seconds_per_step()
-
-    def seconds_per_step(self) -> Optional[float]:
-        """`measured_seconds_per_step`, or before any loop ended the estimate."""
-        with self._lock:
-            return self.pace.seconds_per_step()
 
     def tick(self, now: Optional[float] = None) -> Optional[str]:
         """The line to print now, or None; prints it (with `echo`) and resets the silence."""

@@ -5,8 +5,9 @@ context) and apply `global_clipnorm` BEFORE that sum, i.e. to each replica's loc
 txl-tf wants the reference GPU semantics instead: one all-reduce, then one global-norm clip of the
 reduced gradient. `take_summed_gradients` is the one place that makes a Keras optimizer apply
 gradients that are already the cross-replica sum as they are (nothing else changes: same update,
-same slots, same checkpoint layout); `Trainer` applies it to the optimizer it is given, so the
-custom loop and `TransformerXLCausalLM.fit` share it.
+same slots, same checkpoint layout); `make_optimizer` applies it, and `ReplicaStep` applies it
+again (it changes nothing twice) to whatever optimizer it is given, so the custom loop and
+`TransformerXLCausalLM.fit` share it.
 """
 import keras
 

@@ -7,7 +7,7 @@ import time
 
 import tensorflow as tf
 
-from runners.tools.benchmarks.configuration import FLAGS, build_model, model_config
+from runners.tools.benchmarks.configuration import FLAGS, build_model, eval_lengths, model_config
 from txl_tf.model.attention_variants import OURS, VASWANI
 
 
@@ -24,7 +24,7 @@ def compare_vanilla(lens, batch_size, predictions, rounds, jit):
     Returns:
       One row per L: attn_len, vanilla_ms_per_token, xl_ms_per_token, slowdown, xl_segment_len.
     """
-    q = FLAGS.eval_tgt_len or FLAGS.tgt_len
+    q, _ = eval_lengths()
     rows = []
     for length in lens:
         vanilla = build_model(VASWANI.configure(model_config(), mem_len=0, tgt_len=length))
