@@ -6,6 +6,11 @@ Nothing here imports TensorFlow: a runner's `--help` and its usage errors come b
 
 `--verbosity=1` prints the traceback above the line; absl's INFO lines are off unless
 `--verbosity` is given (`--verbosity=0` shows them).
+
+SIGINT (Ctrl-C) and SIGTERM mean the same for every runner: `main` runs under the process's one
+handler (`txl_tf/training/interruption.py`: copies of one press within a second are one press;
+the first stops the work, with nothing half-written, the training loop after saving a
+checkpoint; a second press exits at once), and the stop ends in one line, exit code 130.
 """
 import logging as std_logging
 import sys
@@ -14,6 +19,7 @@ import traceback
 from absl import app, flags, logging
 
 from runners.cli import errors, flagfiles, help as help_lib
+from txl_tf.training import interruption
 
 
 def _usage_error(message: str) -> None:
@@ -62,9 +68,12 @@ def _main_with_one_error_line(main):
         if verbosity is None:
             logging.set_verbosity(logging.WARNING)
         try:
-            return main(argv)
-        except KeyboardInterrupt:
-            print("error: interrupted.", file=sys.stderr)
+            with interruption.handling_signals():
+                return main(argv)
+        except KeyboardInterrupt as error:  # `interruption.Interrupted` names its signal
+            name = getattr(error, "signal_name", "SIGINT")
+            print(f"error: interrupted ({name}) before the work was done; nothing was left "
+                  "half-written: run the same command again.", file=sys.stderr, flush=True)
             sys.exit(errors.INTERRUPTED)
         except Exception as error:  # noqa: BLE001 (sorted into expected failures and bugs)
             result = errors.classify(error)

@@ -20,7 +20,6 @@ transformers on one side, TensorFlow and txl_tf on the other), so either environ
 this file.
 """
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -172,8 +171,10 @@ def _compare_all(args):
     largest = max(max(w["log_prob_max_abs"], w["mems_max_abs"]) for w in worst.values())
     print(f"largest absolute difference over all cases: {largest:.3e}")
     if args.report:
-        with open(args.report, "w") as f:
-            json.dump(worst, f, indent=2, sort_keys=True)
+        if REPO not in sys.path:  # this half runs in the Hugging Face environment
+            sys.path.insert(0, REPO)
+        from txl_tf.storage.atomic_writes import write_json_atomic  # TensorFlow-free
+        write_json_atomic(args.report, worst)
     return 1 if failed else 0
 
 

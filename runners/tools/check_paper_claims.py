@@ -9,7 +9,11 @@ models with the doc's two grids of context lengths). Their output is parsed into
 ablation's JSON lines and baselines line, each RECL run's JSON line, the wall times) and the
 doc's tables are compared with the tables made from it: any difference is printed as a diff and
 the exit code is 1. `--write` replaces docs/paper-claims-synthetic.json and the doc's tables
-with the new ones (the prose around them is for a person to re-read).
+with the new ones (the prose around them is for a person to re-read), each file atomically and
+only once both are made: a failure leaves both as they were.
+
+A marker of a table this tool does not make is refused before anything runs (exit code 1,
+naming the table): such a table would be checked by nothing.
 
 Each table of the doc follows a marker line `<!-- table: NAME -->` (NAME: ablation-synthetic,
 recl-synthetic-16, recl-synthetic-32). tests/tools/test_paper_claims.py checks, fast, that the
@@ -27,6 +31,8 @@ import tempfile
 import time
 import types
 from typing import Dict, List
+
+from txl_tf.storage.atomic_writes import write_text_atomic
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = os.path.join(REPO, "docs", "paper-claims.md")
@@ -84,9 +90,18 @@ def doc_tables(text: str) -> Dict[str, str]:
     return {name: block for name, block in _MARKER.findall(text)}
 
 
+def unknown_tables(doc: Dict[str, str]) -> List[str]:
+    """The doc's table markers that name no table this tool makes, one line each."""
+    known = ("ablation-synthetic", *RECL_GRIDS)
+    return [f"{os.path.relpath(DOC, REPO)} holds a table this tool does not make: "
+            f"<!-- table: {name} --> (known: {', '.join(known)}); remove the marker or rename it."
+            for name in doc if name not in known]
+
+
 def differences(expected: Dict[str, str], doc: Dict[str, str]) -> List[str]:
-    """Unified diffs (doc -> expected) of every table that differs or is missing."""
-    out = []
+    """Unified diffs (doc -> expected) of every table that differs or is missing, and a line for
+    each table of the doc that `expected` does not hold."""
+    out = [f"doc: a table that is not made here: {name}" for name in doc if name not in expected]
     for name, table in expected.items():
         if doc.get(name) != table:
             out.extend(difflib.unified_diff((doc.get(name) or "").splitlines(),
@@ -119,17 +134,24 @@ def rerun(root: str) -> dict:
     return record
 
 
-def write(record: dict, doc_text: str) -> None:
-    """The record into RECORD and its tables into the doc."""
+def write(record: dict, doc_text: str, doc: str = DOC, record_path: str = RECORD) -> None:
+    """The record into `record_path` and its tables into `doc`, both made before either file is
+    written, each written atomically.
+
+    Raises:
+      ValueError: the doc holds a table this tool does not make (nothing is written).
+    """
     made = tables(record)
+    unknown = [name for name in doc_tables(doc_text) if name not in made]
+    if unknown:
+        raise ValueError(f"{doc} holds tables this tool does not make: {', '.join(unknown)}; "
+                         "nothing was written.")
 
     def replace(match):
         return f"<!-- table: {match.group(1)} -->\n```text\n{made[match.group(1)]}\n```"
-    with open(RECORD, "w") as f:
-        json.dump(record, f, indent=1, sort_keys=True)
-        f.write("\n")
-    with open(DOC, "w") as f:
-        f.write(_MARKER.sub(replace, doc_text))
+    new_doc = _MARKER.sub(replace, doc_text)
+    write_text_atomic(record_path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    write_text_atomic(doc, new_doc)
 
 
 def main(argv=None) -> int:
@@ -139,6 +161,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     with open(DOC) as f:
         doc_text = f.read()
+    unknown = unknown_tables(doc_tables(doc_text))
+    if unknown:
+        print("error: " + "; ".join(unknown), file=sys.stderr)
+        return 1
     with tempfile.TemporaryDirectory(prefix="paper-claims-") as root:
         record = rerun(root)
     diffs = differences(tables(record), doc_tables(doc_text))

@@ -59,3 +59,55 @@ def test_the_parsers_read_what_the_runners_print(record):
                              + json.dumps(recl)) == recl
     with pytest.raises(ValueError):
         claims.parse_ablation("no results\n")
+
+
+def _doc_with_unknown_table(text: str) -> str:
+    return text + "\n<!-- table: made-by-nobody -->\n```text\nx | 1\n```\n"
+
+
+def test_a_table_the_tool_does_not_make_is_named(record, tmp_path, monkeypatch, capsys):
+    """The check fails before it runs anything (it would otherwise pass such a doc), naming
+    the table."""
+    with open(claims.DOC) as f:
+        text = _doc_with_unknown_table(f.read())
+    doc = claims.doc_tables(text)
+    assert any("made-by-nobody" in line for line in claims.differences(claims.tables(record), doc))
+    path = tmp_path / "paper-claims.md"
+    path.write_text(text)
+    monkeypatch.setattr(claims, "DOC", str(path))
+    monkeypatch.setattr(claims, "rerun", lambda root: pytest.fail("ran the commands"))
+    assert claims.main(["--write"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "made-by-nobody" in err and len(err.splitlines()) == 1
+    assert path.read_text() == text
+
+
+@pytest.mark.parametrize("failure", ["unknown table", "table made late"])
+def test_write_leaves_both_files_as_they_were_when_it_fails(record, tmp_path, monkeypatch,
+                                                           failure):
+    with open(claims.DOC) as f:
+        text = f.read()
+    doc, saved = tmp_path / "paper-claims.md", tmp_path / "record.json"
+    saved.write_text("{}\n")
+    if failure == "unknown table":
+        text, expected = _doc_with_unknown_table(text), ValueError
+    else:
+        def broken(_):
+            raise RuntimeError("tables failed")
+        monkeypatch.setattr(claims, "tables", broken)
+        expected = RuntimeError
+    doc.write_text(text)
+    with pytest.raises(expected):
+        claims.write(record, text, doc=str(doc), record_path=str(saved))
+    assert doc.read_text() == text and saved.read_text() == "{}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["paper-claims.md", "record.json"]
+
+
+def test_write_replaces_the_tables_and_the_record(record, tmp_path):
+    with open(claims.DOC) as f:
+        text = f.read()
+    edited = text.replace("| 1.153/3.166 @256 |", "| 0.977/2.656 @256 |", 1)
+    doc, saved = tmp_path / "paper-claims.md", tmp_path / "record.json"
+    claims.write(record, edited, doc=str(doc), record_path=str(saved))
+    assert doc.read_text() == text
+    assert json.loads(saved.read_text()) == record

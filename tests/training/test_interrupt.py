@@ -1,14 +1,20 @@
 """Ctrl-C during `runners/train.py` (txl_tf/training/interruption.py): the first SIGINT saves
-a checkpoint of the step reached and says how to resume (exit code 130); a second one exits at
-once, without saving. Real processes, real signals."""
+a checkpoint of the step reached and says how to resume (exit code 130), however many copies of
+it arrive at once (two kills within milliseconds; `timeout`, which forwards a signal to its
+child and its group again, signalled as a whole group as a terminal does); a second one, after
+`DUPLICATE_WINDOW_SECONDS`, exits at once, without saving. Real processes, real signals."""
 import os
 import signal
 import subprocess
 import sys
 import threading
+import time
+
+import pytest
 
 import txl_tf
 from tiny import SYNTHETIC_FLAGS, TRAIN_FLAGS
+from txl_tf.training.interruption import DUPLICATE_WINDOW_SECONDS
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Long enough never to end by itself; loops of 2 steps, each logged; no periodic save.
@@ -17,12 +23,23 @@ RUN = ["--dataset=synthetic", "--per_host_train_bsz=4", "--warmup_steps=1",
        "--eval_steps=0", "--max_eval_batches=1", *TRAIN_FLAGS, *SYNTHETIC_FLAGS]
 
 
-def start(model_dir, data_dir, *extra):
+def start(model_dir, data_dir, *extra, wrapper=()):
+    """runners/train.py (under `wrapper`, e.g. `timeout 600`), in a process group of its own."""
     env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
     return subprocess.Popen(
-        [sys.executable, os.path.join(REPO, "runners", "train.py"), f"--model_dir={model_dir}",
-         f"--data_dir={data_dir}", *RUN, *extra], env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+        [*wrapper, sys.executable, os.path.join(REPO, "runners", "train.py"),
+         f"--model_dir={model_dir}", f"--data_dir={data_dir}", *RUN, *extra], env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def press_ctrl_c_with_copies(process, how):
+    """One Ctrl-C that reaches train.py more than once: two kills within milliseconds, or the
+    whole group's signal (as a terminal sends it) that `timeout` then forwards again."""
+    if how == "two kills":
+        process.send_signal(signal.SIGINT)
+        process.send_signal(signal.SIGINT)
+    else:
+        os.killpg(process.pid, signal.SIGINT)
 
 
 def wait_for_steps(process, steps=4):
@@ -41,12 +58,15 @@ def finish(process):
     return process.returncode, out, err
 
 
-def test_first_ctrl_c_saves_a_checkpoint_and_says_how_to_resume(tmp_path, synthetic_data_dir):
+@pytest.mark.parametrize("how", ["two kills", "the group of `timeout 600`"])
+def test_first_ctrl_c_saves_a_checkpoint_and_says_how_to_resume(tmp_path, synthetic_data_dir,
+                                                                 how):
     model_dir = tmp_path / "model"
-    process = start(model_dir, synthetic_data_dir)
+    process = start(model_dir, synthetic_data_dir,
+                    wrapper=("timeout", "600") if "timeout" in how else ())
     wait_for_steps(process)
     assert txl_tf.latest_checkpoint(str(model_dir)) is None  # nothing saved before the signal
-    process.send_signal(signal.SIGINT)
+    press_ctrl_c_with_copies(process, how)
     code, _, err = finish(process)
     assert code == 130, err[-3000:]
     assert "Traceback" not in err
@@ -61,8 +81,9 @@ def test_first_ctrl_c_saves_a_checkpoint_and_says_how_to_resume(tmp_path, synthe
 
 
 def test_second_ctrl_c_exits_at_once_without_saving(tmp_path, synthetic_data_dir):
-    """Both signals come while one long compiled loop runs (no heartbeat cuts it): the run
-    cannot reach a loop boundary, so only the second signal can end it."""
+    """Both presses come while one long compiled loop runs (no heartbeat cuts it): the run
+    cannot reach a loop boundary, so only the second press can end it; the copies of the first
+    do not."""
     model_dir = tmp_path / "model"
     process = start(model_dir, synthetic_data_dir, "--steps_per_loop=100000",
                     "--log_steps=100000", "--log_seconds=0")
@@ -70,10 +91,12 @@ def test_second_ctrl_c_exits_at_once_without_saving(tmp_path, synthetic_data_dir
         if line.startswith("duration estimate"):
             break
     threading.Thread(target=process.stdout.read, daemon=True).start()  # never a full pipe
-    process.send_signal(signal.SIGINT)
+    press_ctrl_c_with_copies(process, "two kills")
     for line in process.stderr:  # the acknowledgement comes at once, mid-loop
         if line.startswith("SIGINT: stopping after the current loop"):
             break
+    time.sleep(DUPLICATE_WINDOW_SECONDS + 0.5)
+    assert process.poll() is None, process.stderr.read()[-3000:]  # the copy was no second press
     process.send_signal(signal.SIGINT)
     code = process.wait(timeout=300)
     err = process.stderr.read()

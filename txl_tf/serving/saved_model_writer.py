@@ -24,7 +24,7 @@ from typing import Optional
 import tensorflow as tf
 
 from txl_tf.runtime.error_text import first_line, is_disk_full
-from txl_tf.storage.atomic_writes import write_json_atomic, write_text_atomic
+from txl_tf.storage.atomic_writes import write_json_atomic
 from txl_tf.serving import server_config
 from txl_tf.serving import warmup as serving_warmup
 from txl_tf.serving.export_options import (INFO_FILE, ExportInputError, ExportOptions,
@@ -111,16 +111,20 @@ def check_target(options: ExportOptions) -> None:
 
 
 def write_server_config(export_dir, model_name, limits):
-    """models.config and batching_parameters.txt beside the versions (`server_config`)."""
+    """models.config and batching_parameters.txt beside the versions (`server_config`); a file
+    the user edited is kept and the new text goes beside it as NAME.new.
+
+    Returns:
+      ({name: path}, {name: path of NAME.new}) of the files written and of those kept.
+    """
     base = os.path.abspath(export_dir)
     files = {server_config.MODELS_CONFIG: server_config.models_config_text(model_name, base),
              server_config.BATCHING_PARAMETERS: server_config.batching_parameters_text(limits)}
     try:
-        for name, text in files.items():
-            write_text_atomic(os.path.join(base, name), text)
+        done = server_config.write_files(base, files)
     except OSError as error:
         raise ExportRuntimeError(f"writing {base} failed: {error.strerror}.") from None
-    return {name: os.path.join(base, name) for name in files}
+    return {name: os.path.join(base, name) for name in files}, done["kept"]
 
 
 def export_built_model(model, options: ExportOptions, limits: Optional[ServingLimits] = None,
@@ -152,9 +156,9 @@ def export_built_model(model, options: ExportOptions, limits: Optional[ServingLi
         start = time.time()
         write_saved_model(module, tmp, info)
         final = swap_in(tmp, options.export_dir, version, options.overwrite)
-    files = write_server_config(options.export_dir, info["model_name"], limits)
+    files, kept = write_server_config(options.export_dir, info["model_name"], limits)
     return {"export_path": os.path.abspath(final), **info, "server_config": files,
-            "seconds": time.time() - start}
+            "server_config_kept": kept, "seconds": time.time() - start}
 
 
 def _module_and_info(model, options, limits, vocab_file, codec, source, version) -> tuple:

@@ -9,13 +9,29 @@
 of the graph, so a batch it forms must pass the export's per-request limits: its largest batch
 is the number of rows that each use the most one row may use (`ServingLimits`) and still fit
 max_request_tokens and max_request_bytes together.
+
+A re-export keeps a file the user edited: `write_files` records the sha256 of each file it
+writes (and of each suggestion) in EXPORT_DIR/.txl-server-config.json; a file that is none of
+what it wrote last, its last suggestion (a user who took it), and this export's text (or is not a regular file) is kept, and this export's text is written beside
+it as NAME.new, with one line on stderr saying so. A file without a record (an export older than
+the record) that differs from this export's text is kept the same way.
 """
+import hashlib
+import json
 import math
+import os
+import stat
+import sys
+from typing import Callable, Dict
 
 from txl_tf.serving.limits import ServingLimits
+from txl_tf.storage.atomic_writes import write_json_atomic, write_text_atomic
 
 MODELS_CONFIG = "models.config"
 BATCHING_PARAMETERS = "batching_parameters.txt"
+RECORD_FILE = ".txl-server-config.json"  # {file name (or NAME.new): sha256 of what txl-tf wrote}
+SUGGESTION_SUFFIX = ".new"
+_MAX_READ = 1 << 20  # bytes read of a config file or the record; a larger one counts as edited
 
 
 def batch_limit(limits: ServingLimits) -> int:
@@ -61,3 +77,75 @@ def models_config_text(name: str, base_path: str) -> str:
             "    model_platform: \"tensorflow\"\n"
             "  }\n"
             "}\n")
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read_small(path: str):
+    """The bytes of regular file `path` (not followed through a symbolic link), None when there
+    is nothing at `path`, or False when it is something else or larger than `_MAX_READ`."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_READ:
+        return False
+    try:
+        with open(path, "rb") as f:
+            return f.read(_MAX_READ + 1)
+    except OSError:
+        return False
+
+
+def _read_record(path: str) -> dict:
+    """{name: sha256} of the record, {} when missing or not a record (then no file counts as
+    written by txl-tf, so a file that differs from the new text is kept)."""
+    data = _read_small(path)
+    try:
+        record = json.loads(data) if data else {}
+    except ValueError:
+        return {}
+    return ({k: v for k, v in record.items() if isinstance(v, str)}
+            if isinstance(record, dict) else {})
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def write_files(export_dir: str, files: Dict[str, str],
+                echo: Callable[[str], None] = _stderr) -> dict:
+    """Writes `files` ({name: text}) into `export_dir`, atomically, keeping the ones the user
+    edited (see the module docstring).
+
+    Returns:
+      {"written": {name: path}, "kept": {name: path of this export's suggestion NAME.new}}.
+
+    Raises:
+      OSError: a write failed.
+    """
+    base = os.path.abspath(export_dir)
+    record_path = os.path.join(base, RECORD_FILE)
+    record = _read_record(record_path)
+    written, kept = {}, {}
+    for name, text in files.items():
+        path, data = os.path.join(base, name), text.encode("utf-8")
+        current = _read_small(path)
+        suggestion = path + SUGGESTION_SUFFIX
+        ours = (record.get(name), record.get(name + SUGGESTION_SUFFIX))
+        if current is None or current == data or (
+                current is not False and _sha256(current) in ours):
+            write_text_atomic(path, text)
+            record[name] = _sha256(data)
+            written[name] = path
+            continue
+        write_text_atomic(suggestion, text)
+        record[name + SUGGESTION_SUFFIX] = _sha256(data)
+        kept[name] = suggestion
+        echo(f"{path} differs from what txl-tf wrote there: kept as it is; this export's "
+             f"version is in {suggestion} (merge it by hand, or delete {name} and export again "
+             "to have it written).")
+    write_json_atomic(record_path, record)
+    return {"written": written, "kept": kept}
