@@ -12,6 +12,7 @@ import textwrap
 import pytest
 
 from txl_tf.serving import versions as export_versions
+from txl_tf.serving.server_config import RECORD_FILE
 from txl_tf.serving.export_options import ExportInputError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -88,8 +89,8 @@ def test_two_exports_at_once_get_distinct_versions_and_both_are_kept(tmp_path):
     for r in results:
         assert info_of(export_dir, r["version"])["n_layer"] == r["n_layer"]
         assert complete(export_dir, r["version"])
-    assert sorted(os.listdir(export_dir)) == ["1", "2", "batching_parameters.txt",
-                                              "models.config"]
+    assert sorted(os.listdir(export_dir)) == sorted([
+        "1", "2", "batching_parameters.txt", "models.config", RECORD_FILE])  # no NAME.new
 
 
 def test_an_overwrite_killed_between_renames_is_recovered_by_the_next_export(tmp_path):
@@ -100,13 +101,14 @@ def test_an_overwrite_killed_between_renames_is_recovered_by_the_next_export(tmp
     killed.communicate(timeout=600)
     assert killed.returncode == -signal.SIGKILL
     left = sorted(os.listdir(export_dir))
-    assert "1" not in left and [n.split("-")[0] for n in left if n.startswith(".")] == [
+    assert "1" not in left and [n.split("-")[0] for n in left
+                                if n.startswith(".") and n != RECORD_FILE] == [
         ".1.old", ".1.tmp"], left
     again = finished(start(export_dir, 1))  # restores 1 (the complete old), writes 2
     assert again["version"] == 2
     assert complete(export_dir, 1) and info_of(export_dir, 1)["n_layer"] == 2
     assert complete(export_dir, 2) and info_of(export_dir, 2)["n_layer"] == 1
-    assert not [n for n in os.listdir(export_dir) if n.startswith(".")]
+    assert not [n for n in os.listdir(export_dir) if n.startswith(".") and n != RECORD_FILE]
 
 
 def dead_pid():

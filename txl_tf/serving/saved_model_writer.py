@@ -32,7 +32,7 @@ from txl_tf.serving.export_options import (INFO_FILE, ExportInputError, ExportOp
 from txl_tf.serving.limits import ServingLimits
 from txl_tf.serving.module import SIGNATURE_VERSION, ServingModule
 from txl_tf.serving.signatures import signature_count
-from txl_tf.serving.versions import reserved_version, swap_in
+from txl_tf.serving.versions import directory_locked, reserved_version, swap_in
 from txl_tf.training.step_compilation import choose_generation
 
 WARMUP_FILE = os.path.join("assets.extra", serving_warmup.WARMUP_FILE)
@@ -156,7 +156,8 @@ def export_built_model(model, options: ExportOptions, limits: Optional[ServingLi
         start = time.time()
         write_saved_model(module, tmp, info)
         final = swap_in(tmp, options.export_dir, version, options.overwrite)
-    files, kept = write_server_config(options.export_dir, info["model_name"], limits)
+    with directory_locked(options.export_dir):  # another export's files are read whole
+        files, kept = write_server_config(options.export_dir, info["model_name"], limits)
     return {"export_path": os.path.abspath(final), **info, "server_config": files,
             "server_config_kept": kept, "seconds": time.time() - start}
 

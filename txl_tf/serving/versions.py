@@ -73,8 +73,9 @@ def next_version(export_dir: str) -> int:
 
 
 @contextlib.contextmanager
-def _directory_locked(export_dir: str):
-    """An exclusive flock of the directory itself, held for the block (a few renames)."""
+def directory_locked(export_dir: str):
+    """An exclusive flock of the directory itself, held for the block (a few renames, or the
+    server configuration files beside the versions)."""
     fd = os.open(export_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -97,7 +98,7 @@ def reserved_version(export_dir: str, version: Optional[int]):
     """
     try:
         os.makedirs(export_dir, exist_ok=True)
-        with _directory_locked(export_dir):
+        with directory_locked(export_dir):
             recover_versions(export_dir)
             version = next_version(export_dir) if version is None else int(version)
             tmp = os.path.join(export_dir, swap_names(os.path.join(export_dir, str(version)))[0])
@@ -125,7 +126,7 @@ def swap_in(tmp: str, export_dir: str, version: int, overwrite: bool) -> str:
     """
     final = os.path.join(export_dir, str(version))
     old = os.path.join(export_dir, swap_names(final)[1])
-    with _directory_locked(export_dir):
+    with directory_locked(export_dir):
         if os.path.lexists(final) and not overwrite:
             raise ExportInputError(f"{final} was written by another export meanwhile; pass "
                                    "--overwrite or another --version.")

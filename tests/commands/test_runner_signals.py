@@ -1,0 +1,54 @@
+"""Every runner handles SIGINT and SIGTERM through the one handler (`runners/cli/app.py` runs
+`main` under `txl_tf.training.interruption.handling_signals`): outside the training loop, the
+first press (however many copies of it) stops `main` with one line and exit code 130. In-process:
+`main` signals its own process. The runners themselves, as subprocesses, are in
+tests/training/test_interrupt.py and tests/commands/test_interrupt_prepare.py."""
+import glob
+import os
+import re
+import signal
+import time
+
+import pytest
+
+from runners.cli import app, errors
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RUNNERS = sorted(os.path.basename(p) for p in glob.glob(os.path.join(REPO, "runners", "*.py"))
+                 if re.search(r"^if __name__ == ['\"]__main__['\"]:", open(p).read(), re.M))
+
+
+def test_the_runners_are_found():
+    assert {"train.py", "evaluate.py", "generate.py", "export.py", "prepare_data.py",
+            "import_weights.py", "recl.py", "ablation.py"} <= set(RUNNERS)
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_every_runner_runs_its_main_through_cli_run(runner):
+    with open(os.path.join(REPO, "runners", runner)) as f:
+        source = f.read()
+    guard = source[re.search(r"^if __name__ == ['\"]__main__['\"]:", source, re.M).start():]
+    assert re.search(r"\bcli\.run\(main\b", guard), f"runners/{runner} bypasses cli.run"
+
+
+@pytest.mark.parametrize("name,copies", [("SIGTERM", 1), ("SIGTERM", 3), ("SIGINT", 2)])
+def test_a_press_outside_the_loop_stops_main_with_one_line(capsys, name, copies):
+    reached = []
+
+    def main(argv):
+        for _ in range(copies):
+            os.kill(os.getpid(), signal.Signals[name])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # Python code: the stop comes at once
+            time.sleep(0.01)
+        reached.append("end")
+
+    with pytest.raises(SystemExit) as exited:
+        app._main_with_one_error_line(main)(["runner"])
+    assert exited.value.code == errors.INTERRUPTED and not reached
+    err = capsys.readouterr().err.splitlines()
+    assert [line for line in err if line.startswith("error:")] == [
+        f"error: interrupted ({name}) before the work was done; nothing was left half-written: "
+        "run the same command again."]
+    assert sum(line.startswith(f"{name}: stopping;") for line in err) == 1
+    assert signal.getsignal(signal.Signals[name]) in (signal.default_int_handler, signal.SIG_DFL)
