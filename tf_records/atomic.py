@@ -1,6 +1,7 @@
 """Atomic file writes: write to a temporary name in the same directory, then `os.replace`.
 
-An interrupted or failed write never leaves a half-written file under the final name. Files are
+An interrupted or failed write never leaves a half-written file under the final name; the
+temporary file a killed writer left is removed by the next write of the same file. Files are
 created with mode `0o666` minus the process umask (0644 under the usual 022), so a data
 directory shared with other users stays readable. A write that fails because the directory is
 read-only or its disk is full raises `DataDirError` naming the
@@ -133,6 +134,7 @@ def atomic_paths(paths, errors=(OSError,)):
         for path in paths:
             directory = os.path.dirname(os.path.abspath(path))
             ensure_dir(directory, "directory")
+            remove_stale_temps(directory, os.path.basename(path))  # a killed writer's
             temps.append(new_temp(directory, os.path.basename(path)))
         yield list(temps)
         while temps:
