@@ -94,3 +94,24 @@ def test_without_a_record_only_a_different_file_is_kept(tmp_path, record):
     assert list(done["kept"]) == [server_config.BATCHING_PARAMETERS] and len(lines) == 1
     assert (tmp_path / server_config.BATCHING_PARAMETERS).read_text() == \
         "max_batch_size { value: 3 }\n"
+
+
+def test_export_writes_through_it(tmp_path, capsys):
+    """The export's writer (`saved_model_writer.write_server_config`, what `export.py` and the
+    Keras model's `export` call) keeps an edited file and reports it."""
+    from txl_tf.serving import saved_model_writer
+
+    small, large = ServingLimits(max_batch_size=2), ServingLimits(max_batch_size=4)
+    files, kept = saved_model_writer.write_server_config(str(tmp_path), "txl", small)
+    assert kept == {} and sorted(files) == sorted(NAMES)
+    edited = tmp_path / server_config.BATCHING_PARAMETERS
+    edited.write_text(edited.read_text().replace("num_batch_threads { value: 2 }",
+                                                 "num_batch_threads { value: 16 }"))
+    mine = edited.read_text()
+    files, kept = saved_model_writer.write_server_config(str(tmp_path), "txl", large)
+    assert edited.read_text() == mine
+    assert kept == {server_config.BATCHING_PARAMETERS: str(edited) + ".new"}
+    assert (tmp_path / (server_config.BATCHING_PARAMETERS + ".new")).read_text() == \
+        server_config.batching_parameters_text(large)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and str(edited) in err[0]
