@@ -12,8 +12,9 @@ the exit code is 1. `--write` replaces docs/paper-claims-synthetic.json and the 
 with the new ones (the prose around them is for a person to re-read), each file atomically and
 only once both are made: a failure leaves both as they were.
 
-A marker of a table this tool does not make is refused before anything runs (exit code 1,
-naming the table): such a table would be checked by nothing.
+A marker of a table this tool does not make, a marker without its ```text block and a table
+marked twice are refused before anything runs (exit code 1, naming the table): such a table
+would be checked by nothing.
 
 Each table of the doc follows a marker line `<!-- table: NAME -->` (NAME: ablation-synthetic,
 recl-synthetic-16, recl-synthetic-32). tests/tools/test_paper_claims.py checks, fast, that the
@@ -44,6 +45,7 @@ RECL_GRIDS = {"recl-synthetic-16": "16,32,48,64,80,96,112,128,144,160",
               "recl-synthetic-32": "32,48,64,80,96,112,128,144,160"}
 RECL_ARGS = ["--split=valid", "--num_tokens=2000"]
 _MARKER = re.compile(r"^<!-- table: ([\w-]+) -->\n```text\n(.*?)\n```", re.M | re.S)
+_ANY_MARKER = re.compile(r"<!--\s*table:\s*(\S+?)\s*-->")  # every marker, well formed or not
 
 
 def parse_ablation(stdout: str) -> dict:
@@ -90,12 +92,22 @@ def doc_tables(text: str) -> Dict[str, str]:
     return {name: block for name, block in _MARKER.findall(text)}
 
 
-def unknown_tables(doc: Dict[str, str]) -> List[str]:
-    """The doc's table markers that name no table this tool makes, one line each."""
+def doc_problems(text: str) -> List[str]:
+    """What makes the doc's tables uncheckable, one line each: a marker naming a table this
+    tool does not make, a marker not followed by a ```text block, a table marked twice."""
     known = ("ablation-synthetic", *RECL_GRIDS)
-    return [f"{os.path.relpath(DOC, REPO)} holds a table this tool does not make: "
-            f"<!-- table: {name} --> (known: {', '.join(known)}); remove the marker or rename it."
-            for name in doc if name not in known]
+    where = os.path.relpath(DOC, REPO)
+    names = _ANY_MARKER.findall(text)
+    blocks = [name for name, _ in _MARKER.findall(text)]
+    out = [f"{where} holds a table this tool does not make: <!-- table: {name} --> (known: "
+           f"{', '.join(known)}); remove the marker or rename it."
+           for name in dict.fromkeys(names) if name not in known]
+    out += [f"{where}: <!-- table: {name} --> is not followed by a ```text block; put the "
+            "table right below it." for name in dict.fromkeys(names)
+            if name in known and name not in blocks]
+    out += [f"{where} marks the table {name} {names.count(name)} times; keep one marker."
+            for name in dict.fromkeys(names) if name in known and names.count(name) > 1]
+    return out
 
 
 def differences(expected: Dict[str, str], doc: Dict[str, str]) -> List[str]:
@@ -139,13 +151,12 @@ def write(record: dict, doc_text: str, doc: str = DOC, record_path: str = RECORD
     written, each written atomically.
 
     Raises:
-      ValueError: the doc holds a table this tool does not make (nothing is written).
+      ValueError: the doc's markers are not checkable (`doc_problems`; nothing is written).
     """
+    problems = doc_problems(doc_text)
+    if problems:
+        raise ValueError(f"{'; '.join(problems)} Nothing was written.")
     made = tables(record)
-    unknown = [name for name in doc_tables(doc_text) if name not in made]
-    if unknown:
-        raise ValueError(f"{doc} holds tables this tool does not make: {', '.join(unknown)}; "
-                         "nothing was written.")
 
     def replace(match):
         return f"<!-- table: {match.group(1)} -->\n```text\n{made[match.group(1)]}\n```"
@@ -161,9 +172,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     with open(DOC) as f:
         doc_text = f.read()
-    unknown = unknown_tables(doc_tables(doc_text))
-    if unknown:
-        print("error: " + "; ".join(unknown), file=sys.stderr)
+    problems = doc_problems(doc_text)
+    if problems:
+        print("error: " + " ".join(problems), file=sys.stderr)
         return 1
     with tempfile.TemporaryDirectory(prefix="paper-claims-") as root:
         record = rerun(root)

@@ -26,6 +26,8 @@ def test_every_table_of_the_doc_is_made_from_the_record(record):
     made = claims.tables(record)
     assert set(made) <= set(doc), f"markers missing in the doc: {set(made) - set(doc)}"
     assert claims.differences(made, doc) == []
+    with open(claims.DOC) as f:
+        assert claims.doc_problems(f.read()) == []
 
 
 def test_the_record_is_a_run_of_the_documented_command(record):
@@ -63,6 +65,31 @@ def test_the_parsers_read_what_the_runners_print(record):
 
 def _doc_with_unknown_table(text: str) -> str:
     return text + "\n<!-- table: made-by-nobody -->\n```text\nx | 1\n```\n"
+
+
+# Markers the check could not check: (edit of the doc's text, what the one line names).
+UNCHECKABLE = {
+    "unknown, with its block": (_doc_with_unknown_table, "made-by-nobody"),
+    "unknown, without a block": (lambda t: t + "\n<!-- table: made-by-nobody -->\n\n| x |\n",
+                                 "made-by-nobody"),
+    "unknown, spaced": (lambda t: t + "\n<!--  table:  made-by-nobody  -->\n", "made-by-nobody"),
+    "known, without a block": (lambda t: t.replace("<!-- table: recl-synthetic-16 -->\n```text",
+                                                   "<!-- table: recl-synthetic-16 -->\n\n```text"),
+                               "recl-synthetic-16"),
+    "known, twice": (lambda t: t + "\n<!-- table: ablation-synthetic -->\n```text\nx\n```\n",
+                     "ablation-synthetic"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNCHECKABLE))
+def test_an_uncheckable_marker_is_named(case):
+    edit, name = UNCHECKABLE[case]
+    with open(claims.DOC) as f:
+        text = f.read()
+    edited = edit(text)
+    assert edited != text
+    problems = claims.doc_problems(edited)
+    assert len(problems) == 1 and name in problems[0], problems
 
 
 def test_a_table_the_tool_does_not_make_is_named(record, tmp_path, monkeypatch, capsys):
