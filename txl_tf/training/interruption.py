@@ -102,8 +102,9 @@ class SignalHandler:
         self._sockets = None
         self._thread = None
 
-    def arrived(self, signum: int) -> str:
-        """Counts one arrival of `signum` (the watcher thread calls it for each one).
+    def arrived(self, signum: int, now: Optional[float] = None) -> str:
+        """Counts one arrival of `signum` (the watcher thread calls it for each one) at clock
+        time `now` (default: the clock's now).
 
         Returns:
           'copy' (within the window of the same signal's press: ignored), 'first' (the first
@@ -112,7 +113,7 @@ class SignalHandler:
         """
         name = signal.Signals(signum).name
         with self._lock:
-            now = self.clock()
+            now = self.clock() if now is None else now
             pressed = self._pressed.get(signum)
             if pressed is not None and now - pressed < self.window:
                 return "copy"
@@ -162,9 +163,10 @@ class SignalHandler:
                 return
             if not data:
                 return
+            now = self.clock()  # the time they arrived, not the time each is counted
             for signum in data:
                 if signum in self.signals:
-                    self.arrived(signum)
+                    self.arrived(signum, now)
 
     @property
     def installed(self) -> bool:
