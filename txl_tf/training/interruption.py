@@ -96,7 +96,7 @@ class SignalHandler:
         self.deferring = 0
         self._pressed = {}  # signum -> clock time of the press its copies belong to
         self._raise_pending = False  # a first press outside the loop, not raised yet
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # the main thread's handler may run while it holds it
         self._old_handlers = {}
         self._old_wakeup = -1
         self._sockets = None
@@ -189,7 +189,8 @@ class SignalHandler:
         """Restores the handlers found by `install`."""
         signal.set_wakeup_fd(self._old_wakeup)
         for signum, handler in self._old_handlers.items():
-            signal.signal(signum, handler)
+            if handler is not None:  # None: a handler not installed from Python
+                signal.signal(signum, handler)
         self._old_handlers = {}
         reader, writer = self._sockets
         writer.close()
