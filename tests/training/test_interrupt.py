@@ -32,14 +32,14 @@ def start(model_dir, data_dir, *extra, wrapper=()):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
-def press_ctrl_c_with_copies(process, how):
-    """One Ctrl-C that reaches train.py more than once: two kills within milliseconds, or the
+def press_ctrl_c_with_copies(process, how, signum=signal.SIGINT):
+    """One press that reaches train.py more than once: two kills within milliseconds, or the
     whole group's signal (as a terminal sends it) that `timeout` then forwards again."""
     if how == "two kills":
-        process.send_signal(signal.SIGINT)
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signum)
+        process.send_signal(signum)
     else:
-        os.killpg(process.pid, signal.SIGINT)
+        os.killpg(process.pid, signum)
 
 
 def wait_for_steps(process, steps=4):
@@ -58,24 +58,26 @@ def finish(process):
     return process.returncode, out, err
 
 
-@pytest.mark.parametrize("how", ["two kills", "the group of `timeout 600`"])
+@pytest.mark.parametrize("how,name", [("two kills", "SIGINT"),
+                                      ("the group of `timeout 600`", "SIGINT"),
+                                      ("the group of `timeout 600`", "SIGTERM")])
 def test_first_ctrl_c_saves_a_checkpoint_and_says_how_to_resume(tmp_path, synthetic_data_dir,
-                                                                 how):
+                                                                 how, name):
     model_dir = tmp_path / "model"
     process = start(model_dir, synthetic_data_dir,
                     wrapper=("timeout", "600") if "timeout" in how else ())
     wait_for_steps(process)
     assert txl_tf.latest_checkpoint(str(model_dir)) is None  # nothing saved before the signal
-    press_ctrl_c_with_copies(process, how)
+    press_ctrl_c_with_copies(process, how, signal.Signals[name])
     code, _, err = finish(process)
     assert code == 130, err[-3000:]
     assert "Traceback" not in err
-    assert "SIGINT: stopping after the current loop of steps to save a checkpoint" in err
+    assert f"{name}: stopping after the current loop of steps to save a checkpoint" in err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, err[-3000:]
     step = int(txl_tf.latest_checkpoint(str(model_dir)).rsplit("-", 1)[1])
     assert step >= 4 and step % 2 == 0  # at a loop boundary, after the lines read
-    assert errors[0] == (f"error: interrupted (SIGINT) at step {step} of 1000000; a checkpoint "
+    assert errors[0] == (f"error: interrupted ({name}) at step {step} of 1000000; a checkpoint "
                          f"of step {step} is saved in {model_dir}: run the same command to "
                          "resume from it.")
 
