@@ -119,6 +119,12 @@ def test_the_profiles_hold_only_traces_tensorboard_reads(report):
     assert all(n.split("/")[1:3] == ["plugins", "profile"] for n in names)
 
 
+def test_the_process_keeps_its_flags_and_dtype_policy(report):
+    import keras
+    assert keras.config.dtype_policy().name == "float32"
+    assert FLAGS.precision == "float32" and FLAGS.n_layer != recipes.SMOKE_SHAPES["n_layer"]
+
+
 def test_the_markdown_has_a_row_per_run_and_every_skipped_item(report):
     out, record = report
     with open(os.path.join(out, output.REPORT_MD)) as f:
@@ -129,3 +135,19 @@ def test_the_markdown_has_a_row_per_run_and_every_skipped_item(report):
     for skipped in record["budget"]["skipped"]:
         assert f"- {skipped['part']}: {skipped['item']}: {skipped['reason']}" in text
     assert set(record["budget"]["parts"]) == {"rates", "recipes", "replicas", "peer"}
+
+
+def test_one_device_runs_the_replicas_in_a_child_that_splits_it(tmp_path, monkeypatch):
+    """One GPU: the replicas part runs in a child process that splits the device in two before
+    its TensorFlow starts; here the CPU stands for it (the child splits the CPU)."""
+    from runners.tools.benchmarks.accelerator_report import schedule
+    real = schedule.machine
+    monkeypatch.setattr(schedule, "machine", lambda: dict(real(), logical_devices=1))
+    record = schedule.run_report(schedule.ReportOptions(
+        out_dir=str(tmp_path / "report"), budget_seconds=900, smoke=True, parts=("replicas",)))
+    assert not record["budget"]["skipped"], record["budget"]["skipped"]
+    replicas = record["replicas"]
+    assert replicas["devices"] == ["/CPU:0", "/CPU:1"] and replicas["physical_devices"] == 1
+    assert replicas["steps_compared"] >= 2 and replicas["max_abs_loss_difference"] < 1e-3
+    assert sorted(r["replicas"] for r in record["runs"]) == [1, 2]
+    assert sorted(os.listdir(tmp_path / "report")) == [output.REPORT_JSON, output.REPORT_MD]

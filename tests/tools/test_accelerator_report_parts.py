@@ -172,3 +172,64 @@ def test_command_line_training_flags_become_every_runs_overrides(restored_flags)
     options = tool.options_from_flags(["accelerator_report"])
     assert set(options.overrides) == {"--jit_compile=true", "--max_per_replica_batch=2"}
     assert options.smoke and set(options.parts) == {"rates", "recipes", "replicas", "peer"}
+
+
+def test_a_budget_too_small_for_anything_lists_every_part_and_run_it_skipped(tmp_path):
+    from runners.tools.benchmarks.accelerator_report import schedule
+    from runners.tools.benchmarks.accelerator_report.rates import PRECISIONS
+    out = tmp_path / "report"
+    record = schedule.run_report(schedule.ReportOptions(out_dir=str(out), budget_seconds=0.01,
+                                                        smoke=True))
+    items = {(s["part"], s["item"]) for s in record["budget"]["skipped"]}
+    assert ("rates", "matmul rates") in items
+    assert ("replicas", "one and two replicas") in items
+    assert any(part == "peer" for part, _ in items)
+    for recipe in recipes.RECIPES:
+        for precision in PRECISIONS:
+            assert ("recipes", f"{recipe} {precision}") in items
+    assert record["runs"] == [] and record["rates"] is None
+    assert sorted(os.listdir(out)) == [output.REPORT_JSON, output.REPORT_MD]
+    assert record["limits"]["fits"]
+    text = (out / output.REPORT_MD).read_text()
+    assert text.count("\n- ") >= len(items)
+
+
+@pytest.mark.parametrize("kind", ["CPU", "GPU"])
+def test_the_peer_runs_the_benchmark_on_the_nvidia_shape_in_both_precisions(tmp_path, monkeypatch,
+                                                                            kind):
+    """The peer part drives the benchmark's interleaved comparison (faked here: it needs torch
+    and transformers) with the NVIDIA shape, the peer on the same device, this Python."""
+    import sys
+    from runners.tools.benchmarks.accelerator_report import peer, schedule
+    seen = []
+
+    def fake_benchmark():
+        seen.append({name: FLAGS[name].value for name in (
+            "precision", "hf_precision", "hf_device", "hf_python", "d_model", "tgt_len",
+            "mem_len", "batch_size", "n_token", "cutoffs", "compare_huggingface",
+            "measure_memory", "strategy")})
+        speed = {"train_tokens_per_s": 200.0, "eval_tokens_per_s": 400.0}
+        return dict(speed, train_speedup_vs_huggingface=2.0, eval_speedup_vs_huggingface=2.5,
+                    huggingface=dict(speed, precision=FLAGS.hf_precision, device=FLAGS.hf_device))
+
+    real = schedule.machine
+    monkeypatch.setattr(schedule, "machine", lambda: dict(real(), kind=kind))
+    monkeypatch.setattr(peer, "missing", lambda: None)
+    monkeypatch.setattr(peer, "run_benchmark", fake_benchmark)
+    record = schedule.run_report(schedule.ReportOptions(out_dir=str(tmp_path / "r"),
+                                                        budget_seconds=600, parts=("peer",)))
+    assert [s["precision"] for s in seen] == ["float32", "mixed_bfloat16"]
+    assert [s["hf_precision"] for s in seen] == ["float32", "bfloat16"]
+    for s in seen:
+        assert s["hf_device"] == ("cuda" if kind == "GPU" else "cpu")
+        assert s["hf_python"] == sys.executable and s["compare_huggingface"]
+        assert not s["measure_memory"] and s["strategy"] == "one_device"
+        assert (s["d_model"], s["tgt_len"], s["mem_len"], s["batch_size"]) == (
+            peer.NVIDIA_SHAPE["d_model"], peer.NVIDIA_SHAPE["tgt_len"],
+            peer.NVIDIA_SHAPE["mem_len"], peer.NVIDIA_SHAPE["train_batch_size"])
+        assert s["n_token"] == recipes.PAPER_VOCABULARY["wt103"]
+        assert s["cutoffs"] == "20000,40000,200000"
+    assert set(record["peer"]) == {"float32", "mixed_bfloat16"}
+    text = (tmp_path / "r" / output.REPORT_MD).read_text()
+    assert "train 2.00x" in text and "eval 2.50x" in text
+    assert FLAGS.compare_huggingface is False  # the process's flags are put back

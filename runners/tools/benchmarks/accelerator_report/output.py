@@ -120,6 +120,9 @@ def markdown(record):
             _fmt(run.get("estimated_step_s"), ".3g"), _fmt(run.get("measured_over_estimate"),
                                                             ".3g"),
             f"{losses[0]:.4f} / {losses[-1]:.4f}" if losses else "-"]) + " |")
+    reasons = {run.get("peak_device_memory_reason") for run in record.get("runs", [])
+               if run.get("peak_device_memory_bytes") is None} - {None}
+    lines += [f"\nNo peak device memory: {reason}." for reason in sorted(reasons)]
     replicas = record.get("replicas")
     if replicas and replicas.get("max_abs_loss_difference") is not None:
         lines += ["", f"One against two replicas ({replicas['devices']}): "

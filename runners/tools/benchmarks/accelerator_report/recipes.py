@@ -35,21 +35,23 @@ RECIPES = ("wt103_base", "enwik8_base", "enwik8")
 PAPER_VOCABULARY = {"enwik8": 204, "wt103": 267735}
 # --smoke: tiny shapes for a check of the whole report on a CPU (the vocabulary is scaled
 # down to SMOKE_VOCABULARY at most, the recipe's cutoffs with it).
-SMOKE_SHAPES = dict(n_layer=2, d_model=16, n_head=2, d_head=8, d_inner=32, tgt_len=8, mem_len=8,
+SMOKE_SHAPES = dict(n_layer=1, d_model=16, n_head=2, d_head=8, d_inner=32, tgt_len=8, mem_len=8,
                     train_batch_size=4, jit_compile="false")  # tracing only: no XLA compilation
 SMOKE_VOCABULARY = 300
 
 
 class FlagState:
-    """The values of every flag, kept to be put back when the report ends (it sets the flags
-    of each run in this process)."""
+    """The values of every flag and Keras's dtype policy, kept to be put back when the report
+    ends (it sets the flags and the policy of each run in this process)."""
 
     def __init__(self):
         self.values = {name: (FLAGS[name].value, FLAGS[name].present) for name in FLAGS}
+        self.policy = keras.config.dtype_policy()
 
     def restore(self):
         for name, (value, present) in self.values.items():
             FLAGS[name].value, FLAGS[name].present = value, present
+        keras.config.set_dtype_policy(self.policy)
 
 
 def flagfile(recipe):

@@ -186,6 +186,9 @@ def _pack(logdirs, options, work):
 def _replicas(part, record, options, measured, work):
     m = record["machine"]
     name = f"{options.replica_recipe} float32"
+    if part.left() <= 0:
+        part.skip("one and two replicas", "the replicas part's deadline passed")
+        return None
     if m["logical_devices"] < 2:
         if options.in_child:
             part.skip("two replicas", f"one {m['kind']} could not be split in two logical "
@@ -200,7 +203,10 @@ def _replicas(part, record, options, measured, work):
                [_dev(m, 0)], rate)
     if one is None or not one["steps_timed"]:
         part.skip("two replicas", "the one-replica run gave no timed step to compare with")
-        return
+        return None
+    if part.left() <= 0:
+        part.skip("two replicas", "the replicas part's deadline passed after one replica")
+        return None
     steps = one["steps_timed"]
     recipes.apply_recipe(options.replica_recipe, "float32", overrides, options.smoke)
     two = _run(part, record, f"{name}, 2 replicas ({_dev(m, 0)}, {_dev(m, 1)}), dropout 0",
@@ -208,7 +214,7 @@ def _replicas(part, record, options, measured, work):
                                                                                _dev(m, 1)],
                rate, physical)
     if two is None:
-        return
+        return None
     pairs = list(zip(one["losses"], two["losses"]))
     record["replicas"] = {
         "recipe": options.replica_recipe, "devices": [_dev(m, 0), _dev(m, 1)],
@@ -247,8 +253,9 @@ def _replicas_child(part, record, options, work):
         return
     record["runs"] += child.get("runs", [])
     record["replicas"] = child.get("replicas")
-    for skipped in child["budget"]["skipped"]:
-        part.skip(skipped["item"], skipped["reason"] + " (child process)")
+    for skipped in child["budget"]["skipped"]:  # its own rate serves its MFU only
+        if skipped["part"] == "replicas":
+            part.skip(skipped["item"], skipped["reason"] + " (child process)")
 
 
 def _peer(part, record, options):
