@@ -43,7 +43,7 @@ from runners.tools.benchmarks.accelerator_report.schedule import (  # noqa: E402
     ReportOptions, run_report, set_up_devices)
 
 REPORT_FLAGS = ("out_dir", "budget_seconds", "smoke", "report_recipes", "replica_recipe",
-                "profile_recipe", "report_max_steps", "report_part")
+                "profile_recipe", "report_max_steps", "report_part", "report_float32_rate")
 RECIPE_CHOICES = ("wt103_base", "enwik8_base", "enwik8")
 
 flags.DEFINE_string("out_dir", None, "The report's folder (new, or holding an earlier report).")
@@ -57,6 +57,9 @@ flags.DEFINE_enum("profile_recipe", "wt103_base", RECIPE_CHOICES, "Recipe whose 
 flags.DEFINE_integer("report_max_steps", 30, "Timed steps of a run at most (after the first).")
 flags.DEFINE_enum("report_part", None, ["replicas"],
                   "Internal: run only this part (the child process that splits one GPU).")
+flags.DEFINE_float("report_float32_rate", None,
+                   "Internal: the float32 matmul rate (FLOP/s) the parent measured, for the "
+                   "child's MFU and estimates.")
 
 
 def options_from_flags(argv):
@@ -77,8 +80,8 @@ def options_from_flags(argv):
         out_dir=FLAGS.out_dir, budget_seconds=FLAGS.budget_seconds, smoke=FLAGS.smoke,
         recipes=tuple(FLAGS.report_recipes), replica_recipe=FLAGS.replica_recipe,
         profile_recipe=FLAGS.profile_recipe, max_steps=FLAGS.report_max_steps,
-        overrides=overrides, in_child=child,
-        parts=("rates", "replicas") if child else ("rates", "replicas", "peer", "recipes"),
+        overrides=overrides, in_child=child, float32_rate=FLAGS.report_float32_rate,
+        parts=("replicas",) if child else ("rates", "replicas", "peer", "recipes"),
         command=" ".join(shlex.quote(a) for a in [os.path.basename(sys.executable)] + argv))
 
 

@@ -144,10 +144,14 @@ def test_one_device_runs_the_replicas_in_a_child_that_splits_it(tmp_path, monkey
     real = schedule.machine
     monkeypatch.setattr(schedule, "machine", lambda: dict(real(), logical_devices=1))
     record = schedule.run_report(schedule.ReportOptions(
-        out_dir=str(tmp_path / "report"), budget_seconds=900, smoke=True, parts=("replicas",)))
+        out_dir=str(tmp_path / "report"), budget_seconds=900, smoke=True, parts=("replicas",),
+        float32_rate=1.5e9))
     assert not record["budget"]["skipped"], record["budget"]["skipped"]
     replicas = record["replicas"]
     assert replicas["devices"] == ["/CPU:0", "/CPU:1"] and replicas["physical_devices"] == 1
     assert replicas["steps_compared"] >= 2 and replicas["max_abs_loss_difference"] < 1e-3
     assert sorted(r["replicas"] for r in record["runs"]) == [1, 2]
+    for run in record["runs"]:  # judged against the parent's rate, passed to the child
+        assert run["matmul_rate"] == 1.5e9
+        assert run["mfu"] == pytest.approx(run["flops_per_step"] / run["step_s"] / 1.5e9)
     assert sorted(os.listdir(tmp_path / "report")) == [output.REPORT_JSON, output.REPORT_MD]

@@ -233,3 +233,13 @@ def test_the_peer_runs_the_benchmark_on_the_nvidia_shape_in_both_precisions(tmp_
     text = (tmp_path / "r" / output.REPORT_MD).read_text()
     assert "train 2.00x" in text and "eval 2.50x" in text
     assert FLAGS.compare_huggingface is False  # the process's flags are put back
+
+
+def test_an_out_dir_holding_other_files_is_one_usage_line_and_stays_as_it_was(tmp_path,
+                                                                              restored_flags):
+    (tmp_path / "mine.txt").write_text("keep")
+    FLAGS(["accelerator_report", f"--out_dir={tmp_path}", "--smoke"])
+    with pytest.raises(app.UsageError, match="mine.txt") as error:
+        tool.main(["accelerator_report"])
+    assert "\n" not in str(error.value)
+    assert os.listdir(tmp_path) == ["mine.txt"] and (tmp_path / "mine.txt").read_text() == "keep"

@@ -32,15 +32,22 @@ def missing():
     return None
 
 
-def compare(precision, on_gpu, rounds, steps, warmup):
+def compare(precision, on_gpu, rounds, steps, warmup, matmul_size=0):
     """One interleaved comparison in `precision` on the flags set by `apply_recipe` (the NVIDIA
-    shape); returns the benchmark's figures that the report keeps, and the peer's."""
+    shape); returns the benchmark's figures that the report keeps, and the peer's.
+
+    Args:
+      precision: float32 or mixed_bfloat16 (the peer: float32 or bfloat16 autocast).
+      on_gpu: the peer on the GPU (cuda) rather than the CPU.
+      rounds, steps, warmup: the benchmark's --rounds, --steps and --bench_warmup.
+      matmul_size: the side of the benchmark's matmul rate (0: grown again each round).
+    """
     FLAGS.strategy, FLAGS.devices = "one_device", []
     FLAGS.compare_huggingface, FLAGS.hf_python = True, sys.executable
     FLAGS.hf_precision, FLAGS.hf_device = HF_PRECISION[precision], "cuda" if on_gpu else "cpu"
     FLAGS.measure_memory, FLAGS.compare_vanilla, FLAGS.compare_compilation = False, False, False
     FLAGS.rounds, FLAGS.steps, FLAGS.bench_warmup = rounds, steps, warmup
-    FLAGS.json_out = None
+    FLAGS.json_out, FLAGS.matmul_size = None, matmul_size
     record = run_benchmark()
     out = {key: record.get(key) for key in KEPT}
     hf = record["huggingface"]

@@ -32,6 +32,7 @@ from runners.tools.benchmarks.accelerator_report.budget import Budget, too_late
 from runners.tools.benchmarks.configuration import TOOLS_DIR
 from txl_tf.runtime.error_text import first_line
 from txl_tf.training import batch_fit, profile_summary
+from txl_tf.training.matmul_rate import MatmulRate
 
 ENTRY_POINT = os.path.join(TOOLS_DIR, "accelerator_report.py")
 SHARES = {"rates": 0.06, "replicas": 0.16, "peer": 0.22, "recipes": 0.52}
@@ -52,8 +53,10 @@ class ReportOptions:
       profile_recipe: the recipe whose runs are profiled.
       max_steps: timed steps of a run at most (after the compiling first).
       overrides: serialised flags applied to every run after the recipe's (the command line's).
-      parts: the parts to run (the replicas child: "rates" and "replicas").
+      parts: the parts to run (the replicas child: "replicas").
       in_child: this is the replicas child (it never starts another).
+      float32_rate: the float32 matmul rate the parent measured (FLOP/s; the child's runs are
+        judged against it instead of measuring it again).
       command: the command line, for the report.
     """
     out_dir: str
@@ -66,6 +69,7 @@ class ReportOptions:
     overrides: Tuple[str, ...] = ()
     parts: Tuple[str, ...] = tuple(SHARES)
     in_child: bool = False
+    float32_rate: Optional[float] = None
     command: str = ""
 
 
@@ -194,7 +198,7 @@ def _replicas(part, record, options, measured, work):
             part.skip("two replicas", f"one {m['kind']} could not be split in two logical "
                       "devices (its memory is unknown, or TensorFlow had started)")
             return None
-        return _replicas_child(part, record, options, work)
+        return _replicas_child(part, record, options, measured, work)
     overrides = tuple(options.overrides) + ("--dropout=0", "--dropatt=0")
     rate = recipes.precision_rate(measured, "float32")
     physical = min(2, m["physical_devices"])
@@ -225,7 +229,7 @@ def _replicas(part, record, options, measured, work):
                                if one.get("step_s") and two.get("step_s") else None)}
 
 
-def _replicas_child(part, record, options, work):
+def _replicas_child(part, record, options, measured, work):
     """The replicas part in a child process that splits the one GPU in two (before its
     TensorFlow starts); its runs and comparison join this report."""
     reason = too_late(part, 30.0)
@@ -237,6 +241,8 @@ def _replicas_child(part, record, options, work):
             f"--budget_seconds={part.left():.0f}", "--report_part=replicas",
             f"--report_max_steps={options.max_steps}",
             f"--replica_recipe={options.replica_recipe}"]
+    rate = recipes.precision_rate(measured, "float32")
+    args += [f"--report_float32_rate={rate!r}"] if rate else []
     args += ["--smoke"] if options.smoke else []
     args += list(options.overrides)
     try:
@@ -253,12 +259,11 @@ def _replicas_child(part, record, options, work):
         return
     record["runs"] += child.get("runs", [])
     record["replicas"] = child.get("replicas")
-    for skipped in child["budget"]["skipped"]:  # its own rate serves its MFU only
-        if skipped["part"] == "replicas":
-            part.skip(skipped["item"], skipped["reason"] + " (child process)")
+    for skipped in child["budget"]["skipped"]:
+        part.skip(skipped["item"], skipped["reason"] + " (child process)")
 
 
-def _peer(part, record, options):
+def _peer(part, record, options, measured):
     reason = peer.missing()
     if reason:
         part.skip("Hugging Face peer", reason)
@@ -272,9 +277,11 @@ def _peer(part, record, options):
             continue
         recipes.apply_recipe("wt103_base", precision, options.overrides, options.smoke,
                              None if options.smoke else peer.NVIDIA_SHAPE)
-        rounds, steps, warmup = (1, 2, 1) if options.smoke else (3, 4, 2)
+        rounds, steps, warmup = (1, 2, 1) if options.smoke else (2, 3, 2)
+        rate = (measured or {}).get(precision)
         try:
-            record["peer"][precision] = peer.compare(precision, on_gpu, rounds, steps, warmup)
+            record["peer"][precision] = peer.compare(precision, on_gpu, rounds, steps, warmup,
+                                                     rate.size if rate else 0)
         except (tf.errors.OpError, ValueError, RuntimeError, OSError) as error:
             part.skip(f"Hugging Face peer, {precision}",
                       f"failed: {type(error).__name__}: {first_line(error)}")
@@ -296,6 +303,8 @@ def run_report(options: ReportOptions, clock=time.perf_counter) -> dict:
               "replicas": None, "peer": None, "profiles": None, "budget": budget.summary()}
     state, work = recipes.FlagState(), tempfile.mkdtemp(prefix="txl-accelerator-report-")
     measured: Optional[dict] = {}
+    if options.float32_rate:
+        measured = {"float32": MatmulRate(options.float32_rate, 0, "float32", "", 0)}
     try:
         for name in options.parts:
             with budget.part(name) as part:
@@ -306,7 +315,7 @@ def run_report(options: ReportOptions, clock=time.perf_counter) -> dict:
                 elif name == "replicas":
                     _replicas(part, record, options, measured, work)
                 else:
-                    _peer(part, record, options)
+                    _peer(part, record, options, measured)
             record["budget"] = budget.summary()
             output.write(record, options.out_dir)
     finally:
