@@ -38,22 +38,21 @@ from absl import app, flags  # noqa: E402
 
 # train.py's flags and the benchmark's (a recipe's flagfile sets them for each run)
 from runners.tools.benchmarks.configuration import FLAGS  # noqa: E402
-from runners.tools.benchmarks.accelerator_report import output  # noqa: E402
+from runners.tools.benchmarks.accelerator_report import output, recipes  # noqa: E402
 from runners.tools.benchmarks.accelerator_report.schedule import (  # noqa: E402
     ReportOptions, run_report, set_up_devices)
 
 REPORT_FLAGS = ("out_dir", "budget_seconds", "smoke", "report_recipes", "replica_recipe",
                 "profile_recipe", "report_max_steps", "report_part", "report_float32_rate")
-RECIPE_CHOICES = ("wt103_base", "enwik8_base", "enwik8")
 
 flags.DEFINE_string("out_dir", None, "The report's folder (new, or holding an earlier report).")
 flags.DEFINE_float("budget_seconds", 480.0, "Time budget of the whole report, seconds.")
 flags.DEFINE_bool("smoke", False, "Tiny shapes: a check of the report itself (a CPU: well under "
                   "a minute).")
-flags.DEFINE_list("report_recipes", list(RECIPE_CHOICES), "Recipes run in both precisions.")
-flags.DEFINE_enum("replica_recipe", "enwik8_base", RECIPE_CHOICES,
-                  "Recipe run on one and on two replicas.")
-flags.DEFINE_enum("profile_recipe", "wt103_base", RECIPE_CHOICES, "Recipe whose step is profiled.")
+flags.DEFINE_list("report_recipes", list(recipes.RECIPES),
+                  "Recipes (runners/<name>.flags) run in both precisions.")
+flags.DEFINE_string("replica_recipe", "enwik8_base", "Recipe run on one and on two replicas.")
+flags.DEFINE_string("profile_recipe", "wt103_base", "Recipe whose step is profiled.")
 flags.DEFINE_integer("report_max_steps", 30, "Timed steps of a run at most (after the first).")
 flags.DEFINE_enum("report_part", None, ["replicas"],
                   "Internal: run only this part (the child process that splits one GPU).")
@@ -68,10 +67,16 @@ def options_from_flags(argv):
         raise app.UsageError(f"--budget_seconds={FLAGS.budget_seconds:g} must be positive.")
     if FLAGS.report_max_steps < 1:
         raise app.UsageError(f"--report_max_steps={FLAGS.report_max_steps} must be at least 1.")
-    unknown = [r for r in FLAGS.report_recipes if r not in RECIPE_CHOICES]
-    if unknown or not FLAGS.report_recipes:
-        raise app.UsageError(f"--report_recipes={','.join(FLAGS.report_recipes)}: choose among "
-                             f"{', '.join(RECIPE_CHOICES)}.")
+    if not FLAGS.report_recipes:
+        raise app.UsageError("--report_recipes is empty: name at least one recipe, e.g. "
+                             f"--report_recipes={','.join(recipes.RECIPES)}.")
+    for flag in ("report_recipes", "replica_recipe", "profile_recipe"):
+        names = FLAGS[flag].value if flag == "report_recipes" else [FLAGS[flag].value]
+        for name in names:
+            try:
+                recipes.check_recipe(name)
+            except recipes.RecipeError as error:
+                raise app.UsageError(f"--{flag}: {error}")
     overrides = tuple(FLAGS[name].serialize() for name in FLAGS
                       if FLAGS[name].present and name not in REPORT_FLAGS
                       and name not in ("flagfile", "verbosity", "logtostderr"))

@@ -156,8 +156,11 @@ def test_the_vocabulary_of_a_prepared_corpus_wins_and_a_bad_one_falls_back(tmp_p
 
 
 @pytest.mark.parametrize("flag,value", [("budget_seconds", 0.0), ("budget_seconds", -5.0),
-                                        ("report_max_steps", 0),
-                                        ("report_recipes", ["wt103_base", "ptb"])])
+                                        ("report_max_steps", 0), ("report_recipes", []),
+                                        ("report_recipes", ["wt103_base", "ptb"]),
+                                        ("report_recipes", ["eval_enwik8"]),
+                                        ("replica_recipe", "nope"), ("profile_recipe", "lm1b"),
+                                        ("profile_recipe", "default")])
 def test_bad_values_are_one_usage_line(flag, value, restored_flags):
     FLAGS(["accelerator_report", "--out_dir=/tmp/x"])
     setattr(FLAGS, flag, value)
@@ -243,3 +246,27 @@ def test_an_out_dir_holding_other_files_is_one_usage_line_and_stays_as_it_was(tm
         tool.main(["accelerator_report"])
     assert "\n" not in str(error.value)
     assert os.listdir(tmp_path) == ["mine.txt"] and (tmp_path / "mine.txt").read_text() == "keep"
+
+
+def test_a_missing_or_unreadable_trace_has_no_top_ops(tmp_path):
+    from runners.tools.benchmarks.accelerator_report import schedule
+    assert schedule._top_op_types(str(tmp_path / "none")) == []
+    path = tmp_path / "bad" / "plugins" / "profile" / "run"
+    path.mkdir(parents=True)
+    (path / "host.xplane.pb").write_bytes(b"\xff" * 64)
+    assert schedule._top_op_types(str(tmp_path / "bad")) == []
+
+
+def test_every_training_recipe_of_runners_is_accepted_or_refused_in_one_line(tmp_path):
+    """The class: each runners/*.flags recipe runs when its vocabulary is known (a paper
+    corpus, or a prepared one), and is refused in one line naming the fix otherwise."""
+    names = recipes.training_recipes()
+    assert set(recipes.RECIPES) <= set(names) and not any(n.startswith("eval_") for n in names)
+    for name in names:
+        dataset = recipes._written(name).get("dataset")
+        if dataset in recipes.PAPER_VOCABULARY:
+            recipes.check_recipe(name)
+            continue
+        with pytest.raises(recipes.RecipeError) as error:
+            recipes.check_recipe(name)
+        assert "\n" not in str(error.value) and "prepare" in str(error.value), name

@@ -26,13 +26,19 @@ from runners.tools.benchmarks.configuration import FLAGS, REPO_ROOT, model_confi
 from runners.tools.benchmarks.configuration import strategy_and_compilation
 from runners.tools.benchmarks.steps import Steps
 from txl_tf.model import flops as model_flops
+from txl_tf.runtime.error_text import first_line
 from txl_tf.training import batch_fit, distribute, duration
 from txl_tf.training.device_memory import peak_memory, reset_peaks
 from txl_tf.training.step_compilation import strategy_devices
 
 RECIPES = ("wt103_base", "enwik8_base", "enwik8")
-# The paper corpora's vocabularies (tf_records/corpora/enwik8.py, wikitext.py).
-PAPER_VOCABULARY = {"enwik8": 204, "wt103": 267735}
+# The paper corpora's vocabularies (tf_records/corpora/enwik8.py, text8.py, wikitext.py); another
+# corpus's comes from its prepared directory.
+PAPER_VOCABULARY = {"enwik8": 204, "text8": 27, "wt103": 267735}
+
+
+class RecipeError(ValueError):
+    """A recipe the report cannot run (one line: the problem and the fix)."""
 # --smoke: tiny shapes for a check of the whole report on a CPU (the vocabulary is scaled
 # down to SMOKE_VOCABULARY at most, the recipe's cutoffs with it).
 SMOKE_SHAPES = dict(n_layer=1, d_model=16, n_head=2, d_head=8, d_inner=32, tgt_len=8, mem_len=8,
@@ -59,15 +65,45 @@ def flagfile(recipe):
     return os.path.join(REPO_ROOT, "runners", f"{recipe}.flags")
 
 
-def vocabulary(dataset, data_dir):
+def training_recipes():
+    """The names of runners/*.flags that train (not the eval_*.flags of evaluate.py)."""
+    names = [n[:-len(".flags")] for n in os.listdir(os.path.join(REPO_ROOT, "runners"))
+             if n.endswith(".flags")]
+    return sorted(n for n in names if not n.startswith("eval_"))
+
+
+def _written(recipe):
+    """{flag name: value} as runners/<recipe>.flags writes them."""
+    args = FLAGS.read_flags_from_files([f"--flagfile={flagfile(recipe)}"], force_gnu=True)
+    return dict(a.lstrip("-").split("=", 1) for a in args if "=" in a)
+
+
+def check_recipe(recipe):
+    """Raises `RecipeError` unless `recipe` is a training recipe of runners/ whose vocabulary
+    is known here (a paper corpus, or one prepared in the flagfile's --data_dir)."""
+    known = training_recipes()
+    if recipe not in known:
+        raise RecipeError(f"no training recipe runners/{recipe}.flags; choose among "
+                          f"{', '.join(known)}.")
+    written = _written(recipe)
+    vocabulary(written.get("dataset"), written.get("data_dir"), recipe)
+
+
+def vocabulary(dataset, data_dir, recipe="the recipe"):
     """(vocabulary size, where it comes from): the prepared corpus's when `data_dir` holds
-    one, else the paper corpus's."""
+    one, else the paper corpus's; `RecipeError` when neither is known."""
     path = data_dir if os.path.isabs(data_dir or "") else os.path.join(REPO_ROOT, data_dir or "")
     if data_dir and os.path.exists(os.path.join(path, "corpus-info.json")):
         try:
             return int(tf_records.read_corpus_info(path)["vocab_size"]), f"corpus in {data_dir}"
         except (OSError, ValueError, KeyError, TypeError):
             pass
+    if dataset not in PAPER_VOCABULARY:
+        raise RecipeError(
+            f"{recipe} trains on {dataset}, whose vocabulary size is not known here: prepare it "
+            f"(python runners/prepare_data.py with the recipe's --dataset and "
+            f"--data_dir={data_dir}) so that its corpus-info.json gives it, or choose a recipe "
+            f"of {', '.join(sorted(PAPER_VOCABULARY))}.")
     return PAPER_VOCABULARY[dataset], f"stand-in: random tokens of {dataset}'s vocabulary"
 
 
@@ -197,7 +233,10 @@ def _profile(steps, profile, seconds, clock):
     needed = (statistics.median(seconds) if seconds else 0.0) * (count + 1)
     if not seconds or clock() + needed > deadline:
         return "not profiled: no time left before the run's deadline"
-    tf.profiler.experimental.start(logdir)
+    try:
+        tf.profiler.experimental.start(logdir)
+    except (tf.errors.OpError, RuntimeError) as error:  # e.g. another profile is running
+        return f"not profiled: {first_line(error)}"
     try:
         steps.time_steps("train", count)
     finally:

@@ -24,6 +24,8 @@ import time
 from typing import Optional, Tuple
 
 import tensorflow as tf
+from absl import app
+from google.protobuf.message import DecodeError
 
 from runners.tools.benchmarks import report as bench_report
 from runners.tools.benchmarks.accelerator_report import output, peer, rates as rate_part
@@ -153,7 +155,7 @@ def _recipes(part, record, options, measured, work):
     m = record["machine"]
     order = sorted(options.recipes, key=lambda r: r != options.profile_recipe)
     todo = [(r, p) for r in order for p in rate_part.PRECISIONS]
-    logdirs = {}
+    logdirs, top_ops = {}, {}
     for i, (recipe, precision) in enumerate(todo):
         name = f"{recipe} {precision}"
         if part.left() <= 0:
@@ -170,21 +172,20 @@ def _recipes(part, record, options, measured, work):
         if run is not None:
             run["data"] = source
         if profile is not None:  # packed at once: a run stopped later keeps the profiles
-            record["profiles"] = _pack(logdirs, options, work)
+            top_ops[precision] = _top_op_types(logdirs[precision])
+            record["profiles"] = dict(output.pack_profiles(logdirs, options.out_dir, work),
+                                      recipe=options.profile_recipe, top_op_types_ms=top_ops)
         output.write(record, options.out_dir)
 
 
-def _pack(logdirs, options, work):
-    packed = output.pack_profiles(logdirs, options.out_dir, work)
-    packed["top_op_types_ms"] = {}
-    for name, logdir in logdirs.items():
-        try:
-            _, by_type = profile_summary.self_times(profile_summary.read_newest_trace(logdir))
-        except (OSError, FileNotFoundError):
-            continue
-        packed["top_op_types_ms"][name] = by_type.most_common(12)
-    packed["recipe"] = options.profile_recipe
-    return packed
+def _top_op_types(logdir, top=12):
+    """[[op type or XLA instruction kind, self milliseconds]] of the host's threads in the
+    newest trace under logdir (`txl_tf/training/profile_summary.py`); [] without one."""
+    try:
+        _, by_type = profile_summary.self_times(profile_summary.read_newest_trace(logdir))
+    except (OSError, ValueError, DecodeError):  # no trace written, or one that does not parse
+        return []
+    return [[name, ms] for name, ms in by_type.most_common(top)]
 
 
 def _replicas(part, record, options, measured, work):
@@ -246,8 +247,8 @@ def _replicas_child(part, record, options, measured, work):
     args += ["--smoke"] if options.smoke else []
     args += list(options.overrides)
     try:
-        subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                       timeout=part.left() + 60, check=False)
+        proc = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              timeout=part.left() + 60, check=False)
     except subprocess.TimeoutExpired:
         part.skip("replicas (child process)", "ran past its deadline and was stopped")
         return
@@ -255,7 +256,9 @@ def _replicas_child(part, record, options, measured, work):
         with open(os.path.join(child_dir, output.REPORT_JSON)) as f:
             child = json.load(f)
     except (OSError, ValueError) as error:
-        part.skip("replicas (child process)", f"wrote no report: {first_line(error)}")
+        said = [line for line in proc.stderr.splitlines() if line.strip()][-1:]
+        part.skip("replicas (child process)", f"exit code {proc.returncode}, no report "
+                  f"({first_line(error)}){': ' + said[0][:200] if said else ''}")
         return
     record["runs"] += child.get("runs", [])
     record["replicas"] = child.get("replicas")
@@ -282,7 +285,7 @@ def _peer(part, record, options, measured):
         try:
             record["peer"][precision] = peer.compare(precision, on_gpu, rounds, steps, warmup,
                                                      rate.size if rate else 0)
-        except (tf.errors.OpError, ValueError, RuntimeError, OSError) as error:
+        except (tf.errors.OpError, ValueError, RuntimeError, OSError, app.UsageError) as error:
             part.skip(f"Hugging Face peer, {precision}",
                       f"failed: {type(error).__name__}: {first_line(error)}")
 
