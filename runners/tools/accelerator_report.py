@@ -21,8 +21,8 @@ and profiles.tar.gz: at most 3 files, none past 16 MiB.
   python runners/tools/accelerator_report.py --out_dir=/tmp/report             # 8 minutes
   python runners/tools/accelerator_report.py --out_dir=/tmp/smoke --smoke       # tiny shapes
 On a GPU machine with the kit (docs/performance.md, "On a GPU"; runners/tools/gpu_report.sh):
-  TXL_GPU_HF=1 . .gpu-kit/bin/activate.sh && \
-      python runners/tools/accelerator_report.py --out_dir=$OUT/report --budget_seconds=480
+  export TXL_GPU_HF=1; . .gpu-kit/bin/activate.sh && \
+      python3 runners/tools/accelerator_report.py --out_dir=$OUT/report --budget_seconds=480
 Any training flag given on the command line applies to every run after the recipe's flagfile
 (e.g. --jit_compile=false, --max_per_replica_batch=8).
 """

@@ -103,7 +103,7 @@ def vocabulary(dataset, data_dir, recipe="the recipe"):
             f"{recipe} trains on {dataset}, whose vocabulary size is not known here: prepare it "
             f"(python runners/prepare_data.py with the recipe's --dataset and "
             f"--data_dir={data_dir}) so that its corpus-info.json gives it, or choose a recipe "
-            f"of {', '.join(sorted(PAPER_VOCABULARY))}.")
+            f"that trains on {', '.join(sorted(PAPER_VOCABULARY))}.")
     return PAPER_VOCABULARY[dataset], f"stand-in: random tokens of {dataset}'s vocabulary"
 
 
