@@ -1,4 +1,5 @@
-"""Hugging Face `transformers` TransfoXL (PyTorch, CPU) throughput, for comparison with txl-tf.
+"""Hugging Face `transformers` TransfoXL (PyTorch, CPU or GPU) throughput, for comparison with
+txl-tf.
 
 Runs in its OWN environment (torch + transformers==4.30.2), never the project's, and imports
 nothing from this repository:
@@ -66,6 +67,10 @@ def parse_args(argv=None):
     p.add_argument("--precision", choices=["float32", "bfloat16"], default="float32",
                    help="bfloat16: forward passes under torch.autocast('cpu', bfloat16), "
                         "float32 weights and optimizer (PyTorch's mixed precision)")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                   help="cuda: the model, its memory and tokens on the GPU; float32 with TF32 "
+                        "matmuls (TensorFlow's default for float32 on the same card), bfloat16 "
+                        "under torch.autocast('cuda', bfloat16)")
     p.add_argument("--serve", action="store_true")
     return p.parse_args(argv)
 
@@ -86,7 +91,11 @@ class HFBench:
             same_length=bool(args.same_length), proj_share_all_but_first=False,
             attn_type=0, dropout=args.dropout, dropatt=args.dropatt,
             untie_r=bool(args.untie_r), layer_norm_epsilon=1e-12)
-        self.model = TransfoXLLMHeadModel(self.config)
+        self.device = args.device
+        if args.device == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
+        self.model = TransfoXLLMHeadModel(self.config).to(args.device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=args.learning_rate)
         self.args = args
         if args.precision == "bfloat16":
@@ -95,20 +104,22 @@ class HFBench:
             crit_forward = self.model.crit.forward
 
             def crit_float32(hidden, labels=None, keep_order=False):
-                with torch.autocast("cpu", enabled=False):
+                with torch.autocast(args.device, enabled=False):
                     return crit_forward(hidden.float(), labels, keep_order)
             self.model.crit.forward = crit_float32
         b = args.batch_size
         self.eval_tgt_len = args.eval_tgt_len or args.tgt_len
         self.eval_mem_len = args.eval_mem_len if args.eval_mem_len is not None else args.mem_len
         gen = torch.Generator().manual_seed(args.seed)
-        self.train_tokens = torch.randint(0, args.n_token, (b, args.tgt_len), generator=gen)
-        self.eval_tokens = torch.randint(0, args.n_token, (b, self.eval_tgt_len), generator=gen)
+        self.train_tokens = torch.randint(0, args.n_token, (b, args.tgt_len),
+                                          generator=gen).to(args.device)
+        self.eval_tokens = torch.randint(0, args.n_token, (b, self.eval_tgt_len),
+                                         generator=gen).to(args.device)
         self.train_mems = None
         self.eval_mems = None
 
     def _autocast(self):
-        return self.torch.autocast("cpu", dtype=self.torch.bfloat16,
+        return self.torch.autocast(self.device, dtype=self.torch.bfloat16,
                                    enabled=self.args.precision == "bfloat16")
 
     @property

@@ -39,7 +39,8 @@ class Fit(NamedTuple):
 
 
 
-def _gpu_memory() -> Optional[int]:
+def gpu_memory_bytes() -> Optional[int]:
+    """The total memory of this machine's smallest GPU (`nvidia-smi`), None when unknown."""
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total",
                               "--format=csv,noheader,nounits"], capture_output=True, text=True,
@@ -64,7 +65,7 @@ def device_memory_bytes(strategy: tf.distribute.Strategy, local_replicas: int):
     if "TPU" in kinds:
         return None, "TPU"
     if "GPU" in kinds:
-        return _gpu_memory(), "GPU"
+        return gpu_memory_bytes(), "GPU"
     ram = available_memory_bytes()
     return (None if ram is None else ram // max(local_replicas, 1)), "CPU"
 

@@ -15,6 +15,9 @@
   speed          seconds per step and tokens/s of timed steps, median and best;
   report         the printed table and the BENCHMARK_JSON record;
   run            `run_benchmark`: warm-up, interleaved rounds, every figure in one record.
+  accelerator_report/  `runners/tools/accelerator_report.py`: the rate, the paper recipes, one
+                 against two replicas, the Hugging Face peer and a profile on the devices at
+                 hand, within a time budget, in one folder (its own modules, built on these).
 
 The package is named `benchmarks` so that it never shadows the entry point `benchmark.py`.
 """

@@ -58,6 +58,9 @@ flags.DEFINE_enum("hf_precision", "float32", ["float32", "bfloat16"],
                   "Hugging Face precision: float32 (the model as shipped) or bfloat16 "
                   "(torch.autocast on CPU, float32 weights and Adam; its adaptive softmax in "
                   "float32).")
+flags.DEFINE_enum("hf_device", "cpu", ["cpu", "cuda"],
+                  "Where the Hugging Face model runs: cpu (same threads) or cuda (the GPU "
+                  "txl-tf runs on; float32 with TF32 matmuls, as TensorFlow's float32 there).")
 flags.DEFINE_string("hf_python", "/work/hfenv/bin/python",
                     "Python of the environment with torch and transformers==4.30.2.")
 flags.DEFINE_bool("compare_compilation", False,

@@ -1,6 +1,7 @@
-"""The Hugging Face `transformers` TransfoXL contender (PyTorch, CPU, same threads) on the same
-configuration: `runners/tools/benchmark_huggingface.py` in --serve mode in its own environment
-(`--hf_python`), timed interleaved with txl-tf, round by round."""
+"""The Hugging Face `transformers` TransfoXL contender (PyTorch; on the CPU with the same threads,
+or on the GPU with `--hf_device=cuda`) on the same configuration:
+`runners/tools/benchmark_huggingface.py` in --serve mode in its own environment (`--hf_python`),
+timed interleaved with txl-tf, round by round."""
 import json
 import os
 import subprocess
@@ -36,7 +37,8 @@ class HuggingFaceClient:
                 f"--tgt_len={FLAGS.tgt_len}", f"--mem_len={FLAGS.mem_len}",
                 f"--eval_tgt_len={q}", f"--eval_mem_len={m}",
                 f"--learning_rate={FLAGS.learning_rate}", f"--clip={FLAGS.clip}",
-                f"--seed={FLAGS.seed}", f"--precision={FLAGS.hf_precision}"]
+                f"--seed={FLAGS.seed}", f"--precision={FLAGS.hf_precision}",
+                f"--device={FLAGS.hf_device}"]
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True)
         self.info = self._read()
@@ -70,7 +72,8 @@ class HuggingFaceClient:
 def huggingface_figures(record, hf, times, train_tokens, eval_tokens):
     """`huggingface` (its speed, precision and peak memory) and the speed-ups of txl-tf against
     it into `record`; closes `hf`."""
-    record["huggingface"] = dict(hf.info, precision=FLAGS.hf_precision, peak_rss_mb=hf.close(),
+    record["huggingface"] = dict(hf.info, precision=FLAGS.hf_precision, device=FLAGS.hf_device,
+                                 peak_rss_mb=hf.close(),
                                  **speed(train_tokens, times["hf_train"], times["hf_eval"],
                                          eval_tokens))
     for kind in ("train", "eval"):
