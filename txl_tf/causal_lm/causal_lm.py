@@ -36,7 +36,6 @@ import tensorflow as tf
 
 from txl_tf.causal_lm.batch_checks import check_batch_dtypes, checked_batch, one_line_error
 from txl_tf.causal_lm.contiguous_batches import ContiguousBatchError, check_contiguous
-from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.multi_step import multi_step_function
 from txl_tf.causal_lm.replica_memory import ReplicaMemory
 from txl_tf.causal_lm.task_methods import CausalLMTaskMethods, compile_sampler, sampler_config
@@ -310,18 +309,6 @@ class TransformerXLCausalLM(CausalLMTaskMethods, keras.Model):
         if self._replica_step is not None and "loss_scale" in keys:
             self._replica_step.loss_scale.assign(np.asarray(store["loss_scale"]))
             self._replica_step.good_steps.assign(np.asarray(store["good_steps"]))
-
-    def predict(self, x=None, *args, **kwargs):
-        """Refused: Keras's predict would read every batch from zero memory, dropping the
-        context of the batches before it.
-
-        Raises:
-          CausalLMInputError: always, naming what to use instead.
-        """
-        raise CausalLMInputError(
-            "predict() does not carry the memory from batch to batch; use evaluate() for the "
-            "loss over contiguous batches, generate() for continuations, or call the model in "
-            "a loop: log_probs, mems = lm(token_ids, mems, return_memory=True).")
 
     def get_config(self):
         config = {"name": self.name, "trainable": self.trainable,

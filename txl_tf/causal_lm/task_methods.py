@@ -1,6 +1,6 @@
-"""`CausalLMTaskMethods`: the methods of `TransformerXLCausalLM` named as keras-hub's `CausalLM`
-names them (generate, save_to_preset, from_preset) and `keras.Model.export`, with the TF Serving
-export under a name of its own (`export_for_serving`). Their work is done by the modules they
+"""`CausalLMTaskMethods`: the methods of `TransformerXLCausalLM` named as keras-hub's
+`CausalLM` names them (generate, save_to_preset, from_preset) and `keras.Model.export`, with the
+TF Serving export under a name of its own (`export_for_serving`); `predict`, refused. Their work is done by the modules they
 name; this mixin checks their arguments, before anything is written, in one line each.
 
 Differences from keras-hub on purpose are listed in docs/keras.md ("Keras habits").
@@ -41,6 +41,18 @@ class CausalLMTaskMethods:
         return text_generation.generate(
             self, inputs, max_length, chosen or DEFAULT_SAMPLER, seed, strip_prompt, seg_len,
             mem_len, clamp_len, same_length, jit_compile, stop_token_ids=stop_token_ids)
+
+    def predict(self, x=None, *args, **kwargs):
+        """Refused: Keras's predict would read every batch from zero memory, dropping the
+        context of the batches before it.
+
+        Raises:
+          CausalLMInputError: always, naming what to use instead.
+        """
+        raise CausalLMInputError(
+            "predict() does not carry the memory from batch to batch; use evaluate() for the "
+            "loss over contiguous batches, generate() for continuations, or call the model in "
+            "a loop: log_probs, mems = lm(token_ids, mems, return_memory=True).")
 
     def save_to_preset(self, preset_dir, training_data=None):
         """Writes a preset (config.json, model.weights.h5, the preprocessor and its vocabulary,
