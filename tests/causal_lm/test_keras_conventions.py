@@ -241,3 +241,39 @@ def test_bad_from_preset_arguments_give_one_line(word, kwargs, message):
     with pytest.raises(CausalLMInputError, match=message) as caught:
         from_preset(word[0], **kwargs)
     one_line(caught.value)
+
+
+# ------------------------------------------------------------- every argument, one line
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(strip_prompt="no"), "strip_prompt must be True or False"),
+    (dict(same_length="yes"), "same_length must be True or False"),
+    (dict(seg_len="4"), r"seg_len must be an integer in \[1, "),
+    (dict(seg_len=0), r"seg_len must be an integer in \[1, "),
+    (dict(mem_len=-2), r"mem_len must be an integer in \[0, "),
+    (dict(clamp_len=1.5), r"clamp_len must be an integer in \[-1, "),
+    (dict(sampler={"top_k": 2}), "sampler must be a name"),
+    (dict(jit_compile="yes"), "jit_compile must be a bool or one of")])
+def test_bad_generate_settings_give_one_line(word, kwargs, message):
+    with pytest.raises(CausalLMInputError, match=message) as caught:
+        word[1].generate(PROMPTS, LENGTH, **kwargs)
+    one_line(caught.value)
+
+
+@pytest.mark.parametrize("path", [None, 3, 2.5, object()], ids=["None", "int", "float", "object"])
+@pytest.mark.parametrize("method", ["export", "export_for_serving", "save_to_preset",
+                                    "from_preset"])
+def test_every_path_argument_that_is_no_path_gives_one_line(word, method, path):
+    lm = word[1]
+    call = (lambda: type(lm).from_preset(path)) if method == "from_preset" else \
+        (lambda: getattr(lm, method)(path))
+    with pytest.raises(CausalLMInputError, match="must be a path") as caught:
+        call()
+    one_line(caught.value)
+
+
+def test_a_bad_compile_config_sampler_gives_one_line(word):
+    lm = from_preset(word[0])
+    with pytest.raises(CausalLMInputError, match="a sampler config holds temperature") as caught:
+        lm.compile(optimizer="adam", sampler={"top_k": 2, "beams": 3})
+    one_line(caught.value)
+    assert getattr(lm, "optimizer", None) is None and lm.get_compile_config() is None

@@ -48,6 +48,7 @@ from txl_tf.causal_lm.errors import CausalLMInputError, CausalLMRuntimeError
 from txl_tf.model.config import ConfigError
 from txl_tf.runtime.error_text import first_line, is_disk_full, one_line
 from txl_tf.model.transformer_xl import TransformerXL
+from txl_tf.storage.text_files import check_utf8_path
 from txl_tf.storage.weight_counts import (ExtraWeightsError, check_no_extra_weights,
                                   keras_file_weights)
 
@@ -353,7 +354,7 @@ def load_preset(preset, checkpoint=model_files.LATEST, preprocessor=None, load_w
     if not load_weights and checkpoint not in (None, model_files.LATEST):
         raise CausalLMInputError(f"checkpoint={checkpoint!r} names weights but "
                                  "load_weights=False reads none; leave one of them out.")
-    preset = os.fspath(preset)
+    preset = check_utf8_path(preset, "preset", CausalLMInputError)
     if not os.path.isdir(preset):
         recover_preset(preset)  # a replacement killed between its renames
     if not os.path.isdir(preset):

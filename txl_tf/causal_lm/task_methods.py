@@ -113,6 +113,11 @@ def compile_sampler(sampler):
     """The `Sampler` of compile(sampler=...): a name, a `Sampler` or the dict of its fields
     that `get_compile_config` keeps (checked)."""
     if isinstance(sampler, dict):
+        fields = [f.name for f in dataclasses.fields(Sampler)]
+        unknown = sorted(set(sampler) - set(fields))
+        if unknown:
+            raise CausalLMInputError(f"a sampler config holds {', '.join(fields)}; "
+                                     f"{', '.join(map(str, unknown))} is none of them.")
         sampler = Sampler(**sampler)
     return get_sampler(DEFAULT_SAMPLER if sampler is None else sampler)
 

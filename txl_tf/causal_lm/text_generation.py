@@ -27,7 +27,7 @@ from txl_tf.causal_lm import prompt_datasets, stop_tokens
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.sampler import get_sampler
 from txl_tf.inference.generation import Generator
-from txl_tf.inference.generation_limits import MAX_NEW_TOKENS
+from txl_tf.inference.generation_limits import INT32_MAX, MAX_NEW_TOKENS, check_int
 from txl_tf.training.choices import JIT_COMPILE
 from txl_tf.training.step_compilation import choose_generation
 
@@ -40,10 +40,17 @@ _GENERATORS = weakref.WeakKeyDictionary()
 
 def generator_of(backbone, seg_len=None, mem_len=None, clamp_len=None, same_length=False,
                  jit_compile=False):
-    """The `Generator` of `backbone` with these settings, made once and kept with it."""
+    """The `Generator` of `backbone` with these settings (checked), made once and kept with
+    it."""
     if not (isinstance(jit_compile, bool) or jit_compile in JIT_COMPILE):
         raise CausalLMInputError(f"jit_compile must be a bool or one of "
                                  f"{', '.join(map(repr, JIT_COMPILE))}, got {jit_compile!r}.")
+    check_flag("same_length", same_length)
+    for name, value, low in (("seg_len", seg_len, 1), ("mem_len", mem_len, 0),
+                             ("clamp_len", clamp_len, -1)):
+        if value is not None:
+            check_int(name, value, low, INT32_MAX, CausalLMInputError,
+                      "None: the model's own")
     compiled = choose_generation(jit_compile).mode is not None
     key = (seg_len, mem_len, clamp_len, bool(same_length), compiled)
     kept = _GENERATORS.setdefault(backbone, {})
@@ -55,6 +62,12 @@ def generator_of(backbone, seg_len=None, mem_len=None, clamp_len=None, same_leng
         except ValueError as error:
             raise CausalLMInputError(f"{error} Pass mem_len >= 1.") from None
     return kept[key]
+
+
+def check_flag(name, value):
+    """Refuses a flag that is not a bool (a string such as "no" would read as True)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise CausalLMInputError(f"{name} must be True or False, got {value!r}.")
 
 
 def _strings(inputs):
@@ -202,6 +215,7 @@ def generate(causal_lm, inputs, max_length=None, sampler="greedy", seed=None,
         sampler, max_length or stop_token_ids, text without a preprocessor.
     """
     sampler = get_sampler(sampler, seed)
+    check_flag("strip_prompt", strip_prompt)
     backbone = causal_lm.backbone
     stop_ids = stop_tokens.stop_ids_of(stop_token_ids, causal_lm.preprocessor,
                                        backbone.config.n_token)
