@@ -149,6 +149,7 @@ def test_auto_without_an_end_of_line_symbol_never_stops(tmp_path, level):
 
 @pytest.mark.parametrize("stop,message", [
     ("eos", "stop_token_ids must be 'auto', None or token ids"),
+    ("top_k", "names a sampler: generate's third argument is stop_token_ids"),
     ([1.5], "an int or a sequence of ints"), ([True], "an int or a sequence of ints"),
     ({"a": 1}, "an int or a sequence of ints"),
     ([23], r"stop_token_ids must be in \[0, 23\)"), (-1, r"must be in \[0, 23\)")])

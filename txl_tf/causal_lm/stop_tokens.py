@@ -25,6 +25,7 @@ import numbers
 import numpy as np
 
 from txl_tf.causal_lm.errors import CausalLMInputError
+from txl_tf.causal_lm.sampler import NAMED
 
 AUTO = "auto"
 
@@ -56,6 +57,10 @@ def stop_ids_of(stop_token_ids, preprocessor, n_token: int) -> tuple:
     if stop_token_ids is None:
         return ()
     if isinstance(stop_token_ids, str):
+        if stop_token_ids in NAMED:
+            raise CausalLMInputError(f"stop_token_ids={stop_token_ids!r} names a sampler: "
+                                     "generate's third argument is stop_token_ids, as "
+                                     f"keras-hub's; pass sampler={stop_token_ids!r}.")
         if stop_token_ids != AUTO:
             raise CausalLMInputError(f"stop_token_ids must be 'auto', None or token ids, got "
                                      f"{stop_token_ids!r}.")
