@@ -128,7 +128,7 @@ def test_session_loaded_export_generates_as_generate(exports):
         n = len(lm.preprocessor.tokenize(prompt))
         with pytest.warns(UserWarning) if "nope" in prompt else contextlib.nullcontext():
             text = generate(lm, prompt, max_length=n + 8, mem_len=40, clamp_len=5,
-                            strip_prompt=True, **kw)
+                            strip_prompt=True, stop_token_ids=None, **kw)
         assert ours["generate_text/text"][i].decode("utf-8") == text
 
 

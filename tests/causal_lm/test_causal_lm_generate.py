@@ -60,7 +60,7 @@ def test_text_levels_equal_generate_py(tmp_path, level, prompt):
     with pytest.warns(UserWarning, match="not in the vocabulary") if level == "word" else \
             contextlib.nullcontext():
         out = generate(lm, prompt, max_length=n + 9, sampler=Sampler(**SAMPLED), mem_len=12,
-                       strip_prompt=True)
+                       strip_prompt=True, stop_token_ids=None)  # generate.py never stops
     assert out == text
     assert len(ids) == 9
 
@@ -70,8 +70,9 @@ def test_prompts_of_different_lengths_equal_each_alone(tmp_path):
     lm = from_preset(path)
     prompts = ["w1 w2 w3", "w4", "w5 w6 w7", "w8 w9"]
     sampler = Sampler(temperature=1.0, top_k=5, seed=3)
-    together = generate(lm, prompts, max_length=9, sampler=sampler)
-    alone = [generate(lm, p, max_length=9, sampler=sampler) for p in prompts]
+    together = generate(lm, prompts, max_length=9, sampler=sampler, stop_token_ids=None)
+    alone = [generate(lm, p, max_length=9, sampler=sampler, stop_token_ids=None)
+             for p in prompts]
     assert together == alone
     # The ids come from the Generator of generate.py (the one implementation), row by row.
     gen = Generator(model, mem_len=None)

@@ -234,7 +234,8 @@ def test_serving_text_that_is_not_utf8(tmp_path, level):
             score_text(text=bad)
 
 
-@pytest.mark.parametrize("method,name", [("export", "export_dir"),
+@pytest.mark.parametrize("method,name", [("export", "filepath"),
+                                         ("export_for_serving", "export_dir"),
                                          ("save_to_preset", "preset_dir")])
 def test_non_utf8_output_paths_are_refused_before_anything_is_written(lm, tmp_path, method,
                                                                       name):

@@ -63,7 +63,7 @@ def test_compiled_generation_is_traced_once_per_bucket():
     # As a TPU needs: the loops (prompt segments, tokens) carry only fully defined shapes.
     graph = gen.compiled.get_concrete_function(
         tf.zeros([2, 16], tf.int32), tf.constant(9), tf.constant(5),
-        *gen._settings(1.0, 0, 1.0, 0), max_tokens=8).graph
+        *gen._settings(1.0, 0, 1.0, 0), tf.zeros([0], tf.int32), max_tokens=8).graph
     loops = [op for op in graph.get_operations() if op.type in ("While", "StatelessWhile")]
     assert len(loops) == 2
     for loop in loops:

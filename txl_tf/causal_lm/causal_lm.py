@@ -36,11 +36,10 @@ import tensorflow as tf
 
 from txl_tf.causal_lm.batch_checks import check_batch_dtypes, checked_batch, one_line_error
 from txl_tf.causal_lm.contiguous_batches import ContiguousBatchError, check_contiguous
-from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.multi_step import multi_step_function
 from txl_tf.causal_lm.replica_memory import ReplicaMemory
+from txl_tf.causal_lm.task_methods import CausalLMTaskMethods, compile_sampler, sampler_config
 from txl_tf.inference.evaluation import Evaluator
-from txl_tf.storage.text_files import check_utf8_path
 from txl_tf.training.replica_step import ReplicaStep
 
 SUM = tf.distribute.ReduceOp.SUM
@@ -80,9 +79,10 @@ def _check_backup(callbacks, steps_per_epoch):
 
 
 @keras.saving.register_keras_serializable(package="txl_tf")
-class TransformerXLCausalLM(keras.Model):
+class TransformerXLCausalLM(CausalLMTaskMethods, keras.Model):
     """Transformer-XL as a Keras causal language model: `compile`, then `fit` over contiguous
-    batches with the memory carried from batch to batch.
+    batches with the memory carried from batch to batch; generate, presets and export are
+    keras-hub's methods (`task_methods.py`).
 
     Args:
       backbone: a `txl_tf.TransformerXL` (created under the strategy's scope, as this model).
@@ -115,6 +115,7 @@ class TransformerXLCausalLM(keras.Model):
         self.eval_memory = ReplicaMemory(c.n_layer, c.mem_len, c.d_model, name="eval_memory")
         self._replica_step: Optional[ReplicaStep] = None
         self._evaluator: Optional[Evaluator] = None
+        self.sampler = compile_sampler(None)  # generate()'s default until compile(sampler=)
         self.built = True
 
     def call(self, token_ids, mems=None, training=False, return_memory=False):
@@ -132,7 +133,7 @@ class TransformerXLCausalLM(keras.Model):
     def compile(self, optimizer="adam", clip: float = 0.25, half_loss: bool = False,
                 loss_scaling: Optional[bool] = None, initial_loss_scale: float = 2.0 ** 15,
                 growth_interval: int = 2000, grad_accum_steps: int = 1, jit_compile=False,
-                **kwargs):
+                sampler="greedy", **kwargs):
         """Configures training; the loss is the model's own (the mean NLL of target tokens).
 
         Args:
@@ -145,6 +146,8 @@ class TransformerXLCausalLM(keras.Model):
             mixed_float16); initial_loss_scale, growth_interval: its settings.
           grad_accum_steps: chunks of each replica batch whose gradients are accumulated.
           jit_compile: compile each replica's step with XLA (as the `Trainer`'s jit_compile).
+          sampler: generate()'s default sampler: "greedy", "top_k", "top_p", "random" or a
+            `Sampler` (keras-hub's compile(sampler=...)).
           **kwargs: the other arguments of `keras.Model.compile` (steps_per_execution,
             run_eagerly); not loss or metrics.
         """
@@ -152,6 +155,7 @@ class TransformerXLCausalLM(keras.Model):
             if kwargs.get(name) is not None:
                 raise ValueError(f"compile({name}=...) is not supported: the loss is the "
                                  "model's mean NLL per target token; leave it out.")
+        sampler = compile_sampler(sampler)
         super().compile(optimizer=optimizer, jit_compile=False, auto_scale_loss=False, **kwargs)
         if loss_scaling is None:
             loss_scaling = self.backbone.dtype_policy.name == "mixed_float16"
@@ -166,6 +170,7 @@ class TransformerXLCausalLM(keras.Model):
                                   initial_loss_scale=initial_loss_scale,
                                   growth_interval=growth_interval,
                                   grad_accum_steps=grad_accum_steps, jit_compile=bool(jit_compile))
+        self.sampler = sampler
 
     def get_compile_config(self):
         """What `compile_from_config` needs to compile again (a `.keras` file keeps it)."""
@@ -173,7 +178,8 @@ class TransformerXLCausalLM(keras.Model):
             return None
         return {"optimizer": keras.optimizers.serialize(self.optimizer),
                 "steps_per_execution": self.steps_per_execution,
-                "run_eagerly": self.run_eagerly, **self._fit_settings}
+                "run_eagerly": self.run_eagerly, "sampler": sampler_config(self.sampler),
+                **self._fit_settings}
 
     def compile_from_config(self, config):
         config = dict(config)
@@ -303,49 +309,6 @@ class TransformerXLCausalLM(keras.Model):
         if self._replica_step is not None and "loss_scale" in keys:
             self._replica_step.loss_scale.assign(np.asarray(store["loss_scale"]))
             self._replica_step.good_steps.assign(np.asarray(store["good_steps"]))
-
-    def predict(self, x=None, *args, **kwargs):
-        """Refused: Keras's predict would read every batch from zero memory, dropping the
-        context of the batches before it.
-
-        Raises:
-          CausalLMInputError: always, naming what to use instead.
-        """
-        raise CausalLMInputError(
-            "predict() does not carry the memory from batch to batch; use evaluate() for the "
-            "loss over contiguous batches, generate() for continuations, or call the model in "
-            "a loop: log_probs, mems = lm(token_ids, mems, return_memory=True).")
-
-    def generate(self, inputs, max_length=None, sampler="greedy", seed=None,
-                 strip_prompt=False, seg_len=None, mem_len=None, clamp_len=None,
-                 same_length=False, jit_compile="auto"):
-        """Continues prompts: strings in, strings out (ids [P] or [B, P] in, ids out);
-        see `txl_tf.causal_lm.text_generation.generate`."""
-        from txl_tf.causal_lm import text_generation as generation
-        return generation.generate(self, inputs, max_length, sampler, seed, strip_prompt,
-                                   seg_len, mem_len, clamp_len, same_length, jit_compile)
-
-    def save_to_preset(self, preset_dir, training_data=None):
-        """Writes a preset (config.json, model.weights.h5, the preprocessor and its vocabulary,
-        metadata.json); see `txl_tf.causal_lm.presets.save_to_preset`."""
-        from txl_tf.causal_lm import presets
-        check_utf8_path(preset_dir, "preset_dir", CausalLMInputError)
-        return presets.save_to_preset(self, preset_dir, training_data)
-
-    @classmethod
-    def from_preset(cls, preset, checkpoint="latest", preprocessor=None):
-        """The causal LM of a preset or of a txl-tf model directory (`checkpoint`: latest,
-        best or ckpt-N); see `txl_tf.causal_lm.presets.load_preset`."""
-        from txl_tf.causal_lm import presets
-        backbone, preprocessor = presets.load_preset(preset, checkpoint, preprocessor)
-        return cls(backbone, preprocessor=preprocessor)
-
-    def export(self, export_dir, limits=None, **settings):
-        """Writes the SavedModel of runners/export.py (TF Serving); returns export.py's dict.
-        See `txl_tf.causal_lm.serving_export.export`."""
-        from txl_tf.causal_lm import serving_export as export_lib
-        check_utf8_path(export_dir, "export_dir", CausalLMInputError)
-        return export_lib.export(self, export_dir, limits, **settings)
 
     def get_config(self):
         config = {"name": self.name, "trainable": self.trainable,

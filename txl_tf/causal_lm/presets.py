@@ -48,6 +48,7 @@ from txl_tf.causal_lm.errors import CausalLMInputError, CausalLMRuntimeError
 from txl_tf.model.config import ConfigError
 from txl_tf.runtime.error_text import first_line, is_disk_full, one_line
 from txl_tf.model.transformer_xl import TransformerXL
+from txl_tf.storage.text_files import check_utf8_path
 from txl_tf.storage.weight_counts import (ExtraWeightsError, check_no_extra_weights,
                                   keras_file_weights)
 
@@ -285,9 +286,12 @@ def find_preprocessor(directory):
     return None
 
 
-def _load_backbone(preset, checkpoint):
-    """The backbone of a preset (its weights file) or of a model directory (a checkpoint)."""
+def _load_backbone(preset, checkpoint, load_weights=True):
+    """The backbone of a preset (its weights file) or of a model directory (a checkpoint);
+    without `load_weights`, its config.json's model with fresh weights."""
     try:
+        if not load_weights:
+            return _built(TransformerXL(model_files.load_config(preset)))
         if os.path.isfile(os.path.join(preset, WEIGHTS_FILE)):
             if checkpoint not in (None, model_files.LATEST):
                 raise CausalLMInputError(f"{preset} is a preset (one set of weights); "
@@ -327,7 +331,7 @@ def _check_vocab_checksum(preset, preprocessor):
             f"{recorded} ({path}); use the vocabulary it was trained with.")
 
 
-def load_preset(preset, checkpoint=model_files.LATEST, preprocessor=None):
+def load_preset(preset, checkpoint=model_files.LATEST, preprocessor=None, load_weights=True):
     """(backbone, preprocessor) of a preset or a txl-tf model directory.
 
     Args:
@@ -335,6 +339,8 @@ def load_preset(preset, checkpoint=model_files.LATEST, preprocessor=None):
         checkpoints: runners/train.py, runners/import_weights.py, `txl_tf.save_model`).
       checkpoint: for a model directory: "latest", "best", "ckpt-N" or a path prefix.
       preprocessor: used instead of the directory's (e.g. for a directory without one).
+      load_weights: False builds the model of config.json untrained (fresh weights, as
+        keras-hub's from_preset(load_weights=False)); no weights file or checkpoint is read.
 
     Returns:
       (`TransformerXL`, the preprocessor or None when the directory has no vocabulary).
@@ -343,7 +349,12 @@ def load_preset(preset, checkpoint=model_files.LATEST, preprocessor=None):
       CausalLMInputError: not a preset nor a model directory, no such checkpoint, unreadable
         files, or a vocabulary of another size than the model's.
     """
-    preset = os.fspath(preset)
+    if not isinstance(load_weights, bool):
+        raise CausalLMInputError(f"load_weights must be True or False, got {load_weights!r}.")
+    if not load_weights and checkpoint not in (None, model_files.LATEST):
+        raise CausalLMInputError(f"checkpoint={checkpoint!r} names weights but "
+                                 "load_weights=False reads none; leave one of them out.")
+    preset = check_utf8_path(preset, "preset", CausalLMInputError)
     if not os.path.isdir(preset):
         recover_preset(preset)  # a replacement killed between its renames
     if not os.path.isdir(preset):
@@ -352,7 +363,7 @@ def load_preset(preset, checkpoint=model_files.LATEST, preprocessor=None):
     if not os.path.isfile(os.path.join(preset, CONFIG_FILE)):
         raise CausalLMInputError(f"{preset} has no {CONFIG_FILE}: it is neither a preset "
                                  "(save_to_preset) nor a txl-tf model directory.")
-    backbone = _load_backbone(preset, checkpoint)
+    backbone = _load_backbone(preset, checkpoint, load_weights)
     given = preprocessor is not None
     if not given:
         try:

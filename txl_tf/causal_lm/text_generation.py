@@ -8,6 +8,8 @@ Prompts of different lengths are generated in groups of equal length (the model 
 mask; a row's tokens never depend on the other rows of its batch).
 
 `max_length` counts tokens as keras-hub does: the prompt and its continuation together.
+`stop_token_ids` ends rows as keras-hub does (`stop_tokens.py`); a `tf.data.Dataset` of prompts
+is generated element by element and concatenated (`prompt_datasets.py`).
 
 Example:
   >>> generate(causal_lm, ["The meaning of life is"], max_length=60, sampler="top_k")
@@ -21,10 +23,11 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
+from txl_tf.causal_lm import prompt_datasets, stop_tokens
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.sampler import get_sampler
 from txl_tf.inference.generation import Generator
-from txl_tf.inference.generation_limits import MAX_NEW_TOKENS
+from txl_tf.inference.generation_limits import INT32_MAX, MAX_NEW_TOKENS, check_int
 from txl_tf.training.choices import JIT_COMPILE
 from txl_tf.training.step_compilation import choose_generation
 
@@ -37,10 +40,17 @@ _GENERATORS = weakref.WeakKeyDictionary()
 
 def generator_of(backbone, seg_len=None, mem_len=None, clamp_len=None, same_length=False,
                  jit_compile=False):
-    """The `Generator` of `backbone` with these settings, made once and kept with it."""
+    """The `Generator` of `backbone` with these settings (checked), made once and kept with
+    it."""
     if not (isinstance(jit_compile, bool) or jit_compile in JIT_COMPILE):
         raise CausalLMInputError(f"jit_compile must be a bool or one of "
                                  f"{', '.join(map(repr, JIT_COMPILE))}, got {jit_compile!r}.")
+    check_flag("same_length", same_length)
+    for name, value, low in (("seg_len", seg_len, 1), ("mem_len", mem_len, 0),
+                             ("clamp_len", clamp_len, -1)):
+        if value is not None:
+            check_int(name, value, low, INT32_MAX, CausalLMInputError,
+                      "None: the model's own")
     compiled = choose_generation(jit_compile).mode is not None
     key = (seg_len, mem_len, clamp_len, bool(same_length), compiled)
     kept = _GENERATORS.setdefault(backbone, {})
@@ -52,6 +62,12 @@ def generator_of(backbone, seg_len=None, mem_len=None, clamp_len=None, same_leng
         except ValueError as error:
             raise CausalLMInputError(f"{error} Pass mem_len >= 1.") from None
     return kept[key]
+
+
+def check_flag(name, value):
+    """Refuses a flag that is not a bool (a string such as "no" would read as True)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise CausalLMInputError(f"{name} must be True or False, got {value!r}.")
 
 
 def _strings(inputs):
@@ -134,7 +150,7 @@ def _new_tokens(lengths, max_length):
     return {n: int(max_length) - n for n in lengths}
 
 
-def continue_prompts(backbone, prompts, new_tokens, sampler, **settings) -> list:
+def continue_prompts(backbone, prompts, new_tokens, sampler, stop_ids=(), **settings) -> list:
     """The generated ids of every prompt, prompts of equal length in one batch.
 
     Args:
@@ -142,10 +158,12 @@ def continue_prompts(backbone, prompts, new_tokens, sampler, **settings) -> list
       prompts: list of int32 [P_i] prompts.
       new_tokens: {P: tokens to generate after a prompt of P tokens}.
       sampler: the `Sampler`.
+      stop_ids: a batch's loop ends once each of its rows has generated one of these ids.
       **settings: seg_len, mem_len, clamp_len, same_length, jit_compile of `Generator`.
 
     Returns:
-      list of int32 [new_tokens[P_i]] arrays, in the order of `prompts`.
+      list of int32 [new_tokens[P_i]] arrays, in the order of `prompts` (after a row's first
+      stop token: what `stop_tokens` masks).
     """
     gen = generator_of(backbone, **settings)
     groups = collections.defaultdict(list)
@@ -154,7 +172,8 @@ def continue_prompts(backbone, prompts, new_tokens, sampler, **settings) -> list
     out = [None] * len(prompts)
     for length, rows in groups.items():
         batch = np.stack([prompts[i] for i in rows])
-        generated = gen.generate(batch, new_tokens[length], **sampler.settings())
+        generated = gen.generate(batch, new_tokens[length], **sampler.settings(),
+                                 stop_ids=stop_ids)
         for i, row in zip(rows, generated):
             out[i] = row.astype(np.int32)
     return out
@@ -162,14 +181,15 @@ def continue_prompts(backbone, prompts, new_tokens, sampler, **settings) -> list
 
 def generate(causal_lm, inputs, max_length=None, sampler="greedy", seed=None,
              strip_prompt=False, seg_len=None, mem_len=None, clamp_len=None, same_length=False,
-             jit_compile="auto"):
+             jit_compile="auto", stop_token_ids=stop_tokens.AUTO):
     """Continues prompts with the model's cached decoding.
 
     Args:
       causal_lm: an object with `.backbone` (a `TransformerXL`) and `.preprocessor` (None, or
-        an object with `tokenize`, `unknown_symbols` and `continuation`, e.g.
+        an object with `tokenize`, `unknown_symbols`, `continuation` and `model_vocab`, e.g.
         `tf_records.causal_lm_preprocessor.CausalLMPreprocessor`).
-      inputs: a str, a list of str (or a tf.string tensor), or token ids int [P] or [B, P].
+      inputs: a str, a list of str (or a tf.string tensor), token ids int [P] or [B, P], or a
+        `tf.data.Dataset` of any of these (`prompt_datasets.py`).
       max_length: tokens of a prompt and its continuation together (default: the prompt + 100).
       sampler: "greedy", "top_k", "top_p", "random" or a `Sampler(temperature, top_k, top_p,
         seed)`.
@@ -181,18 +201,31 @@ def generate(causal_lm, inputs, max_length=None, sampler="greedy", seed=None,
         batch's whole sampling loop as one XLA program (the same tokens; one compilation per
         batch size, prompt bucket and output bucket, `txl_tf.inference.generation`); auto: on
         GPU and TPU, off on CPU.
+      stop_token_ids: "auto" (the vocabulary's end-of-line symbol, if it has one), None (run
+        to max_length) or token ids; see `stop_tokens.py`.
 
     Returns:
       Text in: a str per prompt (a str for a str), each the prompt followed by its
-      continuation. Ids in: int32 numpy [B, max_length] ([max_length] for [P]); with
-      strip_prompt, [B, max_length - P].
+      continuation (up to its stop token). Ids in: int32 numpy [B, max_length] ([max_length]
+      for [P]; after a row's stop token, that token); with strip_prompt, [B, max_length - P].
+      A dataset: a list of str, or int32 [N, W].
 
     Raises:
       CausalLMInputError: inputs of another kind, empty prompts, ids out of range, a bad
-        sampler or max_length, text without a preprocessor.
+        sampler, max_length or stop_token_ids, text without a preprocessor.
     """
     sampler = get_sampler(sampler, seed)
+    check_flag("strip_prompt", strip_prompt)
     backbone = causal_lm.backbone
+    stop_ids = stop_tokens.stop_ids_of(stop_token_ids, causal_lm.preprocessor,
+                                       backbone.config.n_token)
+    settings = dict(seg_len=seg_len, mem_len=mem_len, clamp_len=clamp_len,
+                    same_length=same_length, jit_compile=jit_compile)
+    if prompt_datasets.is_dataset(inputs):
+        elements, text = prompt_datasets.checked_elements(inputs)
+        return prompt_datasets.joined(
+            [generate(causal_lm, element, max_length, sampler, None, strip_prompt,
+                      stop_token_ids=stop_ids, **settings) for element in elements], text)
     texts = _strings(inputs)
     if texts is not None:
         prompts = _tokenize(causal_lm.preprocessor, texts[0])
@@ -200,14 +233,15 @@ def generate(causal_lm, inputs, max_length=None, sampler="greedy", seed=None,
         ids = _ids(inputs, backbone.config.n_token)
         prompts = list(ids.reshape([-1, ids.shape[-1]]))
     new_tokens = _new_tokens({len(p) for p in prompts}, max_length)
-    generated = continue_prompts(backbone, prompts, new_tokens, sampler, seg_len=seg_len,
-                                 mem_len=mem_len, clamp_len=clamp_len, same_length=same_length,
-                                 jit_compile=jit_compile)
+    generated = continue_prompts(backbone, prompts, new_tokens, sampler, stop_ids, **settings)
     if texts is None:
+        generated = [stop_tokens.pad_after_stop(g, stop_ids) for g in generated]
         rows = np.stack(generated if strip_prompt else [np.concatenate([p, g]) for p, g in
                                                          zip(prompts, generated)])
         return rows[0] if ids.ndim == 1 else rows
     pre = causal_lm.preprocessor
-    outputs = [("" if strip_prompt else text) + pre.continuation(p, g)
+    drop = stop_tokens.special_ids(pre)
+    outputs = [("" if strip_prompt else text)
+               + pre.continuation(p, stop_tokens.until_stop(g, stop_ids, drop))
                for text, p, g in zip(texts[0], prompts, generated)]
     return outputs[0] if texts[1] else outputs

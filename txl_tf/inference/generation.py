@@ -17,6 +17,11 @@ the export's `gen_jit_compile`): a fixed memory [L, B, mem_len, D] whose unfille
 model masks (`txl_tf/layers/memory.py`), the prompt right-padded to a bucket (`prompt_bucket`;
 its last segment padded, `TransformerXL(segment_padding=)`), and the tokens written into a
 buffer of static width. Its tokens are those of `generate_ids`.
+
+Stop tokens (`stop_ids`, int32 [S]): both loops end early once every row has generated one of
+them (keras-hub's rule); the tokens a row generates after its own stop token, and the positions
+the loop never reached (zeros), are for the caller to mask (`txl_tf.causal_lm.stop_tokens`).
+Without `stop_ids` the loops run their whole length, as before.
 """
 import numpy as np
 import tensorflow as tf
@@ -70,44 +75,65 @@ def consume_prompt(model, prompt, mems, seg_len, mem_len, clamp_len, same_length
     return last, mems
 
 
+def _stopped(token, stop_ids):
+    """bool [B]: whether token int32 [B] is one of stop_ids int32 [S]."""
+    return tf.reduce_any(tf.equal(token[:, None], stop_ids[None, :]), axis=1)
+
+
+def _all_stopped(done):
+    """The loop's condition on `done` bool [B] (no rows: not stopped)."""
+    return tf.reduce_all(done) & (tf.size(done) > 0)
+
+
 def decode(model, log_probs, mems, num_tokens, temperature, top_k, top_p, seed, mem_len,
-           clamp_len, same_length):
+           clamp_len, same_length, stop_ids=None):
     """Generates num_tokens tokens from the next-token log_probs [B, V] and the memory.
 
     Token t is `sampling.choose(..., step=t)`; tokens 0 .. n-2 are each fed back with one
-    forward pass of length 1 (the last one needs none). Returns (int32 [B, num_tokens], mems).
+    forward pass of length 1 (the last one needs none). With `stop_ids` int32 [S] the loop
+    ends once every row has generated one of them; the columns it never reached are zeros.
+    Returns (int32 [B, num_tokens], mems).
     """
     c = model.config
     num_tokens = tf.cast(num_tokens, tf.int32)
     tf.debugging.assert_non_negative(num_tokens, message="num_tokens must be >= 0.")
     batch = tf.shape(log_probs)[0]
+    stop = None if stop_ids is None else tf.cast(stop_ids, tf.int32)
 
-    def body(t, log_probs, mems, out):
+    def body(t, log_probs, mems, out, done):
         token = sampling.choose(log_probs, t, temperature, top_k, top_p, seed)
+        if stop is not None:
+            done = done | _stopped(token, stop)
         step_log_probs, mems = model_step(model, token[:, None], mems, mem_len, clamp_len,
                                           same_length)
-        return t + 1, step_log_probs[:, 0], mems, tf.concat([out, token[:, None]], axis=1)
+        return (t + 1, step_log_probs[:, 0], mems, tf.concat([out, token[:, None]], axis=1),
+                done)
 
-    t, log_probs, mems, out = tf.while_loop(
-        lambda t, *_: t < num_tokens - 1, body,
-        (tf.constant(0), log_probs, mems, tf.zeros([batch, 0], tf.int32)),
+    t, log_probs, mems, out, done = tf.while_loop(
+        lambda t, *rest: (t < num_tokens - 1) & ~_all_stopped(rest[-1]), body,
+        (tf.constant(0), log_probs, mems, tf.zeros([batch, 0], tf.int32),
+         tf.zeros_like(log_probs[:, 0], tf.bool)),
         shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, c.n_token]),
-                          _mems_invariant(c), tf.TensorShape([None, None])))
+                          _mems_invariant(c), tf.TensorShape([None, None]),
+                          tf.TensorShape([None])))
     last = sampling.choose(log_probs, t, temperature, top_k, top_p, seed)
     generated = tf.concat([out, last[:, None]], axis=1)
+    unreached = tf.maximum(num_tokens - tf.shape(generated)[1], 0)
+    generated = tf.pad(generated, [[0, 0], [0, unreached]])
     return generated[:, :num_tokens], mems
 
 
 def generate_ids(model, prompt, num_tokens, temperature, top_k, top_p, seed, seg_len, mem_len,
-                 clamp_len, same_length, mems=None):
-    """Prompt int32 [B, P] -> generated int32 [B, num_tokens] (see the module docstring)."""
+                 clamp_len, same_length, mems=None, stop_ids=None):
+    """Prompt int32 [B, P] -> generated int32 [B, num_tokens] (see the module docstring;
+    `stop_ids`: `decode`'s)."""
     prompt = tf.convert_to_tensor(prompt, tf.int32)
     if mems is None:
         mems = empty_mems(model.config, tf.shape(prompt)[0])
     log_probs, mems = consume_prompt(model, prompt, mems, seg_len, mem_len, clamp_len,
                                      same_length)
     generated, _ = decode(model, log_probs, mems, num_tokens, temperature, top_k, top_p, seed,
-                          mem_len, clamp_len, same_length)
+                          mem_len, clamp_len, same_length, stop_ids)
     return generated
 
 
@@ -197,42 +223,49 @@ def consume_prompt_fixed(model, prompt, length, seg_len, mem_len, clamp_len, sam
 
 
 def decode_fixed(model, log_probs, mems, valid, num_tokens, max_tokens, temperature, top_k,
-                 top_p, seed, mem_len, clamp_len, same_length):
+                 top_p, seed, mem_len, clamp_len, same_length, stop_ids=None):
     """`decode` with the fixed memory, into a buffer of static width.
 
     Args:
       num_tokens: int32 [], 0 <= num_tokens <= max_tokens.
       max_tokens: the buffer's width, a Python int.
+      stop_ids: int32 [S] or None, as `decode`'s.
 
     Returns:
       int32 [B, max_tokens]: the num_tokens tokens of `decode`, then zeros.
     """
     batch = tf.shape(log_probs)[0]
     positions = tf.range(max_tokens)[None, :]
+    stop = None if stop_ids is None else tf.cast(stop_ids, tf.int32)
 
-    def body(t, log_probs, mems, valid, out):
+    def body(t, log_probs, mems, valid, out, done):
         # Every loop variable keeps its static shape (the sampling ops lose the batch's).
         token = tf.ensure_shape(sampling.choose(log_probs, t, temperature, top_k, top_p, seed),
                                 log_probs.shape[:1])
+        if stop is not None:
+            done = done | _stopped(token, stop)
         out = tf.where(positions == t, token[:, None], out)
         step_log_probs, mems, valid = fixed_step(model, token[:, None], 1, mems, valid,
                                                  mem_len, clamp_len, same_length)
-        return t + 1, tf.ensure_shape(step_log_probs[:, 0], log_probs.shape), mems, valid, out
+        return (t + 1, tf.ensure_shape(step_log_probs[:, 0], log_probs.shape), mems, valid,
+                out, done)
 
-    t, log_probs, _, _, out = tf.while_loop(
-        lambda t, *_: t < num_tokens - 1, body,
-        (tf.constant(0), log_probs, mems, valid, tf.zeros([batch, max_tokens], tf.int32)))
+    t, log_probs, _, _, out, _ = tf.while_loop(
+        lambda t, *rest: (t < num_tokens - 1) & ~_all_stopped(rest[-1]), body,
+        (tf.constant(0), log_probs, mems, valid, tf.zeros([batch, max_tokens], tf.int32),
+         tf.zeros_like(log_probs[:, 0], tf.bool)))
     last = sampling.choose(log_probs, t, temperature, top_k, top_p, seed)
     return tf.where((positions == t) & (t < num_tokens), last[:, None], out)
 
 
 def generate_fixed(model, prompt, length, num_tokens, max_tokens, temperature, top_k, top_p,
-                   seed, seg_len, mem_len, clamp_len, same_length):
+                   seed, seg_len, mem_len, clamp_len, same_length, stop_ids=None):
     """`generate_ids` with the fixed memory and static shapes, the function XLA compiles.
 
     Args:
       prompt: int32 [B, P] padded (`prompt_bucket`), its first `length` tokens the prompt.
       length: int32 [] >= 1; num_tokens: int32 [] <= max_tokens (a Python int).
+      stop_ids: int32 [S] or None (`decode`'s).
 
     Returns:
       int32 [B, max_tokens]: the tokens of `generate_ids`, then zeros.
@@ -240,7 +273,12 @@ def generate_fixed(model, prompt, length, num_tokens, max_tokens, temperature, t
     log_probs, mems, valid = consume_prompt_fixed(model, prompt, length, seg_len, mem_len,
                                                   clamp_len, same_length)
     return decode_fixed(model, log_probs, mems, valid, num_tokens, max_tokens, temperature,
-                        top_k, top_p, seed, mem_len, clamp_len, same_length)
+                        top_k, top_p, seed, mem_len, clamp_len, same_length, stop_ids)
+
+
+def _stop_tensor(stop_ids):
+    """int32 [S] of a sequence of token ids (S may be 0: no stop token)."""
+    return tf.constant(np.asarray(list(stop_ids or ()), np.int32).reshape([-1]), tf.int32)
 
 
 class Generator:
@@ -290,29 +328,33 @@ class Generator:
                              tf.TensorSpec([], tf.int32), scalar, tf.TensorSpec([], tf.int32),
                              scalar, tf.TensorSpec([], tf.int64)])
         self._generate = tf.function(
-            lambda prompt, n, temperature, top_k, top_p, seed: generate_ids(
-                model, prompt, n, temperature, top_k, top_p, seed, self.seg_len, *settings),
+            lambda prompt, n, temperature, top_k, top_p, seed, stop_ids: generate_ids(
+                model, prompt, n, temperature, top_k, top_p, seed, self.seg_len, *settings,
+                stop_ids=stop_ids),
             input_signature=[tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([], tf.int32),
                              scalar, tf.TensorSpec([], tf.int32), scalar,
-                             tf.TensorSpec([], tf.int64)])
+                             tf.TensorSpec([], tf.int64), tf.TensorSpec([None], tf.int32)])
         self.compilation = choose_generation(jit_compile)
         self.jit_compile = self.compilation.mode is not None
         # Traced once per (batch, prompt bucket, max_tokens): the shapes XLA compiles for.
         self.compiled = tf.function(self._fixed, jit_compile=True)
 
-    def _fixed(self, prompt, length, num_tokens, temperature, top_k, top_p, seed, max_tokens):
+    def _fixed(self, prompt, length, num_tokens, temperature, top_k, top_p, seed, stop_ids,
+               max_tokens):
         seg_len = min(self.seg_len, int(prompt.shape[1]))  # `prompt_bucket`'s segment
         return generate_fixed(self.model, prompt, length, num_tokens, max_tokens, temperature,
                               top_k, top_p, seed, seg_len, self.mem_len, self.clamp_len,
-                              self.same_length)
+                              self.same_length, stop_ids)
 
     def generate_compiled(self, prompt, num_tokens, temperature=1.0, top_k=0, top_p=1.0,
-                          seed=0):
+                          seed=0, stop_ids=()):
         """`generate` as one XLA program (see `jit_compile`): int32 numpy [B, num_tokens]."""
         check_call(prompt, self.model.config.n_token, num_tokens, top_k, seed)
-        return self._generate_compiled(prompt, num_tokens, temperature, top_k, top_p, seed)
+        return self._generate_compiled(prompt, num_tokens, temperature, top_k, top_p, seed,
+                                       stop_ids)
 
-    def _generate_compiled(self, prompt, num_tokens, temperature, top_k, top_p, seed):
+    def _generate_compiled(self, prompt, num_tokens, temperature, top_k, top_p, seed,
+                           stop_ids=()):
         """`generate_compiled` on arguments `check_call` has checked."""
         prompt = np.asarray(prompt, np.int32)
         batch, length = prompt.shape
@@ -323,7 +365,7 @@ class Generator:
         out = self.compiled(tf.constant(padded), tf.constant(length, tf.int32),
                             tf.constant(num_tokens, tf.int32),
                             *self._settings(temperature, top_k, top_p, seed),
-                            max_tokens=tokens_bucket(num_tokens))
+                            _stop_tensor(stop_ids), max_tokens=tokens_bucket(num_tokens))
         return out.numpy()[:, :num_tokens]
 
     @staticmethod
@@ -331,15 +373,20 @@ class Generator:
         return (tf.constant(temperature, tf.float32), tf.constant(top_k, tf.int32),
                 tf.constant(top_p, tf.float32), tf.constant(seed, tf.int64))
 
-    def generate(self, prompt, num_tokens, temperature=1.0, top_k=0, top_p=1.0, seed=0):
+    def generate(self, prompt, num_tokens, temperature=1.0, top_k=0, top_p=1.0, seed=0,
+                 stop_ids=()):
         """All tokens in one call: int32 numpy [B, num_tokens]. One XLA program with
-        `jit_compile` (`generate_compiled`), else one graph call (a tf.while_loop)."""
+        `jit_compile` (`generate_compiled`), else one graph call (a tf.while_loop). With
+        `stop_ids` (ints) the loop ends once every row has generated one of them; what a row
+        holds after its first one is for the caller to mask (see the module docstring)."""
         check_call(prompt, self.model.config.n_token, num_tokens, top_k, seed)
         if self.jit_compile:
-            return self._generate_compiled(prompt, num_tokens, temperature, top_k, top_p, seed)
+            return self._generate_compiled(prompt, num_tokens, temperature, top_k, top_p, seed,
+                                           stop_ids)
         prompt = tf.convert_to_tensor(prompt, tf.int32)
         return self._generate(prompt, tf.constant(num_tokens, tf.int32),
-                              *self._settings(temperature, top_k, top_p, seed)).numpy()
+                              *self._settings(temperature, top_k, top_p, seed),
+                              _stop_tensor(stop_ids)).numpy()
 
     def stream(self, prompt, num_tokens, temperature=1.0, top_k=0, top_p=1.0, seed=0):
         """Yields int32 numpy [B] token by token (same tokens as `generate`)."""

@@ -11,5 +11,5 @@
   export_options     ExportOptions and the export's error classes (TensorFlow-free)
 
 The command that exports a model directory (runners/export.py) is `txl_tf/commands/export.py`;
-the Keras model's `export` is `txl_tf/causal_lm/serving_export.py`. Both call `export_built_model`.
+the Keras model's `export_for_serving` is `txl_tf/causal_lm/serving_export.py`. Both call `export_built_model`.
 """

@@ -7,8 +7,8 @@ swapped in and recovered after a kill by `versions`), with the signatures of `Se
 Serving's warmup requests in VERSION/assets.extra/tf_serving_warmup_requests (`warmup`); then it
 writes the server's models.config and batching_parameters.txt beside the versions
 (`server_config`). runners/export.py (through `txl_tf.commands.export.export_model`, which
-reads a model directory) and the Keras model's `export` (`txl_tf/causal_lm/serving_export.py`) both
-call it. Errors are `ExportInputError` (a bad argument or path, exit code 2) or
+reads a model directory) and the Keras model's `export_for_serving`
+(`txl_tf/causal_lm/serving_export.py`) both call it. Errors are `ExportInputError` (a bad argument or path, exit code 2) or
 `ExportRuntimeError` (reading or writing failed, exit code 1).
 
 Example:

@@ -64,9 +64,13 @@ def check_utf8_path(path, name: str, error=ValueError) -> str:
     Args:
       path: a str or os.PathLike.
       name: how the message names it (e.g. "export_dir").
-      error: the exception class raised.
+      error: the exception class raised (also for a value that is no path, such as None).
     """
-    text = os.fspath(path)
+    try:
+        text = os.fspath(path)
+    except TypeError:
+        raise error(f"{name} must be a path (a str or os.PathLike), got "
+                    f"{type(path).__name__}.") from None
     if isinstance(text, str):
         try:
             text.encode("utf-8")
