@@ -174,3 +174,42 @@ def test_the_name_check_sees_a_repeated_name():
                            "txl_tf/convert/errors.py", "tf_records/errors.py"]) == {
         "generation.py": ["txl_tf/causal_lm/generation.py", "txl_tf/inference/generation.py"]}
     assert repeated_names(["runners/train.py", "txl_tf/training/train.py"])
+
+
+def own_root_imports(path, package):
+    """`path:line imports NAME` for each import of `package`'s root itself (`import txl_tf`,
+    `from txl_tf import TransformerXL`): a sibling is imported from its module, which names the
+    real dependency; `from txl_tf import layers` (a folder or module of the package) is fine."""
+    with open(os.path.join(REPO, path), encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [f"{path}:{node.lineno} imports {alias.name}" for alias in node.names
+                      if alias.name == package]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == package:
+            found += [f"{path}:{node.lineno} imports {package}.{alias.name}" for alias in node.names
+                      if not (os.path.isdir(os.path.join(REPO, package, alias.name))
+                              or os.path.isfile(os.path.join(REPO, package, alias.name + ".py")))]
+    return found
+
+
+ROOT_CASES = [(path, package) for package in LIBRARIES for path in modules(package)
+              if path != f"{package}/__init__.py"]
+
+
+@pytest.mark.parametrize("path,package", ROOT_CASES, ids=[path for path, _ in ROOT_CASES])
+def test_no_module_imports_its_own_package_root(path, package):
+    found = own_root_imports(path, package)
+    assert not found, (f"import the module that defines the name, not the {package} root:\n"
+                       + "\n".join(found))
+
+
+def test_the_root_check_sees_root_imports(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import txl_tf\nfrom txl_tf import save_model, layers\nimport txl_tf.layers\n"
+                   "def f():\n    from tf_records import PreparedData, atomic\n")
+    assert [line.split(" imports ")[1] for line in own_root_imports(str(bad), "txl_tf")] == [
+        "txl_tf", "txl_tf.save_model"]
+    assert [line.split(" imports ")[1] for line in own_root_imports(str(bad), "tf_records")] == [
+        "tf_records.PreparedData"]

@@ -22,11 +22,11 @@ from typing import Optional
 import keras
 import tensorflow as tf
 
-import txl_tf
 from txl_tf.storage import model_files
 from txl_tf.commands.train_options import TrainError, TrainOptions, checked, for_level
 from txl_tf.model.config_template import ConfigTemplate
 from txl_tf.model.memory_estimate import check_step_fits
+from txl_tf.model.transformer_xl import TransformerXL
 from txl_tf.training import checkpoints as checkpoints_lib
 from txl_tf.training import placement
 from txl_tf.training import step_compilation
@@ -77,7 +77,7 @@ def _build_trainer(run: TrainingRun, schedule) -> None:
     `run.compilation`) and `TrainCheckpoints` of `run`."""
     o = run.options
     with run.strategy.scope():
-        run.model = txl_tf.TransformerXL(run.config)
+        run.model = TransformerXL(run.config)
         optimizer = make_optimizer(schedule)
     run.compilation = step_compilation.choose(o.jit_compile, run.strategy, o.precision)
     run.trainer = trainer = Trainer(run.model, optimizer, run.strategy, clip=o.clip,

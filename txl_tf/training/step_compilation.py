@@ -118,7 +118,7 @@ def choose_generation(setting, flag: str = "--jit_compile") -> Choice:
       flag: the flag a bad setting's error names (export's is `--gen_jit_compile`).
 
     auto: on where shapes must be static or kernel launches dominate (TPU, GPU); off on CPU,
-    where the graph loop with the growing memory is faster (docs/performance.md#inference:
+    where the graph loop with the growing memory is faster (docs/inference-performance.md:
     the compiled loop attends to the whole fixed memory from the first token on).
     """
     if isinstance(setting, bool):
