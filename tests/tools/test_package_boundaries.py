@@ -98,7 +98,7 @@ LIBRARY = [path for path in modules("txl_tf") if not path.startswith("txl_tf/com
 @pytest.mark.parametrize("path", LIBRARY)
 def test_library_does_not_import_the_commands(path):
     """The commands (txl_tf/commands/) are built on the library, never the reverse: what a
-    library module needs of a command (the named choices, txl_tf/training/choices.py; the
+    library module needs of a command (the named choices, txl_tf/devices/choices.py; the
     SavedModel writer, txl_tf/serving/) lives below both. Only the runners import commands."""
     found = violations(path, ("txl_tf.commands",))
     assert not found, ("txl_tf/ outside commands/ must not import txl_tf.commands:\n"
@@ -213,3 +213,66 @@ def test_the_root_check_sees_root_imports(tmp_path):
         "txl_tf", "txl_tf.save_model"]
     assert [line.split(" imports ")[1] for line in own_root_imports(str(bad), "tf_records")] == [
         "tf_records.PreparedData"]
+
+
+def folder_edges(package):
+    """{(folder, sibling folder): first import line} for every import from a module under one
+    folder of `package` to a module under a sibling folder (same parent), at every depth:
+    txl_tf/inference -> txl_tf/devices, txl_tf/training/reporting -> txl_tf/training/checkpoints."""
+    edges = {}
+    for path in modules(package):
+        folders = path.split("/")[:-1]
+        with open(os.path.join(REPO, path), encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        for line, name in imported_names(tree):
+            target = name.split(".")
+            for depth in range(1, len(folders)):
+                if target[:depth] != folders[:depth] or len(target) <= depth + 1:
+                    break  # the name leaves the parent folder, or is a module of the parent
+                source, sibling = "/".join(folders[:depth + 1]), "/".join(target[:depth + 1])
+                if source != sibling:
+                    if os.path.isdir(os.path.join(REPO, sibling)):
+                        edges.setdefault((source, sibling), f"{path}:{line} imports {name}")
+                    break
+    return edges
+
+
+def folder_cycles(edges):
+    """The cycles of the folder graph, each as the import lines that close it."""
+    graph = {}
+    for source, target in edges:
+        graph.setdefault(source, []).append(target)
+    cycles, done = [], set()
+
+    def visit(node, trail):
+        if node in trail:
+            ring = trail[trail.index(node):] + [node]
+            cycles.append([edges[(a, b)] for a, b in zip(ring, ring[1:])])
+            return
+        if node in done:
+            return
+        for target in sorted(graph.get(node, ())):
+            visit(target, trail + [node])
+        done.add(node)
+
+    for node in sorted(graph):
+        visit(node, [])
+    return cycles
+
+
+@pytest.mark.parametrize("package", LIBRARIES)
+def test_no_import_cycle_between_folders(package):
+    """Folders that import each other are one concept in two places: each folder of txl_tf/
+    and tf_records/ (at every depth) imports its sibling folders in one direction only, so that
+    one of the two lies below the other (the compilation choice in txl_tf/devices/, below
+    training/ and inference/)."""
+    cycles = folder_cycles(folder_edges(package))
+    assert not cycles, "folders that import each other:\n" + "\n".join(
+        " -> ".join(cycle) for cycle in cycles)
+
+
+def test_the_folder_check_sees_a_cycle():
+    edges = {("p/a", "p/b"): "p/a/x.py:1 imports p.b.y", ("p/b", "p/a"): "p/b/y.py:2 imports p.a.x",
+             ("p/a/c", "p/a/d"): "p/a/c/z.py:3 imports p.a.d.w"}
+    assert folder_cycles(edges) == [["p/a/x.py:1 imports p.b.y", "p/b/y.py:2 imports p.a.x"]]
+    assert folder_cycles({key: line for key, line in edges.items() if key[0] != "p/b"}) == []

@@ -25,8 +25,8 @@ from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.sampler import get_sampler
 from txl_tf.inference.generation import Generator
 from txl_tf.inference.generation_limits import MAX_NEW_TOKENS
-from txl_tf.training.choices import JIT_COMPILE
-from txl_tf.training.step_compilation import choose_generation
+from txl_tf.devices.choices import JIT_COMPILE
+from txl_tf.devices.step_compilation import choose_generation
 
 DEFAULT_NEW_TOKENS = 100  # generate.py's default --num_tokens
 

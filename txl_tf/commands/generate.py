@@ -25,7 +25,7 @@ from txl_tf.inference.generation_limits import check_generation
 from txl_tf.loss.loss_report import CorpusFacts, starved_word_level
 from txl_tf.model.data_interfaces import ModelText, TextData
 from txl_tf.storage.text_files import read_text_file
-from txl_tf.training.choices import JIT_COMPILE
+from txl_tf.devices.choices import JIT_COMPILE
 
 
 def check_options(options: GenerateOptions) -> None:

@@ -29,7 +29,7 @@ from txl_tf.model.memory_estimate import check_step_fits
 from txl_tf.model.transformer_xl import TransformerXL
 from txl_tf.training import checkpoints as checkpoints_lib
 from txl_tf.training import placement
-from txl_tf.training import step_compilation
+from txl_tf.devices import step_compilation
 from txl_tf.training.actions.factory import build_actions
 from txl_tf.training.controller import Controller
 from txl_tf.training.data_source import DataSource
@@ -42,7 +42,7 @@ from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.reporting import announce, summary as reporting
 from txl_tf.training.run_record.record import write_record
 from txl_tf.training.run_record.start import starting_point
-from txl_tf.training.step_compilation import strategy_devices
+from txl_tf.devices.step_compilation import strategy_devices
 from txl_tf.training.summaries import RunSummaries
 from txl_tf.training.trainer import Trainer
 from txl_tf.training.training_run import TrainingRun

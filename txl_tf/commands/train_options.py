@@ -8,7 +8,7 @@ import dataclasses
 import math
 from typing import Optional
 
-from txl_tf.training.choices import JIT_COMPILE, STRATEGIES  # noqa: F401  (for the flags)
+from txl_tf.devices.choices import JIT_COMPILE, STRATEGIES  # noqa: F401  (for the flags)
 from txl_tf.training.errors import TrainError  # noqa: F401  (raised here and by the run's parts)
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -72,7 +72,7 @@ class TrainOptions:
         segment); validation still scores every token.
       jit_compile: XLA compiles the training step: auto (on, except CPU mixed_bfloat16; a TPU
         always compiles), true or false. One line of the run says what was
-        chosen and why (txl_tf/training/step_compilation.py).
+        chosen and why (txl_tf/devices/step_compilation.py).
       profile_steps: START,END: a TensorBoard profile of training steps START to END (counted
         from 1, both included) in model_dir/plugins/profile/ (TensorBoard's Profile tab);
         empty: none.

@@ -13,7 +13,8 @@ from absl import flags
 
 import txl_tf
 from runners.cli import model_flags, train_flags
-from txl_tf.training import distribute, step_compilation
+from txl_tf.devices import step_compilation
+from txl_tf.training import distribute
 
 FLAGS = flags.FLAGS
 TOOLS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # runners/tools

@@ -14,7 +14,7 @@ from runners.tools.benchmarks.configuration import (
 from runners.tools.benchmarks.steps import Steps
 from txl_tf.training.batch_fit import memory_estimate
 from txl_tf.training.device_memory import peak_memory
-from txl_tf.training.step_compilation import strategy_devices
+from txl_tf.devices.step_compilation import strategy_devices
 
 
 def read_vm_hwm_mb():

@@ -10,7 +10,7 @@ from txl_tf.loss.loss_report import format_value
 from txl_tf.training import duration
 from txl_tf.training.hparams_session import run_hparams
 from txl_tf.training.matmul_rate import measure_matmul_rate
-from txl_tf.training.step_compilation import strategy_devices
+from txl_tf.devices.step_compilation import strategy_devices
 from txl_tf.training.summaries import RunSummaries
 from txl_tf.training.training_run import TrainingRun
 

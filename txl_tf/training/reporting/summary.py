@@ -13,7 +13,7 @@ from txl_tf.training import duration
 from txl_tf.training.controller import Controller
 from txl_tf.training.device_memory import peak_memory
 from txl_tf.training.run_record.start import read_json
-from txl_tf.training.step_compilation import strategy_devices
+from txl_tf.devices.step_compilation import strategy_devices
 from txl_tf.training.summaries import format_duration
 from txl_tf.training.training_run import TrainingRun
 

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
-from txl_tf.training.choices import JIT_COMPILE
+from txl_tf.devices.choices import JIT_COMPILE
 
 
 class Choice(NamedTuple):
