@@ -33,17 +33,17 @@ from txl_tf.devices import step_compilation
 from txl_tf.training.actions.factory import build_actions
 from txl_tf.training.controller import Controller
 from txl_tf.training.data_source import DataSource
-from txl_tf.training.device_memory import reset_peaks
-from txl_tf.training.heartbeat import Heartbeat
-from txl_tf.training.hparams_session import HParamsSession
+from txl_tf.training.measurement.device_memory import reset_peaks
+from txl_tf.training.reporting.heartbeat import Heartbeat
+from txl_tf.training.reporting.hparams_session import HParamsSession
 from txl_tf.training.interruption import StopOnSignal, TrainingInterrupted
 from txl_tf.training.lr_schedule import WarmupCosineSchedule
 from txl_tf.training.optimizer import make_optimizer
-from txl_tf.training.reporting import announce, summary as reporting
+from txl_tf.training.reporting import announce, train_summary as reporting
 from txl_tf.training.run_record.record import write_record
 from txl_tf.training.run_record.start import starting_point
 from txl_tf.devices.step_compilation import strategy_devices
-from txl_tf.training.summaries import RunSummaries
+from txl_tf.training.reporting.tensorboard import RunSummaries
 from txl_tf.training.trainer import Trainer
 from txl_tf.training.training_run import TrainingRun
 

@@ -6,10 +6,10 @@ from typing import Any, Optional
 import tensorflow as tf
 
 from txl_tf.training import checkpoints as checkpoints_lib
-from txl_tf.training import duration
+from txl_tf.training.measurement import duration
 from txl_tf.devices import step_compilation
 from txl_tf.training.data_source import DataSource
-from txl_tf.training.hparams_session import HParamsSession
+from txl_tf.training.reporting.hparams_session import HParamsSession
 from txl_tf.training.placement import Placement
 from txl_tf.model.config import TransformerXLConfig
 from txl_tf.model.transformer_xl import TransformerXL

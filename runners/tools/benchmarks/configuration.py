@@ -48,7 +48,7 @@ flags.DEFINE_integer("rounds", 5, "Measurement rounds; comparisons are interleav
 flags.DEFINE_integer("threads", 0, "Intra-op threads for TF (and torch); 0 = number of cores.")
 flags.DEFINE_integer("matmul_size", 0,
                      "Side of the square matmuls that measure the peak; 0: grown until a "
-                     "product lasts long enough (txl_tf/training/matmul_rate.py).")
+                     "product lasts long enough (txl_tf/training/measurement/matmul_rate.py).")
 flags.DEFINE_list("memory_mem_lens", [],
                   "Memory lengths for the peak-memory table (one child process each, at "
                   "tgt_len and batch_size); empty = just the configured mem_len.")
