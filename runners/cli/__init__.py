@@ -31,7 +31,7 @@ the model, of a training run and of the corpus).
 from runners.cli.app import run  # noqa: F401
 from runners.cli.errors import (  # noqa: F401
     INTERRUPTED, OK, RUNTIME_ERROR, USAGE_ERROR, classify)
-from runners.cli.dir_lock import is_chief_process, locked  # noqa: F401
+from txl_tf.storage.dir_lock import is_chief_process, locked  # noqa: F401
 from runners.cli.paths import (  # noqa: F401
     check_data_dir, check_directories, check_files, check_model_dirs)
 from runners.cli.startup import quiet_start  # noqa: F401
