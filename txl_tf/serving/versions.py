@@ -20,7 +20,6 @@ Example:
 """
 import contextlib
 import errno
-import fcntl
 import os
 import re
 import shutil
@@ -29,6 +28,7 @@ from typing import Optional
 from txl_tf.storage.atomic_writes import (recover_directory, running_elsewhere, swap_directory,
                                           swap_names)
 from txl_tf.runtime.error_text import is_disk_full
+from txl_tf.storage.dir_lock import directory_locked
 from txl_tf.serving.export_options import ExportInputError, ExportRuntimeError
 
 # leftovers of `swap_names` for a version: .V.tmp-PID and .V.old-PID
@@ -73,17 +73,6 @@ def next_version(export_dir: str) -> int:
 
 
 @contextlib.contextmanager
-def _directory_locked(export_dir: str):
-    """An exclusive flock of the directory itself, held for the block (a few renames)."""
-    fd = os.open(export_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
-
-
-@contextlib.contextmanager
 def reserved_version(export_dir: str, version: Optional[int]):
     """Reserves a version of `export_dir` and yields (version, its empty temporary directory);
     the temporary directory is deleted when the block ends (swapped in or failed).
@@ -97,7 +86,7 @@ def reserved_version(export_dir: str, version: Optional[int]):
     """
     try:
         os.makedirs(export_dir, exist_ok=True)
-        with _directory_locked(export_dir):
+        with directory_locked(export_dir):
             recover_versions(export_dir)
             version = next_version(export_dir) if version is None else int(version)
             tmp = os.path.join(export_dir, swap_names(os.path.join(export_dir, str(version)))[0])
@@ -125,7 +114,7 @@ def swap_in(tmp: str, export_dir: str, version: int, overwrite: bool) -> str:
     """
     final = os.path.join(export_dir, str(version))
     old = os.path.join(export_dir, swap_names(final)[1])
-    with _directory_locked(export_dir):
+    with directory_locked(export_dir):
         if os.path.lexists(final) and not overwrite:
             raise ExportInputError(f"{final} was written by another export meanwhile; pass "
                                    "--overwrite or another --version.")
