@@ -1,4 +1,5 @@
-"""The measurements of `runners/tools/benchmark.py`, one per module.
+"""The measurements of the benchmark tools, one per module; the tools themselves
+(`runners/tools/benchmark*.py`) are thin entry points. Those of `benchmark.py`:
 
   configuration  the flags (train.py's, with the benchmark configuration as defaults, and the
                  benchmark's own) and what is built from them: TensorFlow's set-up, the model
@@ -15,6 +16,12 @@
   speed          seconds per step and tokens/s of timed steps, median and best;
   report         the printed table and the BENCHMARK_JSON record;
   run            `run_benchmark`: warm-up, interleaved rounds, every figure in one record.
+
+Those of the other tools:
+
+  inference_speed  `benchmark_inference.py`: evaluation, cached against uncached generation,
+                   the graph loop against one XLA program, the SavedModel in TF Serving's loader;
+  data_speed       `benchmark_data.py`: records built from a byte corpus and read back.
 
 The package is named `benchmarks` so that it never shadows the entry point `benchmark.py`.
 """
