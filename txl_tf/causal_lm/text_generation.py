@@ -25,7 +25,7 @@ from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.sampler import get_sampler
 from txl_tf.inference.generation import Generator
 from txl_tf.inference.generation_limits import MAX_NEW_TOKENS
-from txl_tf.devices.choices import JIT_COMPILE
+from txl_tf.devices.choices import JIT_COMPILE, JitCompile
 from txl_tf.devices.step_compilation import choose_generation
 
 DEFAULT_NEW_TOKENS = 100  # generate.py's default --num_tokens
@@ -38,9 +38,12 @@ _GENERATORS = weakref.WeakKeyDictionary()
 def generator_of(backbone, seg_len=None, mem_len=None, clamp_len=None, same_length=False,
                  jit_compile=False):
     """The `Generator` of `backbone` with these settings, made once and kept with it."""
-    if not (isinstance(jit_compile, bool) or jit_compile in JIT_COMPILE):
-        raise CausalLMInputError(f"jit_compile must be a bool or one of "
-                                 f"{', '.join(map(repr, JIT_COMPILE))}, got {jit_compile!r}.")
+    try:
+        jit_compile = JitCompile.parse(jit_compile)
+    except ValueError:
+        allowed = ", ".join(map(repr, JIT_COMPILE))
+        raise CausalLMInputError(f"jit_compile must be a bool or one of {allowed}, got "
+                                 f"{jit_compile!r}.") from None
     compiled = choose_generation(jit_compile).mode is not None
     key = (seg_len, mem_len, clamp_len, bool(same_length), compiled)
     kept = _GENERATORS.setdefault(backbone, {})
