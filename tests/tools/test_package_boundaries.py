@@ -2,8 +2,10 @@
 
 `txl_tf` never imports `tf_records`, `runners` or `absl.flags` (absl.logging is fine);
 `tf_records` never imports `txl_tf` or `runners`; inside it, `vocab/` never imports `text/` (text
-is encoded with a vocabulary, not the reverse). Every module is parsed, and every import in it
-counts: module level, inside functions, and `importlib.import_module("...")` with a literal name.
+is encoded with a vocabulary, not the reverse). No module of either imports its own package root
+(it imports the module that defines a name), and no two folders import each other, at any depth.
+Every module is parsed, and every import in it counts: module level, inside functions, and
+`importlib.import_module("...")` with a literal name.
 Under Bazel the files are those of the test's runfiles, i.e. the libraries' sources.
 """
 import ast
