@@ -4,7 +4,6 @@ import os
 import tensorflow as tf
 
 from txl_tf.storage import model_files
-from txl_tf.storage import model_files
 from txl_tf.model.config import check_against_saved
 from txl_tf.training.errors import TrainError
 
