@@ -16,7 +16,7 @@ the lines its C++ libraries print as they load (`txl_tf.runtime.tf_start`): impo
 """
 from txl_tf.runtime import tf_start
 from txl_tf.runtime.lazy_exports import lazy_exports
-from txl_tf.runtime.version import __version__
+from txl_tf.runtime.version import __version__  # noqa: F401  (public)
 
 # public name -> the module that defines it
 _EXPORTS = {
