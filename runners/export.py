@@ -40,7 +40,7 @@ from txl_tf.serving.export_options import (INFO_FILE, ExportInputError,  # noqa:
                                             ExportOptions, ExportRuntimeError)
 from txl_tf.serving.limits import ServingLimits
 from txl_tf.runtime.tf_start import benign_lines_dropped
-from txl_tf.training.choices import JIT_COMPILE
+from txl_tf.devices.choices import JIT_COMPILE
 
 FLAGS = flags.FLAGS
 

@@ -28,7 +28,7 @@ from txl_tf.commands.generate_options import GenerateInputError, GenerateOptions
 from txl_tf.inference.generation_limits import check_generation
 from txl_tf.model.memory_estimate import check_step_fits
 from txl_tf.storage.text_files import read_text_file
-from txl_tf.training.choices import JIT_COMPILE
+from txl_tf.devices.choices import JIT_COMPILE
 
 FLAGS = flags.FLAGS
 

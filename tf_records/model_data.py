@@ -15,7 +15,8 @@ Example:
 import os
 from typing import Optional
 
-import tf_records
+from tf_records.prepared_data import PreparedData, unigram_entropy
+from tf_records.records.reader import dataset_from_tokens
 from tf_records.vocab import model_vocab
 from tf_records.text.prompt import PromptText, TextStreamer
 from tf_records.text.tokenize import encode_text
@@ -83,12 +84,11 @@ class ModelData:
                          last_segment: str = "drop") -> tuple:
         """(dataset, num_steps) of `tokens` in `batch_size` streams (`dataset_from_tokens`);
         `LayoutError` when they are too few."""
-        data = tf_records.dataset_from_tokens(tokens, batch_size, tgt_len,
-                                              last_segment=last_segment)
+        data = dataset_from_tokens(tokens, batch_size, tgt_len, last_segment=last_segment)
         return data, data.num_steps
 
     def unigram_entropy(self, tokens) -> Optional[float]:
-        return tf_records.unigram_entropy(tokens)
+        return unigram_entropy(tokens)
 
     def split_streams(self, data_dir: str, split: str, tgt_len: int, batch_size: int,
                       last_segment: str, vocab_size: int, model_dir: str,
@@ -96,7 +96,7 @@ class ModelData:
         """(dataset, num_steps, split, unigram entropy) of `split` in `data_dir` (the records
         made from the token cache when missing, checked by checksum); `ModelVocabError` when
         they were made with another vocabulary than `model_dir`'s vocab.txt."""
-        data = tf_records.PreparedData(data_dir)
+        data = PreparedData(data_dir)
         layout = data.layout(tgt_len, batch_size, last_segment=last_segment)
         input_fn = data.input_fn(split, layout, verify="checksum", vocab_size=vocab_size,
                                  make_from_cache=True, progress=progress)

@@ -16,6 +16,7 @@ the lines its C++ libraries print as they load (`txl_tf.runtime.tf_start`): impo
 """
 from txl_tf.runtime import tf_start
 from txl_tf.runtime.lazy_exports import lazy_exports
+from txl_tf.runtime.version import __version__  # noqa: F401  (public)
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -43,7 +44,6 @@ _EXPORTS = {
     "TransformerXLCausalLM": "txl_tf.causal_lm.causal_lm",
 }
 __all__ = sorted(_EXPORTS)
-__version__ = "0.1.0"
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 tf_start.quiet_when_imported()  # loads nothing; TensorFlow's first import, by anyone, is quiet

@@ -23,7 +23,8 @@ such as torch).
 
 Modules: help (the grouped --help, missing required flags), startup (quiet_start), paths
 (check_directories, check_files, check_data_dir, check_model_dirs), flagfiles (flag files and
-the command line checked before absl reads them), dir_lock (locked: one run per directory),
+the command line checked before absl reads them), locked and is_chief_process (one run per
+directory: txl_tf/storage/dir_lock.py),
 errors (exit codes, classify), app (run), dataclass_flags
 (flags generated from option dataclasses), model_flags, train_flags, data_flags (the flags of
 the model, of a training run and of the corpus).
@@ -31,7 +32,7 @@ the model, of a training run and of the corpus).
 from runners.cli.app import run  # noqa: F401
 from runners.cli.errors import (  # noqa: F401
     INTERRUPTED, OK, RUNTIME_ERROR, USAGE_ERROR, classify)
-from runners.cli.dir_lock import is_chief_process, locked  # noqa: F401
+from txl_tf.storage.dir_lock import is_chief_process, locked  # noqa: F401
 from runners.cli.paths import (  # noqa: F401
     check_data_dir, check_directories, check_files, check_model_dirs)
 from runners.cli.startup import quiet_start  # noqa: F401

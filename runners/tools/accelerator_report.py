@@ -2,7 +2,7 @@ r"""What txl-tf does on the devices of this machine, in one command and one fold
 
 Within `--budget_seconds` (every part has its own deadline; the report lists what it skipped
 and why), on the first GPU (else the CPU):
-  1. the matmul rate in float32 and bfloat16 (`txl_tf/training/matmul_rate.py`; PyTorch's on
+  1. the matmul rate in float32 and bfloat16 (`txl_tf/training/measurement/matmul_rate.py`; PyTorch's on
      the same device as the cross-check where `import torch` works);
   2. each paper recipe (runners/enwik8.flags, enwik8_base.flags, wt103_base.flags) for a few
      dozen steps of train.py's step (`Trainer.train`, the benchmark's `Steps`) in float32 and

@@ -10,13 +10,13 @@ After warm-up (and XLA compilation) it measures, in one run:
   * evaluation step: forward with memory and labels, no dropout, one replica, compiled whole by
     XLA when the training step is: tokens/s;
   * the dense matmul peak of the first device of the run (float32 and the precision's dtype,
-    timed in the same run by `txl_tf/training/matmul_rate.py`, the rate training's duration
+    timed in the same run by `txl_tf/training/measurement/matmul_rate.py`, the rate training's duration
     estimate uses), and the model FLOPs utilisation (MFU) of the training and evaluation
     steps: model FLOPs per token x tokens/s / measured matmul peak;
   * peak resident memory of a training run, in a child process per configuration
     (`--memory_mem_lens`: one child per memory length, to show the growth in mem_len), and on
     an accelerator its allocator's peak over the timed steps
-    (`txl_tf/training/device_memory.py`), next to the estimate with which training chooses its
+    (`txl_tf/training/measurement/device_memory.py`), next to the estimate with which training chooses its
     gradient accumulation (`txl_tf/training/batch_fit.py`).
 Optional comparisons:
   * `--compare_huggingface`: the Hugging Face `transformers` TransfoXL (PyTorch, CPU, same

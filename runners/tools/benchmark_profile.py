@@ -2,7 +2,7 @@ r"""Profile the benchmark's training (or evaluation) step with the TensorFlow pr
 
 Writes a TensorBoard profile (`--logdir`, open with TensorBoard's profile plugin) of `--steps`
 steps after warm-up, and prints the ops (or XLA thunks / fusions) that take the most time,
-read from the trace itself (`*.xplane.pb`, `txl_tf/training/profile_summary.py`), so it works
+read from the trace itself (`*.xplane.pb`, `txl_tf/training/measurement/profile_summary.py`), so it works
 without the plugin installed.
 
 Takes the same model and benchmark flags as `runners/tools/benchmark.py`, e.g.
@@ -17,7 +17,7 @@ from absl import app, flags  # noqa: E402
 
 from runners.tools.benchmarks.configuration import model_config, setup_tensorflow  # noqa: E402
 from runners.tools.benchmarks.steps import Steps  # noqa: E402
-from txl_tf.training import profile_summary  # noqa: E402
+from txl_tf.training.measurement import profile_summary  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("logdir", "/tmp/txl_tf_profile", "Where the profile is written.")

@@ -1,4 +1,4 @@
-"""One run per directory (runners/cli/dir_lock.py), with two real processes on one directory.
+"""One run per directory (txl_tf/storage/dir_lock.py), with two real processes on one directory.
 
 The first run is held inside its work, after taking its locks, until the test lets it go: it
 runs the runner through `HELD`, which makes the text corpus's build wait for a file the test
@@ -159,7 +159,7 @@ def test_second_train_on_one_model_dir_is_refused(tmp_path, book):
 def test_lock_of_a_killed_run_is_taken_over_with_one_line(tmp_path):
     (tmp_path / "book.txt").write_text(TEXT)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from runners.cli import dir_lock\n"
+        [sys.executable, "-c", "import sys, time; from txl_tf.storage import dir_lock\n"
          "with dir_lock.locked('D'):\n    print('held', flush=True); time.sleep(600)"],
         cwd=str(tmp_path), stdout=subprocess.PIPE, text=True, env=env())
     try:
@@ -194,13 +194,13 @@ def test_refused_run_on_a_new_directory_leaves_no_directory(tmp_path, args, code
 # -- the lock file itself: never followed, never a rival of its own process -----------------
 
 def locked_in_process(directory, exclusive=True):
-    from runners.cli import dir_lock
+    from txl_tf.storage import dir_lock
     with dir_lock.locked(str(directory), exclusive=exclusive):
         return sorted(os.listdir(directory))
 
 
 def refused_in_process(directory, message):
-    from runners.cli import dir_lock
+    from txl_tf.storage import dir_lock
     with pytest.raises(dir_lock.LockFileError, match=message) as error:
         with dir_lock.locked(str(directory)):
             raise AssertionError("the lock was taken")
@@ -260,7 +260,7 @@ def test_an_immutable_lock_is_refused_not_ignored(tmp_path):
 
 
 def test_a_directory_locked_twice_by_one_process_names_no_rival(tmp_path):
-    from runners.cli import dir_lock
+    from txl_tf.storage import dir_lock
     with dir_lock.locked(str(tmp_path / "D")):
         for exclusive in (True, False):
             with pytest.raises(dir_lock.LockFileError, match="locked twice by this run") as error:
@@ -280,7 +280,7 @@ def test_a_stale_record_of_this_pid_is_no_note(tmp_path, capsys):
 
 
 def test_a_lock_replaced_by_a_link_while_held_is_not_removed(tmp_path):
-    from runners.cli import dir_lock
+    from txl_tf.storage import dir_lock
     (tmp_path / "D").mkdir()
     (tmp_path / "elsewhere").write_text("x")
     with dir_lock.locked(str(tmp_path / "D")):

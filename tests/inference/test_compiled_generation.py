@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from txl_tf.inference import generation, sampling
 from txl_tf.inference.generation import Generator
-from txl_tf.training.step_compilation import choose_generation
+from txl_tf.devices.step_compilation import choose_generation
 
 from tiny import tiny_model
 

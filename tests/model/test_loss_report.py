@@ -5,7 +5,7 @@ import math
 import pytest
 
 from txl_tf.loss import loss_report
-from txl_tf.training.summaries import RunSummaries
+from txl_tf.training.reporting.tensorboard import RunSummaries
 
 
 @pytest.mark.parametrize("level,unit", [("byte", "bpc"), ("char", "bpc"), ("word", "ppl"),

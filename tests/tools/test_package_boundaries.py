@@ -2,8 +2,10 @@
 
 `txl_tf` never imports `tf_records`, `runners` or `absl.flags` (absl.logging is fine);
 `tf_records` never imports `txl_tf` or `runners`; inside it, `vocab/` never imports `text/` (text
-is encoded with a vocabulary, not the reverse). Every module is parsed, and every import in it
-counts: module level, inside functions, and `importlib.import_module("...")` with a literal name.
+is encoded with a vocabulary, not the reverse). No module of either imports its own package root
+(it imports the module that defines a name), and no two folders import each other, at any depth.
+Every module is parsed, and every import in it counts: module level, inside functions, and
+`importlib.import_module("...")` with a literal name.
 Under Bazel the files are those of the test's runfiles, i.e. the libraries' sources.
 """
 import ast
@@ -98,7 +100,7 @@ LIBRARY = [path for path in modules("txl_tf") if not path.startswith("txl_tf/com
 @pytest.mark.parametrize("path", LIBRARY)
 def test_library_does_not_import_the_commands(path):
     """The commands (txl_tf/commands/) are built on the library, never the reverse: what a
-    library module needs of a command (the named choices, txl_tf/training/choices.py; the
+    library module needs of a command (the named choices, txl_tf/devices/choices.py; the
     SavedModel writer, txl_tf/serving/) lives below both. Only the runners import commands."""
     found = violations(path, ("txl_tf.commands",))
     assert not found, ("txl_tf/ outside commands/ must not import txl_tf.commands:\n"
@@ -174,3 +176,105 @@ def test_the_name_check_sees_a_repeated_name():
                            "txl_tf/convert/errors.py", "tf_records/errors.py"]) == {
         "generation.py": ["txl_tf/causal_lm/generation.py", "txl_tf/inference/generation.py"]}
     assert repeated_names(["runners/train.py", "txl_tf/training/train.py"])
+
+
+def own_root_imports(path, package):
+    """`path:line imports NAME` for each import of `package`'s root itself (`import txl_tf`,
+    `from txl_tf import TransformerXL`): a sibling is imported from its module, which names the
+    real dependency; `from txl_tf import layers` (a folder or module of the package) is fine."""
+    with open(os.path.join(REPO, path), encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [f"{path}:{node.lineno} imports {alias.name}" for alias in node.names
+                      if alias.name == package]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == package:
+            found += [f"{path}:{node.lineno} imports {package}.{alias.name}" for alias in node.names
+                      if not (os.path.isdir(os.path.join(REPO, package, alias.name))
+                              or os.path.isfile(os.path.join(REPO, package, alias.name + ".py")))]
+    return found
+
+
+ROOT_CASES = [(path, package) for package in LIBRARIES for path in modules(package)
+              if path != f"{package}/__init__.py"]
+
+
+@pytest.mark.parametrize("path,package", ROOT_CASES, ids=[path for path, _ in ROOT_CASES])
+def test_no_module_imports_its_own_package_root(path, package):
+    found = own_root_imports(path, package)
+    assert not found, (f"import the module that defines the name, not the {package} root:\n"
+                       + "\n".join(found))
+
+
+def test_the_root_check_sees_root_imports(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import txl_tf\nfrom txl_tf import save_model, layers\nimport txl_tf.layers\n"
+                   "def f():\n    from tf_records import PreparedData, atomic\n")
+    assert [line.split(" imports ")[1] for line in own_root_imports(str(bad), "txl_tf")] == [
+        "txl_tf", "txl_tf.save_model"]
+    assert [line.split(" imports ")[1] for line in own_root_imports(str(bad), "tf_records")] == [
+        "tf_records.PreparedData"]
+
+
+def folder_edges(package):
+    """{(folder, sibling folder): first import line} for every import from a module under one
+    folder of `package` to a module under a sibling folder (same parent), at every depth:
+    txl_tf/inference -> txl_tf/devices, txl_tf/training/reporting -> txl_tf/training/checkpoints."""
+    edges = {}
+    for path in modules(package):
+        folders = path.split("/")[:-1]
+        with open(os.path.join(REPO, path), encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        for line, name in imported_names(tree):
+            target = name.split(".")
+            for depth in range(1, len(folders)):
+                if target[:depth] != folders[:depth] or len(target) <= depth + 1:
+                    break  # the name leaves the parent folder, or is a module of the parent
+                source, sibling = "/".join(folders[:depth + 1]), "/".join(target[:depth + 1])
+                if source != sibling:
+                    if os.path.isdir(os.path.join(REPO, sibling)):
+                        edges.setdefault((source, sibling), f"{path}:{line} imports {name}")
+                    break
+    return edges
+
+
+def folder_cycles(edges):
+    """The cycles of the folder graph, each as the import lines that close it."""
+    graph = {}
+    for source, target in edges:
+        graph.setdefault(source, []).append(target)
+    cycles, done = [], set()
+
+    def visit(node, trail):
+        if node in trail:
+            ring = trail[trail.index(node):] + [node]
+            cycles.append([edges[(a, b)] for a, b in zip(ring, ring[1:])])
+            return
+        if node in done:
+            return
+        for target in sorted(graph.get(node, ())):
+            visit(target, trail + [node])
+        done.add(node)
+
+    for node in sorted(graph):
+        visit(node, [])
+    return cycles
+
+
+@pytest.mark.parametrize("package", LIBRARIES)
+def test_no_import_cycle_between_folders(package):
+    """Folders that import each other are one concept in two places: each folder of txl_tf/
+    and tf_records/ (at every depth) imports its sibling folders in one direction only, so that
+    one of the two lies below the other (the compilation choice in txl_tf/devices/, below
+    training/ and inference/)."""
+    cycles = folder_cycles(folder_edges(package))
+    assert not cycles, "folders that import each other:\n" + "\n".join(
+        " -> ".join(cycle) for cycle in cycles)
+
+
+def test_the_folder_check_sees_a_cycle():
+    edges = {("p/a", "p/b"): "p/a/x.py:1 imports p.b.y", ("p/b", "p/a"): "p/b/y.py:2 imports p.a.x",
+             ("p/a/c", "p/a/d"): "p/a/c/z.py:3 imports p.a.d.w"}
+    assert folder_cycles(edges) == [["p/a/x.py:1 imports p.b.y", "p/b/y.py:2 imports p.a.x"]]
+    assert folder_cycles({key: line for key, line in edges.items() if key[0] != "p/b"}) == []

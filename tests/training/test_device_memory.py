@@ -5,7 +5,8 @@ import tensorflow as tf
 
 from txl_tf import TransformerXLConfig
 from txl_tf.model.memory_estimate import approx_parameters, training_bytes_per_stream
-from txl_tf.training import batch_fit, device_memory
+from txl_tf.training import batch_fit
+from txl_tf.training.measurement import device_memory
 
 GPUS = ["/job:localhost/replica:0/task:0/device:GPU:0", "/GPU:1"]
 

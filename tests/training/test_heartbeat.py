@@ -6,9 +6,10 @@ import pytest
 from txl_tf import TransformerXLConfig
 
 from txl_tf.model import flops as model_flops
-from txl_tf.training import actions, duration
+from txl_tf.training import actions
+from txl_tf.training.measurement import duration
 from txl_tf.training.controller import Controller
-from txl_tf.training.heartbeat import Heartbeat
+from txl_tf.training.reporting.heartbeat import Heartbeat
 from txl_tf.training.trainer import LoopStats
 
 

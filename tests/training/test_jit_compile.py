@@ -1,4 +1,4 @@
-"""`--jit_compile` (`txl_tf/training/step_compilation.py`): the training step compiled by XLA
+"""`--jit_compile` (`txl_tf/devices/step_compilation.py`): the training step compiled by XLA
 gives the losses, gradient norms, weights, optimizer slots and memory of the same step run by
 TensorFlow's kernels (the tolerances of `test_tpu_readiness.py`), through `Trainer.train` as
 training runs it, under the default strategy (the whole replica step compiled) and a 2-replica
@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import txl_tf
-from txl_tf.training import step_compilation
+from txl_tf.devices import step_compilation
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.trainer import Trainer
 

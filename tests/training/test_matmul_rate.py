@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 from tensorflow.python.framework import ops
 
-from txl_tf.training import matmul_rate
+from txl_tf.training.measurement import matmul_rate
 
 
 class SlowHostCopy:

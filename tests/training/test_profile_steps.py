@@ -14,7 +14,7 @@ from tiny import SYNTHETIC_FLAGS, TRAIN_FLAGS
 from txl_tf.commands.train_options import TrainError, TrainOptions
 from txl_tf.training.controller import Controller
 from txl_tf.commands.train_options import checked
-from txl_tf.training import profile_summary
+from txl_tf.training.measurement import profile_summary
 from txl_tf.training.actions.profile_steps import ProfileSteps
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

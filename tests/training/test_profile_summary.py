@@ -1,10 +1,10 @@
-"""`txl_tf/training/profile_summary.py`: self times per op and op type, on a
+"""`txl_tf/training/measurement/profile_summary.py`: self times per op and op type, on a
 trace built here in TensorFlow's own XSpace protobuf (the format the profiler writes; the real
 trace of a training run is read in test_profile_steps.py)."""
 import pytest
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-from txl_tf.training import profile_summary
+from txl_tf.training.measurement import profile_summary
 
 MS = 10 ** 9  # picoseconds per millisecond
 

@@ -3,10 +3,11 @@ then the pace of the steps after the compiling first loop, in the heartbeat, the
 and the measured duration line; and sub-second durations."""
 import pytest
 
-from txl_tf.training import actions, duration
+from txl_tf.training import actions
+from txl_tf.training.measurement import duration
 from txl_tf.training.controller import Controller
-from txl_tf.training.heartbeat import Heartbeat
-from txl_tf.training.step_pace import StepPace
+from txl_tf.training.reporting.heartbeat import Heartbeat
+from txl_tf.training.measurement.step_pace import StepPace
 from txl_tf.training.trainer import LoopStats
 
 

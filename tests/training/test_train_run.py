@@ -20,7 +20,7 @@ from tensorboard.backend.event_processing import event_accumulator
 
 import tf_records
 import txl_tf
-from txl_tf.training import device_memory
+from txl_tf.training.measurement import device_memory
 from txl_tf.training.checkpoints import worker_memory
 from tf_records import DataOptions, PreparedData
 from txl_tf.commands.train import train

@@ -40,7 +40,6 @@ import keras
 import tensorflow as tf
 from keras.src.saving import saving_lib  # the HDF5 store of save_weights: weights_file_bytes
 
-import txl_tf
 from txl_tf.storage import model_files
 from txl_tf.storage.atomic_writes import (atomic_directory, recover_directory, swap_names,
                                   write_json_atomic)
@@ -49,6 +48,7 @@ from txl_tf.model.config import ConfigError
 from txl_tf.runtime.error_text import first_line, is_disk_full, one_line
 from txl_tf.model.transformer_xl import TransformerXL
 from txl_tf.storage.text_files import check_utf8_path
+from txl_tf.runtime.version import __version__ as txl_tf_version
 from txl_tf.storage.weight_counts import (ExtraWeightsError, check_no_extra_weights,
                                   keras_file_weights)
 
@@ -90,7 +90,7 @@ def metadata(causal_lm, training_data=None, source=None) -> dict:
     info = pre.corpus_info if pre is not None else {}
     data = training_data if training_data is not None else {
         k: info[k] for k in DATA_FIELDS if k in info}
-    return {"format": "txl-tf preset", "txl_tf_version": txl_tf.__version__,
+    return {"format": "txl-tf preset", "txl_tf_version": txl_tf_version,
             "tensorflow_version": tf.__version__, "keras_version": keras.__version__,
             "python_version": platform.python_version(),
             "parameter_count": int(_built(causal_lm.backbone).count_params()),

@@ -28,8 +28,8 @@ from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.sampler import get_sampler
 from txl_tf.inference.generation import Generator
 from txl_tf.inference.generation_limits import INT32_MAX, MAX_NEW_TOKENS, check_int
-from txl_tf.training.choices import JIT_COMPILE
-from txl_tf.training.step_compilation import choose_generation
+from txl_tf.devices.choices import JIT_COMPILE, JitCompile
+from txl_tf.devices.step_compilation import choose_generation
 
 DEFAULT_NEW_TOKENS = 100  # generate.py's default --num_tokens
 
@@ -42,9 +42,12 @@ def generator_of(backbone, seg_len=None, mem_len=None, clamp_len=None, same_leng
                  jit_compile=False):
     """The `Generator` of `backbone` with these settings (checked), made once and kept with
     it."""
-    if not (isinstance(jit_compile, bool) or jit_compile in JIT_COMPILE):
-        raise CausalLMInputError(f"jit_compile must be a bool or one of "
-                                 f"{', '.join(map(repr, JIT_COMPILE))}, got {jit_compile!r}.")
+    try:
+        jit_compile = JitCompile.parse(jit_compile)
+    except ValueError:
+        allowed = ", ".join(map(repr, JIT_COMPILE))
+        raise CausalLMInputError(f"jit_compile must be a bool or one of {allowed}, got "
+                                 f"{jit_compile!r}.") from None
     check_flag("same_length", same_length)
     for name, value, low in (("seg_len", seg_len, 1), ("mem_len", mem_len, 0),
                              ("clamp_len", clamp_len, -1)):

@@ -34,7 +34,7 @@ from txl_tf.commands.ablation_options import AblationOptions
 from txl_tf.commands.train import train
 from txl_tf.commands.train_options import TrainOptions
 from txl_tf.model.config_template import ConfigTemplate
-from txl_tf.training.summaries import format_duration, metric_name, metric_value
+from txl_tf.training.reporting.tensorboard import format_duration, metric_name, metric_value
 
 CURVE_DIR = "eval-attn"
 

@@ -25,7 +25,7 @@ from txl_tf.inference.generation_limits import check_generation
 from txl_tf.loss.loss_report import CorpusFacts, starved_word_level
 from txl_tf.model.data_interfaces import ModelText, TextData
 from txl_tf.storage.text_files import read_text_file
-from txl_tf.training.choices import JIT_COMPILE
+from txl_tf.devices.choices import JitCompile
 
 
 def check_options(options: GenerateOptions) -> None:
@@ -37,9 +37,10 @@ def check_options(options: GenerateOptions) -> None:
         raise GenerateInputError("give exactly one of --prompt or --prompt_file.")
     if not 0.0 < o.top_p <= 1.0:
         raise GenerateInputError(f"--top_p must be in (0, 1], got {o.top_p}.")
-    if o.jit_compile not in JIT_COMPILE:
-        raise GenerateInputError(f"--jit_compile must be one of {', '.join(JIT_COMPILE)}, got "
-                                 f"{o.jit_compile!r}.")
+    try:
+        JitCompile.parse(o.jit_compile)
+    except ValueError as error:
+        raise GenerateInputError(str(error)) from None
     check_generation(o.num_tokens, o.top_k, o.seed, GenerateInputError, prefix="--")
 
 

@@ -15,13 +15,14 @@ import json
 import os
 from typing import Optional, Protocol, Sequence
 
-from txl_tf import TransformerXL, TransformerXLConfig, save_model
-
 from txl_tf.convert import huggingface, tf1_checkpoint
 from txl_tf.convert.assignment import assign_all, model_variables
 from txl_tf.convert.errors import WeightImportError, read_json_object
 from txl_tf.storage.atomic_writes import write_text_atomic
 from txl_tf.commands.import_weights_options import ImportOptions
+from txl_tf.model.config import TransformerXLConfig
+from txl_tf.model.transformer_xl import TransformerXL
+from txl_tf.storage.model_files import save_model
 
 IMPORT_INFO_FILE = "import.json"
 

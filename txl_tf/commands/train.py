@@ -22,28 +22,28 @@ from typing import Optional
 import keras
 import tensorflow as tf
 
-import txl_tf
 from txl_tf.storage import model_files
 from txl_tf.commands.train_options import TrainError, TrainOptions, checked, for_level
 from txl_tf.model.config_template import ConfigTemplate
 from txl_tf.model.memory_estimate import check_step_fits
+from txl_tf.model.transformer_xl import TransformerXL
 from txl_tf.training import checkpoints as checkpoints_lib
 from txl_tf.training import placement
-from txl_tf.training import step_compilation
+from txl_tf.devices import step_compilation
 from txl_tf.training.actions.factory import build_actions
 from txl_tf.training.controller import Controller
 from txl_tf.training.data_source import DataSource
-from txl_tf.training.device_memory import reset_peaks
-from txl_tf.training.heartbeat import Heartbeat
-from txl_tf.training.hparams_session import HParamsSession
+from txl_tf.training.measurement.device_memory import reset_peaks
+from txl_tf.training.reporting.heartbeat import Heartbeat
+from txl_tf.training.reporting.hparams_session import HParamsSession
 from txl_tf.training.interruption import StopOnSignal, TrainingInterrupted
 from txl_tf.training.lr_schedule import WarmupCosineSchedule
 from txl_tf.training.optimizer import make_optimizer
-from txl_tf.training.reporting import announce, summary as reporting
+from txl_tf.training.reporting import announce, train_summary as reporting
 from txl_tf.training.run_record.record import write_record
 from txl_tf.training.run_record.start import starting_point
-from txl_tf.training.step_compilation import strategy_devices
-from txl_tf.training.summaries import RunSummaries
+from txl_tf.devices.step_compilation import strategy_devices
+from txl_tf.training.reporting.tensorboard import RunSummaries
 from txl_tf.training.trainer import Trainer
 from txl_tf.training.training_run import TrainingRun
 
@@ -77,7 +77,7 @@ def _build_trainer(run: TrainingRun, schedule) -> None:
     `run.compilation`) and `TrainCheckpoints` of `run`."""
     o = run.options
     with run.strategy.scope():
-        run.model = txl_tf.TransformerXL(run.config)
+        run.model = TransformerXL(run.config)
         optimizer = make_optimizer(schedule)
     run.compilation = step_compilation.choose(o.jit_compile, run.strategy, o.precision)
     run.trainer = trainer = Trainer(run.model, optimizer, run.strategy, clip=o.clip,

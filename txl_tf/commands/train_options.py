@@ -8,7 +8,7 @@ import dataclasses
 import math
 from typing import Optional
 
-from txl_tf.training.choices import JIT_COMPILE, STRATEGIES  # noqa: F401  (for the flags)
+from txl_tf.devices.choices import JIT_COMPILE, STRATEGIES, JitCompile  # noqa: F401  (flags)
 from txl_tf.training.errors import TrainError  # noqa: F401  (raised here and by the run's parts)
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -72,7 +72,7 @@ class TrainOptions:
         segment); validation still scores every token.
       jit_compile: XLA compiles the training step: auto (on, except CPU mixed_bfloat16; a TPU
         always compiles), true or false. One line of the run says what was
-        chosen and why (txl_tf/training/step_compilation.py).
+        chosen and why (txl_tf/devices/step_compilation.py).
       profile_steps: START,END: a TensorBoard profile of training steps START to END (counted
         from 1, both included) in model_dir/plugins/profile/ (TensorBoard's Profile tab);
         empty: none.
@@ -161,9 +161,10 @@ def checked(options: TrainOptions) -> TrainOptions:
             raise TrainError(f"--{field.name} must be a finite number, got {value}.")
     if o.precision not in PRECISIONS:
         raise TrainError(f"--precision must be one of {PRECISIONS}, got {o.precision!r}.")
-    if o.jit_compile not in JIT_COMPILE:
-        raise TrainError(f"--jit_compile must be one of {', '.join(JIT_COMPILE)}, got "
-                         f"{o.jit_compile!r}.")
+    try:
+        JitCompile.parse(o.jit_compile)
+    except ValueError as error:
+        raise TrainError(str(error)) from None
     profile = profile_range(o.profile_steps, o.train_steps)
     o = dataclasses.replace(o, profile_steps=profile or ())
     if o.warmup_steps > o.train_steps >= 1:  # a short run of a recipe: warm up all the way

@@ -29,7 +29,7 @@ import tensorflow as tf
 from txl_tf.inference import sampling
 from txl_tf.inference.generation_limits import check_call
 from txl_tf.layers.memory import fixed_memory_update
-from txl_tf.training.step_compilation import choose_generation
+from txl_tf.devices.step_compilation import choose_generation
 
 
 def empty_mems(config, batch_size, mem_len=0):

@@ -32,8 +32,9 @@ from txl_tf.serving.export_options import (INFO_FILE, ExportInputError, ExportOp
 from txl_tf.serving.limits import ServingLimits
 from txl_tf.serving.module import SIGNATURE_VERSION, ServingModule
 from txl_tf.serving.signatures import signature_count
-from txl_tf.serving.versions import directory_locked, reserved_version, swap_in
-from txl_tf.training.step_compilation import choose_generation
+from txl_tf.serving.versions import reserved_version, swap_in
+from txl_tf.devices.step_compilation import choose_generation
+from txl_tf.storage.dir_lock import directory_locked
 
 WARMUP_FILE = os.path.join("assets.extra", serving_warmup.WARMUP_FILE)
 

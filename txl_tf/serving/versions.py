@@ -20,7 +20,6 @@ Example:
 """
 import contextlib
 import errno
-import fcntl
 import os
 import re
 import shutil
@@ -29,6 +28,7 @@ from typing import Optional
 from txl_tf.storage.atomic_writes import (recover_directory, running_elsewhere, swap_directory,
                                           swap_names)
 from txl_tf.runtime.error_text import is_disk_full
+from txl_tf.storage.dir_lock import directory_locked
 from txl_tf.serving.export_options import ExportInputError, ExportRuntimeError
 
 # leftovers of `swap_names` for a version: .V.tmp-PID and .V.old-PID
@@ -70,18 +70,6 @@ def next_version(export_dir: str) -> int:
     taken = [int(n) for n in names if re.fullmatch(r"\d+", n)]
     taken += [int(m.group(1)) for m in map(_SWAP.fullmatch, names) if m]
     return max(taken, default=0) + 1
-
-
-@contextlib.contextmanager
-def directory_locked(export_dir: str):
-    """An exclusive flock of the directory itself, held for the block (a few renames, or the
-    server configuration files beside the versions)."""
-    fd = os.open(export_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 @contextlib.contextmanager

@@ -1,11 +1,12 @@
 """Training machinery: the step loop (`Trainer`) around one replica's step (`ReplicaStep`, which
 `TransformerXLCausalLM.fit` runs too), the outer loop with its periodic actions
 (`Controller`, `txl_tf/training/actions/`), optimizer and learning-rate schedule,
-checkpoints, distribution strategies, summaries and `DataSource` (what a run needs of the
-data), and the parts a run is assembled from: `placement` (strategy, replicas, the batch per
-replica), `training_run` (`TrainingRun`: the parts handed from step to step), `run_record/`
-(model_dir's record, resume checks, warm start, the starting point) and `reporting/` (the
-opening lines, train_summary.json and its verdict). The run itself, `train`, is a command that
+checkpoints, distribution strategies and `DataSource` (what a run needs of the data), and the
+parts a run is assembled from: `placement` (strategy, replicas, the batch per replica),
+`training_run` (`TrainingRun`: the parts handed from step to step), `run_record/` (model_dir's
+record, resume checks, warm start, the starting point), `measurement/` (pace, duration, matmul
+peak, device memory, profiles) and `reporting/` (the opening lines, TensorBoard, the heartbeat,
+train_summary.json and its verdict). The run itself, `train`, is a command that
 assembles them: `txl_tf/commands/train.py`.
 
 The names are loaded on first use (see `txl_tf/__init__.py`): `DataSource` imports TensorFlow.

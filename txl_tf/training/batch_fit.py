@@ -154,7 +154,7 @@ def memory_estimate(config, chunk: int, device_bytes: Optional[int], device: str
     """What the chooser assumes one replica's step needs: `chunk` streams of activations
     (`training_bytes_per_stream`) and the float32 weights, gradients and two Adam slots
     (16 bytes a weight, `approx_parameters`), against the device's memory, for comparison
-    with the allocator's measured peak (`txl_tf/training/device_memory.py`).
+    with the allocator's measured peak (`txl_tf/training/measurement/device_memory.py`).
 
     Returns:
       {"activation_bytes_per_stream", "streams_per_chunk", "weights_and_adam_bytes",

@@ -5,7 +5,7 @@ into such calls so that every action's interval ends at a call boundary, carries
 call to call, and after each call hands a `LoopOutput` to the actions in order (log, evaluate,
 save, keep best: `txl_tf/training/actions/`). An action is any callable with an `every`
 attribute (its interval in steps, 0: none); it decides itself what to do at a step. With a
-`Heartbeat` (`txl_tf/training/heartbeat.py`) a line comes at least every `heartbeat.seconds`:
+`Heartbeat` (`txl_tf/training/reporting/heartbeat.py`) a line comes at least every `heartbeat.seconds`:
 once a loop's pace is measured, loops are cut so that each lasts about that long (their lines
 carry the loss), and while a longer one runs the heartbeat says where it is.
 
@@ -22,7 +22,7 @@ from typing import Callable, List, Optional, Protocol, Sequence
 
 from absl import logging
 
-from txl_tf.training.heartbeat import Heartbeat
+from txl_tf.training.reporting.heartbeat import Heartbeat
 from txl_tf.training.trainer import LoopStats, Trainer
 
 

@@ -18,7 +18,7 @@ from typing import NamedTuple, Optional, Sequence
 
 import tensorflow as tf
 
-from txl_tf.training.choices import STRATEGIES
+from txl_tf.devices.choices import STRATEGIES
 
 
 class StrategyError(ValueError):

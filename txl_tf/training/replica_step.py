@@ -23,7 +23,7 @@ optimizer and the loss scale is here, so the two give the same losses and weight
   * mixed_float16: dynamic loss scaling (x2 every `growth_interval` finite steps, /2 and the
     update skipped on non-finite gradients); the scale and its count of finite steps are
     variables (`loss_scale`, `good_steps`) that the caller checkpoints.
-  * XLA (`jit_compile`, `txl_tf/training/step_compilation.py`): the whole step is one
+  * XLA (`jit_compile`, `txl_tf/devices/step_compilation.py`): the whole step is one
     `tf.function(jit_compile=True)` (mode `whole`), or only the forward, backward and
     accumulation (`gradients`, mode `gradients`), or TPUStrategy compiles it itself (`tpu`).
 """
@@ -33,7 +33,7 @@ import tensorflow as tf
 
 from txl_tf.loss.half_loss import half_loss_mask
 from txl_tf.training.optimizer import take_summed_gradients
-from txl_tf.training.step_compilation import compiled_mode
+from txl_tf.devices.step_compilation import compiled_mode
 
 SUM = tf.distribute.ReduceOp.SUM
 

@@ -5,13 +5,14 @@ from typing import Any, Optional
 
 import tensorflow as tf
 
-import txl_tf
 from txl_tf.training import checkpoints as checkpoints_lib
-from txl_tf.training import duration
-from txl_tf.training import step_compilation
+from txl_tf.training.measurement import duration
+from txl_tf.devices import step_compilation
 from txl_tf.training.data_source import DataSource
-from txl_tf.training.hparams_session import HParamsSession
+from txl_tf.training.reporting.hparams_session import HParamsSession
 from txl_tf.training.placement import Placement
+from txl_tf.model.config import TransformerXLConfig
+from txl_tf.model.transformer_xl import TransformerXL
 from txl_tf.training.trainer import Trainer
 
 
@@ -36,8 +37,8 @@ class TrainingRun:
     place: Placement
     data: DataSource
     layouts: dict
-    config: txl_tf.TransformerXLConfig
-    model: Optional[txl_tf.TransformerXL] = None
+    config: TransformerXLConfig
+    model: Optional[TransformerXL] = None
     trainer: Optional[Trainer] = None
     compilation: Optional[step_compilation.Choice] = None
     checkpoints: Optional[checkpoints_lib.TrainCheckpoints] = None

@@ -1,4 +1,5 @@
-"""The measurements of `runners/tools/benchmark.py`, one per module.
+"""The measurements of the benchmark tools, one per module; the tools themselves
+(`runners/tools/benchmark*.py`) are thin entry points. Those of `benchmark.py`:
 
   configuration  the flags (train.py's, with the benchmark configuration as defaults, and the
                  benchmark's own) and what is built from them: TensorFlow's set-up, the model
@@ -18,6 +19,12 @@
   accelerator_report/  `runners/tools/accelerator_report.py`: the rate, the paper recipes, one
                  against two replicas, the Hugging Face peer and a profile on the devices at
                  hand, within a time budget, in one folder (its own modules, built on these).
+
+Those of the other tools:
+
+  inference_speed  `benchmark_inference.py`: evaluation, cached against uncached generation,
+                   the graph loop against one XLA program, the SavedModel in TF Serving's loader;
+  data_speed       `benchmark_data.py`: records built from a byte corpus and read back.
 
 The package is named `benchmarks` so that it never shadows the entry point `benchmark.py`.
 """

@@ -13,7 +13,8 @@ from absl import flags
 
 import txl_tf
 from runners.cli import model_flags, train_flags
-from txl_tf.training import distribute, step_compilation
+from txl_tf.devices import step_compilation
+from txl_tf.training import distribute
 
 FLAGS = flags.FLAGS
 TOOLS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # runners/tools
@@ -47,7 +48,7 @@ flags.DEFINE_integer("rounds", 5, "Measurement rounds; comparisons are interleav
 flags.DEFINE_integer("threads", 0, "Intra-op threads for TF (and torch); 0 = number of cores.")
 flags.DEFINE_integer("matmul_size", 0,
                      "Side of the square matmuls that measure the peak; 0: grown until a "
-                     "product lasts long enough (txl_tf/training/matmul_rate.py).")
+                     "product lasts long enough (txl_tf/training/measurement/matmul_rate.py).")
 flags.DEFINE_list("memory_mem_lens", [],
                   "Memory lengths for the peak-memory table (one child process each, at "
                   "tgt_len and batch_size); empty = just the configured mem_len.")

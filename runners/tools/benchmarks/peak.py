@@ -1,14 +1,14 @@
 """The dense matmul peak of the run's first device and the model FLOPs utilisation against it.
 
-The peak is timed in the same run by `txl_tf/training/matmul_rate.py` (the rate training's
+The peak is timed in the same run by `txl_tf/training/measurement/matmul_rate.py` (the rate training's
 duration estimate uses), in float32 and in the dtype of --precision; the MFU of a step is its
 model FLOPs per token (txl_tf/model/flops.py) x tokens/s / the peak.
 """
 import tensorflow as tf
 
 from txl_tf.model import flops as model_flops
-from txl_tf.training.device_memory import reset_peaks
-from txl_tf.training.matmul_rate import measure_matmul_rate
+from txl_tf.training.measurement.device_memory import reset_peaks
+from txl_tf.training.measurement.matmul_rate import measure_matmul_rate
 
 # The dtype of the matrix products of each --precision (float32 for any other; mixed_float16
 # runs with loss scaling, as train.py).

@@ -1,6 +1,6 @@
 """Memory: the peak resident memory of a training run, in a child process per memory length
 (so that nothing of the parent's memory counts), and on an accelerator its allocator's peak
-over the timed steps (`txl_tf/training/device_memory.py`), next to the estimate with which
+over the timed steps (`txl_tf/training/measurement/device_memory.py`), next to the estimate with which
 training chooses its gradient accumulation (`txl_tf/training/batch_fit.py`)."""
 import ctypes
 import json
@@ -13,8 +13,8 @@ from runners.tools.benchmarks.configuration import (
     BENCH_FLAGS, ENTRY_POINT, FLAGS, MODEL_FLAGS, REPO_ROOT, model_config)
 from runners.tools.benchmarks.steps import Steps
 from txl_tf.training.batch_fit import memory_estimate
-from txl_tf.training.device_memory import peak_memory
-from txl_tf.training.step_compilation import strategy_devices
+from txl_tf.training.measurement.device_memory import peak_memory
+from txl_tf.devices.step_compilation import strategy_devices
 
 
 def read_vm_hwm_mb():

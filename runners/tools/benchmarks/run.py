@@ -14,8 +14,8 @@ from runners.tools.benchmarks.huggingface_contender import HuggingFaceClient, hu
 from runners.tools.benchmarks.speed import speed
 from runners.tools.benchmarks.steps import Steps
 from runners.tools.benchmarks.vanilla import compare_vanilla
-from txl_tf.training import step_compilation
-from txl_tf.training.step_compilation import strategy_devices
+from txl_tf.devices import step_compilation
+from txl_tf.devices.step_compilation import strategy_devices
 
 
 def _warm_up(steps, hf):

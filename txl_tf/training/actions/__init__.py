@@ -7,7 +7,7 @@ Each action is called after every loop with its `LoopOutput` and acts when its i
   `LogProgress`    console line and TensorBoard training scalars (loss, bpc/ppl, learning_rate,
                    grad_norm, tokens_per_sec) over the steps since the last line, and the ETA
                    at the run's `StepPace`; also where a loop ends after the heartbeat's
-                   silence (`txl_tf/training/heartbeat.py`);
+                   silence (`txl_tf/training/reporting/heartbeat.py`);
   `MeasuredDuration` once, when the first loop after compilation ends: the duration line
                    with the measured seconds per step in place of the estimate;
   `Evaluate`       validation loss: TensorBoard scalars and a console line (and
@@ -16,7 +16,7 @@ Each action is called after every loop with its `LoopOutput` and acts when its i
   `KeepBest`       after a save at an evaluated step: model_dir/best/ when the validation loss
                    is the best so far (its own record of the best, kept in best/best.json);
   `HParamsMetrics` the losses just logged or validated as the metrics of the run's session of
-                   TensorBoard's HPARAMS dashboard (`txl_tf/training/hparams_session.py`).
+                   TensorBoard's HPARAMS dashboard (`txl_tf/training/reporting/hparams_session.py`).
   `ProfileSteps`   a TensorBoard profile of steps START..END (`--profile_steps`), chief only.
 
 A new action is a file here with a class whose `__call__(output: LoopOutput)` acts (and an

@@ -10,9 +10,9 @@ from txl_tf.training.actions.save_checkpoint import SaveCheckpoint
 from txl_tf.training.actions.throughput import Throughput
 from txl_tf.training.actions.validation import Evaluate
 from txl_tf.training.checkpoints.worker_memory import gather_worker_memory
-from txl_tf.training.heartbeat import Heartbeat
+from txl_tf.training.reporting.heartbeat import Heartbeat
 from txl_tf.training.lr_schedule import schedule_flags, warmup_cosine_lr
-from txl_tf.training.summaries import RunSummaries
+from txl_tf.training.reporting.tensorboard import RunSummaries
 from txl_tf.training.training_run import TrainingRun
 
 

@@ -2,7 +2,7 @@
 from txl_tf.training.actions.validation import Evaluate
 from txl_tf.training.actions.log_progress import LogProgress
 from txl_tf.training.controller import LoopOutput
-from txl_tf.training.hparams_session import HParamsSession
+from txl_tf.training.reporting.hparams_session import HParamsSession
 
 
 class HParamsMetrics:

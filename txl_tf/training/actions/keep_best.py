@@ -3,7 +3,7 @@ from typing import Callable, Optional
 
 from txl_tf.training.checkpoints import BestCheckpoint
 from txl_tf.training.controller import LoopOutput
-from txl_tf.training.summaries import metric_name, metric_value
+from txl_tf.training.reporting.tensorboard import metric_name, metric_value
 
 
 class KeepBest:

@@ -3,9 +3,9 @@ heartbeat's silence)."""
 from typing import Callable, Optional
 
 from txl_tf.training.controller import LoopOutput, due
-from txl_tf.training.heartbeat import Heartbeat
-from txl_tf.training.step_pace import StepPace
-from txl_tf.training.summaries import RunSummaries
+from txl_tf.training.reporting.heartbeat import Heartbeat
+from txl_tf.training.measurement.step_pace import StepPace
+from txl_tf.training.reporting.tensorboard import RunSummaries
 
 
 class LogProgress:

@@ -3,9 +3,9 @@ from typing import Optional
 
 from absl import logging
 
-from txl_tf.training import duration
+from txl_tf.training.measurement import duration
 from txl_tf.training.controller import LoopOutput
-from txl_tf.training.step_pace import StepPace
+from txl_tf.training.measurement.step_pace import StepPace
 
 
 class MeasuredDuration:

@@ -3,7 +3,7 @@ from typing import Callable, Optional
 
 from txl_tf.loss.loss_report import format_loss
 from txl_tf.training.controller import LoopOutput, due
-from txl_tf.training.summaries import RunSummaries
+from txl_tf.training.reporting.tensorboard import RunSummaries
 from txl_tf.training.trainer import LoopStats
 
 

@@ -13,9 +13,9 @@ from typing import Callable, Optional
 
 import tensorflow as tf
 
-import txl_tf
 from txl_tf.storage.atomic_writes import atomic_directory, write_json_atomic
 from txl_tf.runtime.error_text import first_line
+from txl_tf.storage import model_files
 from txl_tf.storage.model_files import BEST_DIR, BEST_FILE
 from txl_tf.training.checkpoints.errors import save_error
 
@@ -72,7 +72,7 @@ class BestCheckpoint:
         try:
             with atomic_directory(self.directory, f"{BEST_TMP}{step}-{os.getpid()}",
                                   BEST_OLD) as tmp:
-                txl_tf.save_config(self.model.config, tmp)
+                model_files.save_config(self.model.config, tmp)
                 tf.train.CheckpointManager(tf.train.Checkpoint(model=self.model), tmp,
                                            max_to_keep=1, checkpoint_name="ckpt"
                                            ).save(checkpoint_number=step)
@@ -80,6 +80,6 @@ class BestCheckpoint:
                 if copy_data_files is not None:
                     copy_data_files(tmp)
         except (OSError, tf.errors.OpError) as error:
-            previous = txl_tf.latest_checkpoint(self.directory)
+            previous = model_files.latest_checkpoint(self.directory)
             raise save_error(error, f"the best checkpoint (step {step})", self.model_dir,
                              previous and f"{previous} (best/)") from None

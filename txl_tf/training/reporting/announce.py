@@ -7,11 +7,11 @@ from typing import Optional
 import tensorflow as tf
 
 from txl_tf.loss.loss_report import format_value
-from txl_tf.training import duration
-from txl_tf.training.hparams_session import run_hparams
-from txl_tf.training.matmul_rate import measure_matmul_rate
-from txl_tf.training.step_compilation import strategy_devices
-from txl_tf.training.summaries import RunSummaries
+from txl_tf.training.measurement import duration
+from txl_tf.training.reporting.hparams_session import run_hparams
+from txl_tf.training.measurement.matmul_rate import measure_matmul_rate
+from txl_tf.devices.step_compilation import strategy_devices
+from txl_tf.training.reporting.tensorboard import RunSummaries
 from txl_tf.training.training_run import TrainingRun
 
 COMPUTE_DTYPES = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16,

@@ -3,7 +3,6 @@
 import os
 from typing import Optional
 
-import txl_tf
 from txl_tf.storage import model_files
 from txl_tf.storage.atomic_writes import write_text_atomic
 from txl_tf.storage.checkpoint_probes import checkpoint_problem
@@ -21,7 +20,7 @@ def check_init_checkpoint(path: str, config) -> None:
     directory = os.path.dirname(checkpoint)
     if os.path.isfile(os.path.join(directory, model_files.CONFIG_FILE)):
         try:
-            check_against_saved(config, txl_tf.load_config(directory), "its config.json")
+            check_against_saved(config, model_files.load_config(directory), "its config.json")
         except ConfigError as error:
             raise TrainError(f"--init_checkpoint={path}: the checkpoint {checkpoint} does not "
                              f"fit a model of this configuration ({' '.join(str(error).split())})"
@@ -44,7 +43,7 @@ def check_against_record(run: TrainingRun) -> Optional[int]:
         check_init_checkpoint(o.init_checkpoint, run.config)
     if not os.path.exists(config_path):
         return None
-    saved = txl_tf.load_config(o.model_dir)
+    saved = model_files.load_config(o.model_dir)
     if latest is None:
         check_against_saved(run.config, saved, config_path)
         return None
@@ -63,7 +62,7 @@ def write_record(run: TrainingRun) -> None:
     resumed_at = check_against_record(run)
     os.makedirs(o.model_dir, exist_ok=True)
     if run.place.is_chief:
-        txl_tf.save_config(run.config, o.model_dir)
+        model_files.save_config(run.config, o.model_dir)
         run.data.copy_to(o.model_dir)
         if o.flags_text:
             write_text_atomic(os.path.join(o.model_dir, resume_check.FLAGS_FILE),

@@ -3,7 +3,6 @@ import os
 
 import tensorflow as tf
 
-import txl_tf
 from txl_tf.storage import model_files
 from txl_tf.model.config import check_against_saved
 from txl_tf.training.errors import TrainError
@@ -21,8 +20,8 @@ def checkpoint_prefix(path: str, config) -> str:
     flag = f"--init_checkpoint={path}"
     if os.path.isdir(path):
         if os.path.exists(os.path.join(path, model_files.CONFIG_FILE)):
-            check_against_saved(config, txl_tf.load_config(path), flag)
-        checkpoint = txl_tf.latest_checkpoint(path)
+            check_against_saved(config, model_files.load_config(path), flag)
+        checkpoint = model_files.latest_checkpoint(path)
         if checkpoint is None:
             raise TrainError(f"{flag}: no checkpoint in that directory (no ckpt-N.index); "
                              f"{_EXAMPLE}.")
@@ -56,7 +55,7 @@ def warm_start(model, path: str, config) -> str:
     """
     checkpoint = checkpoint_prefix(path, config)
     try:
-        txl_tf.restore_weights(model, checkpoint)
-    except txl_tf.ModelDirError as error:
+        model_files.restore_weights(model, checkpoint)
+    except model_files.ModelDirError as error:
         raise TrainError(f"--init_checkpoint={path}: {error}") from None
     return checkpoint

@@ -2,7 +2,7 @@
 devices at hand, in one folder, within a time budget.
 
   budget     the time budget: one deadline per part, what each part skipped and why;
-  rates      the matmul rate of `txl_tf/training/matmul_rate.py` in float32 and bfloat16, and
+  rates      the matmul rate of `txl_tf/training/measurement/matmul_rate.py` in float32 and bfloat16, and
              PyTorch's on the same device as the cross-check where torch imports;
   recipes    a paper recipe's training step (the benchmark's `Steps`, i.e. `Trainer.train` as
              train.py runs it) for a few dozen steps on random tokens of the recipe's vocabulary:

@@ -1,5 +1,5 @@
 """The matmul rate of the report's device: TensorFlow's (the one rate of
-`txl_tf/training/matmul_rate.py`, through the benchmark's `peak.best_rate`) in float32 and
+`txl_tf/training/measurement/matmul_rate.py`, through the benchmark's `peak.best_rate`) in float32 and
 bfloat16, and PyTorch's on the same device as the cross-check where `import torch` works.
 
 PyTorch's products are square, of the side TensorFlow's rate grew to, timed in bursts between

@@ -27,9 +27,10 @@ from runners.tools.benchmarks.configuration import strategy_and_compilation
 from runners.tools.benchmarks.steps import Steps
 from txl_tf.model import flops as model_flops
 from txl_tf.runtime.error_text import first_line
-from txl_tf.training import batch_fit, distribute, duration
-from txl_tf.training.device_memory import peak_memory, reset_peaks
-from txl_tf.training.step_compilation import strategy_devices
+from txl_tf.training import batch_fit, distribute
+from txl_tf.training.measurement import duration
+from txl_tf.training.measurement.device_memory import peak_memory, reset_peaks
+from txl_tf.devices.step_compilation import strategy_devices
 
 RECIPES = ("wt103_base", "enwik8_base", "enwik8")
 # The paper corpora's vocabularies (tf_records/corpora/enwik8.py, text8.py, wikitext.py); another

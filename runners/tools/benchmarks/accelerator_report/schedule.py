@@ -33,8 +33,9 @@ from runners.tools.benchmarks.accelerator_report import recipes
 from runners.tools.benchmarks.accelerator_report.budget import Budget, too_late
 from runners.tools.benchmarks.configuration import TOOLS_DIR
 from txl_tf.runtime.error_text import first_line
-from txl_tf.training import batch_fit, profile_summary
-from txl_tf.training.matmul_rate import MatmulRate
+from txl_tf.training import batch_fit
+from txl_tf.training.measurement import profile_summary
+from txl_tf.training.measurement.matmul_rate import MatmulRate
 
 ENTRY_POINT = os.path.join(TOOLS_DIR, "accelerator_report.py")
 SHARES = {"rates": 0.06, "replicas": 0.16, "peer": 0.22, "recipes": 0.52}

@@ -5,7 +5,7 @@ The step-based log (`actions.LogProgress`) prints at loop boundaries; a loop of 
 small hardware (a recipe sized for a TPU pod, run on a CPU) can last hours. While a loop runs, a
 background thread asks `tick(now)` every second; when no line was printed for `seconds`, it
 prints where the run is: the loop's steps, the time spent in it, the seconds per step of the
-run's `StepPace` (`txl_tf/training/step_pace.py`: measured after compilation, the first loop's
+run's `StepPace` (`txl_tf/training/measurement/step_pace.py`: measured after compilation, the first loop's
 with compilation until then, or before any step finished the estimate made from the model's
 FLOPs), which of them it is, and the time left. `LogProgress` shares the time of the last line
 (`last_line`), so a run whose loops are short prints only its step-based lines and its
@@ -23,8 +23,8 @@ import threading
 import time
 from typing import Callable, Optional
 
-from txl_tf.training.duration import human_duration
-from txl_tf.training.step_pace import StepPace
+from txl_tf.training.measurement.duration import human_duration
+from txl_tf.training.measurement.step_pace import StepPace
 
 
 class Heartbeat:

@@ -2,7 +2,7 @@
 steps have run, and which of the two it is.
 
 Before any step the only figure is the estimate from the model's FLOPs and the measured matmul
-rate (`txl_tf/training/duration.py`: a lower bound). The first compiled loop of a process
+rate (`txl_tf/training/measurement/duration.py`: a lower bound). The first compiled loop of a process
 includes tracing and XLA compilation, so its pace is an upper bound, kept apart; once a later
 loop has finished, the pace is measured over the steps of the loops after the first. The
 heartbeat, the ETA of the step log and the measured duration line all read the one `StepPace`

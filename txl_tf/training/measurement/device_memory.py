@@ -17,7 +17,7 @@ from typing import Callable, Optional, Sequence
 
 import tensorflow as tf
 
-from txl_tf.training.step_compilation import device_type
+from txl_tf.devices.step_compilation import device_type
 
 CPU_REASON = ("a CPU's get_memory_info counts TensorFlow's CPU tensor allocator only, not the "
               "process's memory; see the process's peak resident memory")

@@ -3,13 +3,13 @@ measured.
 
 A training step costs the model FLOPs `txl_tf/model/flops.py` counts from the configuration
 (forward and backward matrix products of every token of the global batch); this machine does
-at most the matmul rate `txl_tf/training/matmul_rate.py` measures (large matrix products in the
+at most the matmul rate `txl_tf/training/measurement/matmul_rate.py` measures (large matrix products in the
 run's precision, on its first device). Their ratio is a lower bound on the seconds per step
 (a real step also does element-wise work and reaches a fraction of the peak:
 docs/performance.md), so the line says "at least". A recipe sized for other hardware
 (`TrainOptions.target_hardware`) is named when the run would take more than a day here. Once a loop after the first (which includes
 compilation) has run, `measured_line` replaces the estimate by the measured seconds per step
-(`txl_tf/training/step_pace.py`) and says how far the estimate was from it.
+(`txl_tf/training/measurement/step_pace.py`) and says how far the estimate was from it.
 
 Example:
   >>> estimate = estimate_step(config, chunk_batch=1, global_batch=64, replicas=1,
@@ -21,7 +21,7 @@ import dataclasses
 from typing import Optional
 
 from txl_tf.model import flops as model_flops
-from txl_tf.training.step_pace import StepPace
+from txl_tf.training.measurement.step_pace import StepPace
 
 _DAY = 86400.0
 

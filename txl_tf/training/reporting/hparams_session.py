@@ -21,7 +21,7 @@ from typing import Mapping, Optional
 import tensorflow as tf
 from tensorboard.plugins.hparams import api as hp
 
-from txl_tf.training.summaries import metric_name, metric_value
+from txl_tf.training.reporting.tensorboard import metric_name, metric_value
 
 TAG_PREFIX = "hparams/"
 # Run options that describe where a run is, not how it trains.

@@ -9,12 +9,12 @@ import tensorflow as tf
 
 from txl_tf.storage.atomic_writes import write_json_atomic
 from txl_tf.loss.loss_report import CorpusFacts, corpus_verdict, loss_fields, verdict
-from txl_tf.training import duration
+from txl_tf.training.measurement import duration
 from txl_tf.training.controller import Controller
-from txl_tf.training.device_memory import peak_memory
+from txl_tf.training.measurement.device_memory import peak_memory
 from txl_tf.training.run_record.start import read_json
-from txl_tf.training.step_compilation import strategy_devices
-from txl_tf.training.summaries import format_duration
+from txl_tf.devices.step_compilation import strategy_devices
+from txl_tf.training.reporting.tensorboard import format_duration
 from txl_tf.training.training_run import TrainingRun
 
 SUMMARY_FILE = "train_summary.json"

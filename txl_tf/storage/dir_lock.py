@@ -22,6 +22,10 @@ so that the lock neither writes outside its directory nor is silently disabled. 
 the end checks that the name still holds the file this run locked. A directory locked twice by
 this one process (e.g. --model_dir and --data_dir the same) is named as such, not as a rival.
 
+`directory_locked(path)` is the other lock of the package, for a few renames rather than a run:
+a blocking exclusive flock of the directory itself (no lock file), which the versions of an
+export directory are reserved and swapped under (`txl_tf/serving/versions.py`).
+
 Paths with a scheme (gs://...) are not locked: flock works on local (and most network)
 filesystems only. A directory where the lock file cannot be made (read-only, a parent is a
 file) is not locked: the run reports the directory in its own words when it writes there.
@@ -235,6 +239,21 @@ def _release(directory: str, fd: int, made: Optional[str]) -> None:
         pass
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def directory_locked(directory: str):
+    """An exclusive flock of `directory` itself, held for the block (waits for another holder).
+
+    Raises:
+      OSError: the directory cannot be opened (missing, not a directory, no permission).
+    """
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def is_chief_process() -> bool:

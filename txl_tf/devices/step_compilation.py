@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
-from txl_tf.training.choices import JIT_COMPILE
+from txl_tf.devices.choices import JitCompile
 
 
 class Choice(NamedTuple):
@@ -82,15 +82,14 @@ def autoclustering_on() -> bool:
     return tf.config.optimizer.get_jit() == "autoclustering"
 
 
-def choose(setting: str, strategy: tf.distribute.Strategy, precision: str) -> Choice:
-    """The step's compilation for `--jit_compile=setting` ('auto', 'true', 'false').
+def choose(setting, strategy: tf.distribute.Strategy, precision: str) -> Choice:
+    """The step's compilation for `--jit_compile=setting` ('auto', 'true', 'false' or a
+    `JitCompile`; a bad one: ValueError).
 
     auto: TPU always (TPUStrategy compiles); GPU on; CPU on, except in mixed_bfloat16, where
     XLA:CPU's bfloat16 matmuls are slower than oneDNN's.
     """
-    if setting not in JIT_COMPILE:
-        raise ValueError(f"--jit_compile must be one of {', '.join(JIT_COMPILE)}, got "
-                         f"{setting!r}.")
+    setting = JitCompile.parse(setting).setting
     mode = compiled_mode(strategy)
     if mode == "tpu":
         return Choice("tpu", f"--jit_compile={setting}: a TPU always compiles")
@@ -114,17 +113,14 @@ def choose_generation(setting, flag: str = "--jit_compile") -> Choice:
     `txl_tf/inference/generation.py`): mode "whole" or None.
 
     Args:
-      setting: 'auto', 'true', 'false' (`--jit_compile`), or a bool.
+      setting: 'auto', 'true', 'false' (`--jit_compile`), a bool or a `JitCompile`.
       flag: the flag a bad setting's error names (export's is `--gen_jit_compile`).
 
     auto: on where shapes must be static or kernel launches dominate (TPU, GPU); off on CPU,
-    where the graph loop with the growing memory is faster (docs/performance.md#inference:
+    where the graph loop with the growing memory is faster (docs/inference-performance.md:
     the compiled loop attends to the whole fixed memory from the first token on).
     """
-    if isinstance(setting, bool):
-        setting = "true" if setting else "false"
-    if setting not in JIT_COMPILE:
-        raise ValueError(f"{flag} must be one of {', '.join(JIT_COMPILE)}, got {setting!r}.")
+    setting = JitCompile.parse(setting, flag).setting
     if setting != "auto":
         return Choice("whole" if setting == "true" else None, f"--jit_compile={setting}")
     devices = {device_type(d.name) for d in tf.config.list_logical_devices()}
