@@ -63,7 +63,9 @@ def pack_profiles(logdirs, out_dir, work_dir):
     while groups:
         size = _tar(partial, groups)
         if size <= MAX_FILE_BYTES:
-            shutil.move(partial, os.path.join(out_dir, PROFILES))
+            staged = os.path.join(out_dir, f".{PROFILES}.partial")
+            shutil.copyfile(partial, staged)  # into out_dir's filesystem, then one rename
+            os.replace(staged, os.path.join(out_dir, PROFILES))
             return {"file": PROFILES, "bytes": size, "traces": sorted(groups),
                     "left_out": left_out}
         largest = max(groups, key=lambda n: sum(os.path.getsize(f) for f in groups[n][1]))
