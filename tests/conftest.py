@@ -11,7 +11,9 @@ TensorFlow is configured once, before any test touches it:
     would fail with "Shape mismatch in the collective instance".
 Tests that need a multi-replica strategy use the ``two_cpu_devices`` fixture; tests that need
 a prepared data directory the ``synthetic_data_dir`` fixture (tests/support/tiny.py has the
-tiny model and data settings).
+tiny model and data settings); tests that read a model trained by runners/train.py the
+``trained_byte_model`` fixture (made once per run for both xdist workers, read-only;
+tests/support/shared_dirs.py).
 """
 import itertools
 import os
@@ -51,6 +53,21 @@ def synthetic_data_dir(tmp_path_factory):
     import tiny
 
     return tiny.prepare_synthetic(tmp_path_factory.mktemp("synthetic") / "data")
+
+
+@pytest.fixture(scope="session")
+def trained_byte_model(tmp_path_factory):
+    """{"model": path, "data": path}: a byte-level model directory trained 4 steps by
+    runners/train.py on the builtin text (checkpoints ckpt-2, ckpt-4 and best/;
+    `causal_lm_support.trained_model_dir`) and its data directory, made once per run and shared
+    read-only by every test and both xdist workers. A test that changes them works on
+    `shared_dirs.writable_copy`; one that changed them anyway fails this fixture's teardown."""
+    from causal_lm_support import trained_model_dir
+    from shared_dirs import shared_dir, unchanged
+
+    path, recorded = shared_dir(tmp_path_factory, "trained_byte_model", trained_model_dir)
+    yield {"model": os.path.join(path, "model"), "data": os.path.join(path, "data")}
+    assert unchanged(path, recorded), f"a test changed the shared directory {path}"
 
 
 _COLLECTIVE_KEY_RANGES = itertools.count(1)

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from causal_lm_support import causal_lm, from_preset, model_dir, run_runner, trained_model_dir
+from causal_lm_support import causal_lm, from_preset, model_dir, run_runner
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.text_generation import generate
 from txl_tf.causal_lm.sampler import Sampler
@@ -15,8 +15,8 @@ from txl_tf.inference.generation import Generator
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    return trained_model_dir(str(tmp_path_factory.mktemp("trained")))
+def trained(trained_byte_model):
+    return trained_byte_model["model"]
 
 
 def generate_py(model, prompt, num_tokens, **flags):

@@ -15,8 +15,7 @@ import tensorflow as tf
 
 import txl_tf
 import reference_numpy
-from causal_lm_support import (REPO, causal_lm, from_preset, model_dir, run_runner,
-                               trained_model_dir)
+from causal_lm_support import REPO, causal_lm, from_preset, model_dir, run_runner
 from import_helpers import write_tf1_checkpoint
 from tf_records.causal_lm_preprocessor import CausalLMPreprocessor
 from txl_tf.causal_lm import presets
@@ -28,8 +27,8 @@ IDS = np.arange(1, 41, dtype=np.int32).reshape(2, 20) * 3
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    return trained_model_dir(str(tmp_path_factory.mktemp("trained")))
+def trained(trained_byte_model):
+    return trained_byte_model["model"]
 
 
 def log_probs(backbone):

@@ -17,6 +17,7 @@ import sys
 
 import pytest
 
+from shared_dirs import writable_copy
 from tiny import TRAIN_FLAGS
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -49,16 +50,11 @@ def snapshot(*dirs):
 
 
 @pytest.fixture(scope="module")
-def shared(tmp_path_factory):
-    """A tiny trained model directory, its data directory and bad input files."""
+def shared(tmp_path_factory, trained_byte_model):
+    """The run's shared tiny trained model directory and its data directory (read-only;
+    conftest's `trained_byte_model`: the builtin text, TINY, 4 steps), and bad input files."""
     root = tmp_path_factory.mktemp("bad_inputs")
-    model, data = str(root / "model"), str(root / "data")
-    trained = run_runner("train", TINY + [
-        f"--model_dir={model}", f"--data_dir={data}", "--dataset=builtin",
-        "--corpus_option=max_bytes=20000",
-        "--train_steps=2", "--warmup_steps=1", "--steps_per_loop=2", "--log_steps=2",
-        "--save_steps=2", "--eval_steps=2", "--max_eval_batches=1"], cwd=str(root))
-    assert trained.returncode == 0, trained.stderr[-3000:]
+    model, data = trained_byte_model["model"], trained_byte_model["data"]
     files = {
         "a_file": b"not a directory\n",
         "empty.txt": b"",
@@ -100,13 +96,13 @@ def _damaged_copies(root, model, data):
     """Copies of the model and data directories, each changed in one way: config.json of one
     layer for a checkpoint of two, config.json not UTF-8, a record info edited by hand."""
     for name in ("model_1layer", "model_latin1_config"):
-        shutil.copytree(model, root / name)
+        writable_copy(model, root / name)
     config = json.loads((root / "model_1layer" / "config.json").read_text())
     assert config["n_layer"] == 2, config
     (root / "model_1layer" / "config.json").write_text(json.dumps(dict(config, n_layer=1)))
     (root / "model_latin1_config" / "config.json").write_bytes(
         b'{"n_token": 256, "d_model": 32, "caf\xe9": 1}')
-    shutil.copytree(data, root / "data_edited")
+    writable_copy(data, root / "data_edited")
     info = [n for n in os.listdir(root / "data_edited")
             if n.startswith("record_info-valid.bsz-4.")][0]
     meta = json.loads((root / "data_edited" / info).read_text())
@@ -310,7 +306,7 @@ CASES = [
     ("evaluate_weights_of_more_layers", "evaluate", ["--model_dir={root}/model_1layer",
                                                      "--text_file={root}/text.txt",
                                                      "--tb_dir="],
-     2, r"ckpt-2 holds the weights of 2 layers but a model of .*model_1layer/config.json "
+     2, r"ckpt-4 holds the weights of 2 layers but a model of .*model_1layer/config.json "
         r"\(n_layer 1"),
     ("evaluate_record_info_edited", "evaluate", ["--model_dir={model}",
                                                  "--data_dir={root}/data_edited",
@@ -407,8 +403,7 @@ def test_symbolic_link_loop_or_dangling_link_names_the_cause(shared, tmp_path, r
 
 
 def test_evaluate_on_damaged_records_names_the_file_and_split(shared, tmp_path):
-    data = str(tmp_path / "data")
-    shutil.copytree(shared["data"], data)
+    data = writable_copy(shared["data"], tmp_path / "data")
     records = sorted(n for n in os.listdir(data)
                      if n.startswith("valid.bsz-4.") and n.endswith(".tfrecords"))
     assert records, os.listdir(data)  # training's validation layout: evaluate --batch_size=4
@@ -427,8 +422,7 @@ def test_evaluate_on_damaged_records_names_the_file_and_split(shared, tmp_path):
 
 
 def test_evaluate_on_a_read_only_model_dir_suggests_tb_dir(shared, tmp_path):
-    model = str(tmp_path / "model")
-    shutil.copytree(shared["model"], model)
+    model = writable_copy(shared["model"], tmp_path / "model")
     script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && exec "$@"'
     wrap = ["unshare", "-m", "sh", "-c", script, model]
     probe = subprocess.run(wrap + ["sh", "-c", f"touch '{model}/probe' 2>/dev/null || echo ro"],
