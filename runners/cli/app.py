@@ -13,7 +13,7 @@ import traceback
 
 from absl import app, flags, logging
 
-from runners.cli import errors, flagfiles, help as help_lib
+from runners.cli import errors, flag_ranges, flagfiles, help as help_lib
 
 
 def _usage_error(message: str) -> None:
@@ -40,7 +40,7 @@ def _flags_parser(groups, required, hidden=()):
                              if line.strip())
             _usage_error(f"{text}; see --help for the flags.")
         try:
-            flagfiles.check_int32_flags(flags.FLAGS)
+            flag_ranges.check_flag_ranges(flags.FLAGS)
         except app.UsageError as error:
             _usage_error(str(error))
         problem = help_lib.missing(flags.FLAGS, required)

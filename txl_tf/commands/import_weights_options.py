@@ -6,6 +6,7 @@ import dataclasses
 from typing import Optional
 
 from txl_tf.convert.errors import WeightImportError
+from txl_tf.model.config import TransformerXLConfig
 from txl_tf.convert.huggingface import CLUSTER_ORDERS, SAME_LENGTH_SEMANTICS  # noqa: F401
 
 SOURCES = ("tf1", "huggingface")
@@ -63,6 +64,10 @@ class ImportOptions:
     same_length: Optional[bool] = None
     dropout: Optional[float] = None
     dropatt: Optional[float] = None
+
+    # The declared range of every number (txl_tf/runtime/ranges.py): the model's own.
+    RANGES = {name: TransformerXLConfig.RANGES[name] for name in RUN_SETTINGS
+              if name in TransformerXLConfig.RANGES}
 
     def run_settings(self) -> dict:
         """{field: value} of the `RUN_SETTINGS` given."""
