@@ -25,7 +25,8 @@ Modules: help (the grouped --help, missing required flags), startup (quiet_start
 (check_directories, check_files, check_data_dir, check_model_dirs), flagfiles (flag files and
 the command line checked before absl reads them), dir_lock (locked: one run per directory),
 errors (exit codes, classify), app (run), dataclass_flags
-(flags generated from option dataclasses), model_flags, train_flags, data_flags (the flags of
+(flags generated from option dataclasses), flag_ranges (every numeric flag's declared range,
+checked before main), model_flags, train_flags, data_flags (the flags of
 the model, of a training run and of the corpus).
 """
 from runners.cli.app import run  # noqa: F401

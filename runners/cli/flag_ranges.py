@@ -9,6 +9,7 @@ check and the tests (tests/commands/test_flag_ranges.py) read the same declarati
 An integer flag defined elsewhere without a range (absl's own `--verbosity`, ...) is held to
 int32 (`FALLBACK`): TensorFlow casts a Python int to int32 modulo 2^32 without a word.
 """
+import re
 from typing import Dict, Optional
 
 from absl import app, flags
@@ -75,6 +76,17 @@ def _number(name: str, item, declared: Range):
     except ValueError:
         raise app.UsageError(f"--{name} items must each be {declared.describe()}, got "
                              f"{item!r}.") from None
+
+
+def range_of_error(flag_values: flags.FlagValues, text: str) -> str:
+    """' (--name must be ...)' for absl's error `text` about a value of a flag with a declared
+    range (a word where a number belongs), else ''."""
+    match = re.search(r"flag --(\w+)=", text)
+    if not match or match.group(1) not in flag_values:
+        return ""
+    declared = declared_range(flag_values, match.group(1))
+    return f" (--{flag_values[match.group(1)].name} must be {declared.describe()})" if declared \
+        else ""
 
 
 def check_flag_ranges(flag_values: flags.FlagValues) -> None:

@@ -35,6 +35,8 @@ import numpy as np
 import tensorflow as tf
 
 from txl_tf.causal_lm.batch_checks import check_batch_dtypes, checked_batch, one_line_error
+from txl_tf.causal_lm.arguments import (COMPILE_RANGES, FIT_RANGES, GENERATE_RANGES,
+                                        check_arguments)
 from txl_tf.causal_lm.contiguous_batches import ContiguousBatchError, check_contiguous
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.multi_step import multi_step_function
@@ -148,6 +150,9 @@ class TransformerXLCausalLM(keras.Model):
           **kwargs: the other arguments of `keras.Model.compile` (steps_per_execution,
             run_eagerly); not loss or metrics.
         """
+        check_arguments("compile", dict(kwargs, clip=clip, initial_loss_scale=initial_loss_scale,
+                                        growth_interval=growth_interval,
+                                        grad_accum_steps=grad_accum_steps), COMPILE_RANGES)
         for name in ("loss", "loss_weights", "metrics", "weighted_metrics"):
             if kwargs.get(name) is not None:
                 raise ValueError(f"compile({name}=...) is not supported: the loss is the "
@@ -241,6 +246,7 @@ class TransformerXLCausalLM(keras.Model):
           ValueError: a `BackupAndRestore` that could not resume exactly (see `_check_backup`).
         """
         self._require_compiled("fit")
+        check_arguments("fit", kwargs, FIT_RANGES)
         _check_backup(kwargs.get("callbacks"), kwargs.get("steps_per_epoch"))
         streams = self._streams(x, y)
         if self.memory.streams not in (None, streams):
@@ -259,6 +265,7 @@ class TransformerXLCausalLM(keras.Model):
     def evaluate(self, x=None, y=None, **kwargs):
         """`keras.Model.evaluate` from zero memory; returns the token-weighted mean NLL."""
         self._require_compiled("evaluate")
+        check_arguments("evaluate", kwargs, FIT_RANGES)
         if not kwargs.get("_use_cached_eval_dataset"):
             self._prepare_evaluation(x, y)
         self.eval_memory.reset()
@@ -322,6 +329,8 @@ class TransformerXLCausalLM(keras.Model):
         """Continues prompts: strings in, strings out (ids [P] or [B, P] in, ids out);
         see `txl_tf.causal_lm.text_generation.generate`."""
         from txl_tf.causal_lm import text_generation as generation
+        check_arguments("generate", dict(seed=seed, seg_len=seg_len, mem_len=mem_len,
+                                         clamp_len=clamp_len), GENERATE_RANGES)
         return generation.generate(self, inputs, max_length, sampler, seed, strip_prompt,
                                    seg_len, mem_len, clamp_len, same_length, jit_compile)
 

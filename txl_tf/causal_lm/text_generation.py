@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.sampler import get_sampler
-from txl_tf.inference.generation import Generator
+from txl_tf.inference.generation import Generator, check_generation_fits
 from txl_tf.inference.generation_limits import MAX_NEW_TOKENS
 from txl_tf.training.choices import JIT_COMPILE
 from txl_tf.training.step_compilation import choose_generation
@@ -50,7 +50,7 @@ def generator_of(backbone, seg_len=None, mem_len=None, clamp_len=None, same_leng
                                   clamp_len=clamp_len, same_length=same_length,
                                   jit_compile=compiled)
         except ValueError as error:
-            raise CausalLMInputError(f"{error} Pass mem_len >= 1.") from None
+            raise CausalLMInputError(str(error)) from None
     return kept[key]
 
 
@@ -151,6 +151,12 @@ def continue_prompts(backbone, prompts, new_tokens, sampler, **settings) -> list
     groups = collections.defaultdict(list)
     for i, prompt in enumerate(prompts):
         groups[len(prompt)].append(i)
+    for length, rows in groups.items():  # every batch's memory, before the first is run
+        check_generation_fits(backbone.config, length, new_tokens[length],
+                              settings.get("seg_len"), settings.get("mem_len"),
+                              compiled=gen.jit_compile, batch=len(rows),
+                              names={"tgt_len": "seg_len", "mem_len": "mem_len",
+                                     "batch": "fewer prompts at once"})
     out = [None] * len(prompts)
     for length, rows in groups.items():
         batch = np.stack([prompts[i] for i in rows])

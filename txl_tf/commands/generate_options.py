@@ -5,8 +5,7 @@ and usage errors do not wait for it.
 import dataclasses
 from typing import Optional
 
-from txl_tf.inference.generation_limits import GENERATION_RANGES
-from txl_tf.model.config import INT32_MAX
+from txl_tf.inference.generation_limits import GENERATION_RANGES, SETTING_RANGES
 from txl_tf.runtime.ranges import Range
 
 
@@ -56,15 +55,13 @@ class GenerateOptions:
     output_ids: bool = False
     jit_compile: str = "auto"
 
-    # The declared range of every number (txl_tf/runtime/ranges.py): num_tokens, top_k and seed
-    # are those of every generation call (generation_limits.GENERATION_RANGES).
+    # The declared range of every number (txl_tf/runtime/ranges.py): those of every generation
+    # call and generator (generation_limits.GENERATION_RANGES, SETTING_RANGES).
     RANGES = {
         **GENERATION_RANGES,
+        **SETTING_RANGES,
         "temperature": Range(0.0, None, "0: greedy", integer=False),
         "top_p": Range(0.0, 1.0, "1: all", open_low=True, integer=False),
-        "seg_len": Range(1, INT32_MAX, "tokens"),
-        "mem_len": Range(1, INT32_MAX, "generation keeps the context in the memory"),
-        "clamp_len": Range(0, INT32_MAX, "-1: none", also=(-1,)),
     }
 
 

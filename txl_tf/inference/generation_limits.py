@@ -27,6 +27,22 @@ GENERATION_RANGES = {
                                              "(seed, t)"),
 }
 
+# The declared ranges of a generator's settings (generate.py's flags, the Keras API's
+# `generate`, the export's --gen_seg_len / --gen_mem_len); None: the model's own.
+SETTING_RANGES = {
+    "seg_len": Range(1, INT32_MAX, "prompt tokens per segment"),
+    "mem_len": Range(1, INT32_MAX, "generation keeps the context in the memory; mem_len >= 1"),
+    "clamp_len": Range(0, INT32_MAX, "-1: none", also=(-1,)),
+}
+
+
+def check_settings(seg_len=None, mem_len=None, clamp_len=None, error=ValueError,
+                   prefix="") -> None:
+    """Raises `error` for a generator setting outside `SETTING_RANGES` (None: the model's)."""
+    for name, value in (("seg_len", seg_len), ("mem_len", mem_len), ("clamp_len", clamp_len)):
+        if value is not None:
+            SETTING_RANGES[name].check(f"{prefix}{name}", value, error)
+
 
 def check_int(name: str, value, low: int, high: int, error=ValueError, hint: str = "") -> int:
     """`value` as an int when it is an integer (not a bool) in [low, high], else `error`

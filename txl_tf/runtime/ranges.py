@@ -155,4 +155,19 @@ def check_fields(instance, error=ValueError, prefix: str = "") -> None:
         value = getattr(instance, name)
         if value is None and _optional(hints.get(name, int))[1]:
             continue
-        spec.check(f"{prefix}{name}", value, error)
+        if isinstance(value, (tuple, list)):  # a list of numbers (their texts, from a flag)
+            for item in value:
+                spec.check(f"{prefix}{name}", number_of(item, spec), error)
+        else:
+            spec.check(f"{prefix}{name}", value, error)
+
+
+def number_of(item, spec: Range):
+    """`item` as the number `spec` takes when it is the text of one; else `item` unchanged
+    (the check then names it)."""
+    if not isinstance(item, str):
+        return item
+    try:
+        return int(item.strip()) if spec.integer else float(item.strip())
+    except ValueError:
+        return item
