@@ -60,7 +60,7 @@ class Option:
                   and value not in (float("inf"), float("-inf")))
         if (not number or (low is not None and value < low)
                 or (high is not None and value > high)):
-            kind = "an integer" if integer else "a number"
+            kind = "an integer" if integer else "a finite number"
             shown = f"[{'-inf' if low is None else low}, {'inf' if high is None else high}]"
             raise error(f"corpus option {name} (--{self.flag_name(name)}) must be {kind} in "
                         f"{shown} ({why}), got {value!r}.")

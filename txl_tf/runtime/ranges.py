@@ -73,8 +73,8 @@ class Range:
         return interval
 
     def describe(self) -> str:
-        """'an integer in [1, 2147483647] (why)' (or 'a number ...')."""
-        kind = "an integer" if self.integer else "a number"
+        """'an integer in [1, 2147483647] (why)' (or 'a finite number ...')."""
+        kind = "an integer" if self.integer else "a finite number"
         why = f" ({self.why})" if self.why else ""
         return f"{kind} in {self.text()}{why}"
 
