@@ -30,7 +30,6 @@ from tf_records.corpora.options import MAX_TOKENS, CorpusOptions, Option
 # A vocabulary of s0 ... s{N-1}: 2**24 symbols is a 150 MB vocab.txt and, at d_model 512, a
 # 32 GiB embedding and softmax.
 MAX_SYMBOLS = 2**24
-from tf_records.errors import DataError
 from tf_records.text.tokenize import TextRules
 from tf_records.vocab.vocabulary import Vocabulary
 

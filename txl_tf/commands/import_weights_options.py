@@ -7,6 +7,7 @@ from typing import Optional
 
 from txl_tf.convert.errors import WeightImportError
 from txl_tf.model.config import TransformerXLConfig
+from txl_tf.runtime.ranges import check_fields
 from txl_tf.convert.huggingface import CLUSTER_ORDERS, SAME_LENGTH_SEMANTICS  # noqa: F401
 
 SOURCES = ("tf1", "huggingface")
@@ -76,7 +77,9 @@ class ImportOptions:
 
 
 def checked(options: ImportOptions) -> ImportOptions:
-    """`options`, or a `WeightImportError` naming the flag that is missing or too many."""
+    """`options`, or a `WeightImportError` naming the flag that is missing or too many, or a
+    number outside its range (`ImportOptions.RANGES`)."""
+    check_fields(options, WeightImportError, prefix="--")
     if options.source == "tf1" and not options.checkpoint:
         raise WeightImportError("--source=tf1 needs --checkpoint.")
     if options.source == "huggingface" and not options.input_dir:

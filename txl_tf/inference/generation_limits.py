@@ -7,7 +7,6 @@ at the entry of every generation function, while they are still Python ints. Ten
 `MAX_NEW_TOKENS` bounds the tokens one call generates: every new token is one forward pass, so a
 call beyond it would run for days; generate in several calls (carrying the text) instead.
 """
-import numbers
 
 import numpy as np
 
