@@ -17,7 +17,7 @@ from absl import app, flags
 from txl_tf.runtime.ranges import INT32_MAX, Range
 
 FALLBACK = Range(-2**31, INT32_MAX, "a 32-bit integer")
-_ATTRIBUTE = "txl_range"
+ATTRIBUTE = "txl_range"  # the Flag attribute holding its declared Range
 
 
 def help_text(help_: str, declared: Range) -> str:
@@ -29,13 +29,13 @@ def help_text(help_: str, declared: Range) -> str:
 def attach(flag_values: flags.FlagValues, name: str, declared: Range) -> None:
     """Declares the range of the defined flag `--name` and writes it into its help."""
     flag = flag_values[name]
-    setattr(flag, _ATTRIBUTE, declared)
+    setattr(flag, ATTRIBUTE, declared)
     flag.help = help_text(flag.help or "", declared)
 
 
 def declared_range(flag_values: flags.FlagValues, name: str) -> Optional[Range]:
     """The range declared for `--name`, or None."""
-    return getattr(flag_values[name], _ATTRIBUTE, None)
+    return getattr(flag_values[name], ATTRIBUTE, None)
 
 
 def define_integer(name: str, default, help_: str, declared, flag_values=flags.FLAGS) -> None:

@@ -24,6 +24,7 @@ import runners.import_weights
 import runners.prepare_data
 from runners.cli import app as cli_app
 from runners.cli import dataclass_flags, flag_ranges, train_flags
+from runners.cli import help as help_lib
 from txl_tf.commands.recl_options import ReclOptions
 from txl_tf.runtime.ranges import Range
 
@@ -100,7 +101,9 @@ def test_every_numeric_flag_has_a_declared_range_in_its_help(runner):
     missing = [name for name in numeric_flags(fv) if name not in declared]
     assert not missing, f"{runner}: flags without a declared range: {missing}"
     for name, range_ in declared.items():
-        assert f"Range: {range_.text()}" in fv[name].help, name  # --help reads the declaration
+        assert f"Range: {range_.text()}" in fv[name].help, name  # --helpfull's text
+        line = " ".join(help_lib.flag_line(fv[name]).split())  # --help's grouped line
+        assert f"Range: {range_.text()}." in line, line
 
 
 @pytest.mark.parametrize("runner", sorted(RUNNERS))
