@@ -139,7 +139,7 @@ def prompt_bucket(length: int, seg_len: int):
 
 def check_generation_fits(config, prompt_tokens: int, num_tokens: int, seg_len=None,
                           mem_len=None, compiled: bool = False, batch: int = 1,
-                          names=None) -> None:
+                          names=None, available=None) -> None:
     """Raises `MemoryEstimateError` when the largest step of a generation cannot fit in this
     machine's memory, for the path that will run, before anything is built.
 
@@ -154,6 +154,7 @@ def check_generation_fits(config, prompt_tokens: int, num_tokens: int, seg_len=N
       batch: B, prompts generated together.
       names: how the fix names the settings (default {"tgt_len": "--seg_len", "mem_len":
         "--mem_len", "batch": "fewer prompts at once"}).
+      available: bytes to compare with (default: this machine's memory).
     """
     seg = config.tgt_len if seg_len is None else seg_len
     mem = config.mem_len if mem_len is None else mem_len
@@ -164,7 +165,8 @@ def check_generation_fits(config, prompt_tokens: int, num_tokens: int, seg_len=N
         q, m, path = min(seg, length), min(mem, length + max(num_tokens, 0)), "generation"
     names = names or {"tgt_len": "--seg_len", "mem_len": "--mem_len",
                       "batch": "fewer prompts at once"}
-    check_step_fits(config, batch, tgt_len=q, mem_len=m, names=names, path=path)
+    check_step_fits(config, batch, tgt_len=q, mem_len=m, names=names, path=path,
+                    available=available)
 
 
 def tokens_bucket(num_tokens: int) -> int:

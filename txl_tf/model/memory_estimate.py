@@ -89,16 +89,18 @@ def check_step_fits(config: TransformerXLConfig, batch_size: int, training: bool
         m = config.mem_len if mem_len is None else mem_len
         names = {"tgt_len": "tgt_len", "mem_len": "mem_len", "batch": "the batch size",
                  **(names or {})}
-        # the fix names what dominates: the memory L*B*M*D or the scores B*H*Q*(Q+M)
-        memory = config.n_layer * batch_size * m * config.d_model
-        scores = batch_size * config.n_head * q * (q + m)
-        order = (["mem_len", "tgt_len"] if memory >= scores else ["tgt_len", "mem_len"])
+        # the fix names first what grows most: with M, the memory L*B*M*D and the scores'
+        # B*H*Q*M; with Q alone, the scores' B*H*Q*Q
+        with_m = (config.n_layer * batch_size * m * config.d_model
+                  + batch_size * config.n_head * q * m)
+        with_q = batch_size * config.n_head * q * q
+        order = ["mem_len", "tgt_len"] if with_m >= with_q else ["tgt_len", "mem_len"]
         fix = [names[k] for k in order if names.get(k)] + [names["batch"]]
         where = f" ({path})" if path else ""
         raise MemoryEstimateError(
             f"out of memory before the first step{where}: tgt_len {q}, mem_len {m}, batch "
-            f"{batch_size}, {config.n_layer} layers need at least {need / 2**30:,.1f} GiB for "
-            f"the memory and attention alone, this machine has {available / 2**30:,.1f} GiB; "
+            f"{batch_size}, {config.n_layer} layers need at least {_size(need)} for "
+            f"the memory and attention alone, this machine has {_size(available)}; "
             f"lower {', '.join(fix[:-1])} or {fix[-1]}.")
 
 
@@ -127,19 +129,31 @@ def check_weights_fit(config: TransformerXLConfig, bytes_per_weight: int = 4,
         return
     c = config
     hd = c.n_head * c.d_head
-    parts = {"d_model": c.n_layer * 5 * c.d_model * hd + 2 * c.n_token * c.d_model,
-             "d_inner": c.n_layer * 2 * c.d_model * c.d_inner,
-             "n_token": 2 * c.n_token * c.d_model,
-             "n_head x d_head": c.n_layer * 5 * c.d_model * hd,
-             "n_layer": c.n_layer * (5 * c.d_model * hd + 2 * c.d_model * c.d_inner)}
-    largest = sorted(parts, key=parts.get, reverse=True)[:2]
-    values = ", ".join(f"{name} {getattr(c, name) if hasattr(c, name) else ''}".strip()
-                       for name in ("n_layer", "d_model", "n_head", "d_head", "d_inner",
-                                    "n_token"))
+    # the largest of the three terms of `approx_parameters`, and its factors by how far each is
+    # above a typical size (the config's defaults; WikiText-103's vocabulary)
+    terms = [(2 * c.n_token * c.d_model, ("n_token", "d_model")),
+             (c.n_layer * 5 * c.d_model * hd, ("n_layer", "d_model", "n_head", "d_head")),
+             (c.n_layer * 2 * c.d_model * c.d_inner, ("n_layer", "d_model", "d_inner"))]
+    factors = max(terms)[1]
+    ratio = {name: getattr(c, name) / _TYPICAL[name] for name in factors}
+    ranked = sorted(factors, key=ratio.get, reverse=True)
+    blame = [ranked[0]] + [n for n in ranked[1:2] if ratio[n] > 10]
+    values = ", ".join(f"{name} {getattr(c, name)}" for name in _TYPICAL)
     raise MemoryEstimateError(
-        f"the model's weights alone need {need / 2**30:,.1f} GiB ({values}: about "
-        f"{approx_parameters(c):,} weights), this machine has {available / 2**30:,.1f} GiB; "
-        f"{source} sets them: lower {' or '.join(largest)}.")
+        f"the model's weights alone need {_size(need)} ({values}: about "
+        f"{approx_parameters(c):,} weights), this machine has {_size(available)}; "
+        f"{source} sets them: lower {' or '.join(blame)}.")
+
+
+# Typical sizes, to tell which field makes the weights large.
+_TYPICAL = dict(n_layer=6, d_model=500, n_head=10, d_head=50, d_inner=1000, n_token=267_735)
+
+
+def _size(num_bytes: int) -> str:
+    """'289.1 GiB', or '3.0 MiB' below a GiB."""
+    if num_bytes >= 2**30:
+        return f"{num_bytes / 2**30:,.1f} GiB"
+    return f"{num_bytes / 2**20:,.1f} MiB"
 
 
 def training_bytes_per_stream(config: TransformerXLConfig, bytes_per_value: int = 4) -> int:
