@@ -45,3 +45,24 @@ def test_a_number_out_of_range_is_refused_before_any_work(program, tmp_path):
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert re.match(rf"error: {flag} must be an? [\w ]+ in [\[(].*, got ", lines[0]), lines[0]
     assert os.listdir(tmp_path) == [], os.listdir(tmp_path)  # nothing written
+
+
+@pytest.mark.parametrize("program,args", [
+    ("runners/generate.py", ["--prompt=a"]),
+    ("runners/evaluate.py", ["--text_file={tmp}/text.txt", "--tb_dir="]),
+])
+def test_a_hostile_d_model_in_config_json_is_named_before_any_work(program, args, tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"n_token": 50, "n_layer": 2, "d_model": 1000000000, '
+                                       '"n_head": 2, "d_head": 8, "d_inner": 16}')
+    (tmp_path / "text.txt").write_text("some text\n")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    env = {**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    result = subprocess.run([sys.executable, os.path.join(REPO, program), f"--model_dir={model}",
+                             *[a.format(tmp=tmp_path) for a in args]], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=300)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1, result.stderr
+    assert re.search(r"weights alone need .*config.json sets them: lower d_model\.$", lines[0])
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
