@@ -80,13 +80,12 @@ def check_step_fits(config: TransformerXLConfig, batch_size: int, training: bool
         "--mem_len", "batch": "--batch_size"} (default: the config's fields, "the batch size").
       path: the path that will run, said in the message (e.g. "compiled generation").
 
-    The weights come first (`check_weights_fit`): sizes of the configuration beyond the
-    machine are named as such, not as a step's lengths.
+    Call `check_weights_fit` first where the vocabulary is known, so that sizes of the
+    configuration beyond the machine are named as such, not as a step's lengths.
     """
     available = machine_memory_bytes() if available is None else available
     if available is None:
         return
-    check_weights_fit(config, available=available)
     need = step_memory_bytes(config, batch_size, training, tgt_len, mem_len, bytes_per_value)
     if need > available:
         q = config.tgt_len if tgt_len is None else tgt_len
