@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, settings
 PROFILE_VARIABLE = "TXL_HYPOTHESIS_PROFILE"
 
 settings.register_profile("ci", max_examples=12, derandomize=True, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
+                          database=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("long", max_examples=500, derandomize=False, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 
