@@ -33,7 +33,7 @@ from runners.cli import dataclass_flags
 from tf_records.model_data import ModelData
 from txl_tf.commands.evaluate_options import (LAST_SEGMENTS, SPLITS,  # noqa: F401
                                               EvalInputError, EvalOptions)
-from txl_tf.model.memory_estimate import check_step_fits
+from txl_tf.model.memory_estimate import check_step_fits, check_weights_fit
 
 FLAGS = flags.FLAGS
 
@@ -69,7 +69,9 @@ def main(argv):
     if options.model_dir and options.batch_size >= 1:
         cli.quiet_start()  # load_config reads the model directory with TensorFlow
         lengths = [int(m) for m in options.mem_lens if str(m).isdigit()]
-        check_step_fits(txl_tf.load_config(options.model_dir), options.batch_size,
+        config = txl_tf.load_config(options.model_dir)
+        check_weights_fit(config, source=f"{options.model_dir}/config.json")
+        check_step_fits(config, options.batch_size,
                         tgt_len=options.tgt_len,
                         mem_len=max(lengths) if lengths else options.mem_len)
     print(json.dumps(run(options)), flush=True)

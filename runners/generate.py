@@ -26,7 +26,6 @@ from runners.cli import dataclass_flags
 from tf_records.model_data import ModelData
 from txl_tf.commands.generate_options import GenerateInputError, GenerateOptions
 from txl_tf.inference.generation_limits import check_generation
-from txl_tf.model.memory_estimate import check_step_fits
 from txl_tf.storage.text_files import read_text_file
 from txl_tf.devices.choices import JIT_COMPILE
 
@@ -64,19 +63,18 @@ def main(argv):
     cli.check_directories(model_dir=o.model_dir)
     cli.check_files(vocab_file=o.vocab_file, prompt_file=o.prompt_file)
     cli.check_model_dirs(model_dir=o.model_dir)
-    if o.mem_len is not None and o.mem_len < 1:
-        raise GenerateInputError(f"--mem_len={o.mem_len}: generation keeps the context in "
-                                 "the memory and needs --mem_len >= 1 (default: the model's).")
     check_generation(o.num_tokens, o.top_k, o.seed, GenerateInputError, prefix="--")
     prompt_chars = prompt_length(o)
     if o.model_dir:
         cli.quiet_start()  # load_config reads the model directory with TensorFlow
+        from txl_tf.inference.generation import check_generation_fits
+        from txl_tf.model.memory_estimate import check_weights_fit
+        from txl_tf.training.step_compilation import choose_generation
         config = txl_tf.load_config(o.model_dir)
-        mem_len = config.mem_len if o.mem_len is None else o.mem_len
-        seg_len = config.tgt_len if o.seg_len is None else o.seg_len
-        # Segments never exceed the prompt; the memory grows up to the whole context.
-        check_step_fits(config, 1, tgt_len=min(seg_len, max(prompt_chars, 1)),
-                        mem_len=min(mem_len, prompt_chars + max(o.num_tokens, 0)))
+        check_weights_fit(config, source=f"{o.model_dir}/config.json")
+        compiled = not o.stream and choose_generation(o.jit_compile).mode is not None
+        check_generation_fits(config, prompt_chars, o.num_tokens, o.seg_len, o.mem_len,
+                              compiled=compiled)
     print(json.dumps(run(o)), flush=True)
     return 0
 

@@ -15,7 +15,7 @@ from absl import app, flags
 
 import tf_records
 from runners import cli
-from runners.cli import data_flags
+from runners.cli import data_flags, flag_ranges
 from runners.cli.dataclass_flags import define_flags, given, options_from_flags
 
 FLAGS = flags.FLAGS
@@ -33,8 +33,8 @@ def define_all_flags(fv: flags.FlagValues = FLAGS) -> dict:
                       "Splits to write records for ('' = none).", flag_values=fv)
     layout = define_flags(tf_records.RecordLayout, fv, defaults=LAYOUT_DEFAULTS,
                           enums={"last_segment": ["drop", "pad"]})
-    flags.DEFINE_integer("seed", 0, "Seed of the rotation offsets (num_passes > 1).",
-                         flag_values=fv)
+    flag_ranges.define_integer("seed", 0, "Seed of the rotation offsets (num_passes > 1).",
+                               (0, 2**63 - 1, "NumPy's generator seed"), flag_values=fv)
     flags.DEFINE_bool("progress", True, "Show progress on stderr.", flag_values=fv)
     # Corpus options: only the ones given on the command line are passed to the corpus.
     corpus = data_flags.define_corpus_flags(fv)

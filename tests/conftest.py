@@ -28,6 +28,10 @@ quiet_start()  # without it, the lines TensorFlow's C++ libraries print as they 
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+import hypothesis_profiles  # noqa: E402  (tests/support: the ci / long profiles)
+
+hypothesis_profiles.load()
+
 _cpus = tf.config.list_physical_devices("CPU")
 try:
     tf.config.set_logical_device_configuration(

@@ -26,7 +26,8 @@ Modules: help (the grouped --help, missing required flags), startup (quiet_start
 the command line checked before absl reads them), locked and is_chief_process (one run per
 directory: txl_tf/storage/dir_lock.py),
 errors (exit codes, classify), app (run), dataclass_flags
-(flags generated from option dataclasses), model_flags, train_flags, data_flags (the flags of
+(flags generated from option dataclasses), flag_ranges (every numeric flag's declared range,
+checked before main), model_flags, train_flags, data_flags (the flags of
 the model, of a training run and of the corpus).
 """
 from runners.cli.app import run  # noqa: F401

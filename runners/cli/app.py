@@ -18,7 +18,7 @@ import traceback
 
 from absl import app, flags, logging
 
-from runners.cli import errors, flagfiles, help as help_lib
+from runners.cli import errors, flag_ranges, flagfiles, help as help_lib
 from txl_tf.training import interruption
 
 
@@ -27,12 +27,14 @@ def _usage_error(message: str) -> None:
     sys.exit(errors.USAGE_ERROR)
 
 
-def _flags_parser(groups, required, hidden=()):
+def _flags_parser(groups, required, hidden=(), flag_values=None):
     """absl's flag parsing with `--help` as cli/help.py prints it, a bad flag as one line and
-    exit code 2, and every missing required flag named in one line."""
+    exit code 2, and every missing required flag named in one line (`flag_values`: default
+    `flags.FLAGS`; tests parse into their own)."""
     def parse(argv):
+        fv = flags.FLAGS if flag_values is None else flag_values
         if help_lib.wants_help(argv):
-            help_lib.print_help(flags.FLAGS, groups or {}, required, hidden=hidden)
+            help_lib.print_help(fv, groups or {}, required, hidden=hidden)
             sys.exit(errors.OK)
         try:
             flagfiles.check_utf8(argv)
@@ -40,16 +42,17 @@ def _flags_parser(groups, required, hidden=()):
         except app.UsageError as error:
             _usage_error(str(error))
         try:
-            remaining = flags.FLAGS(argv)
+            remaining = fv(argv)
         except flags.Error as error:
             text = "; ".join(line.strip().rstrip(".") for line in str(error).splitlines()
                              if line.strip())
-            _usage_error(f"{text}; see --help for the flags.")
+            _usage_error(f"{text}{flag_ranges.range_of_error(fv, text)}; see --help for the "
+                         "flags.")
         try:
-            flagfiles.check_int32_flags(flags.FLAGS)
+            flag_ranges.check_flag_ranges(fv)
         except app.UsageError as error:
             _usage_error(str(error))
-        problem = help_lib.missing(flags.FLAGS, required)
+        problem = help_lib.missing(fv, required)
         if problem:
             _usage_error(problem)
         return remaining

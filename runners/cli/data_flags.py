@@ -12,8 +12,10 @@ from typing import Dict, List, Tuple
 
 from absl import flags
 
+from runners.cli import flag_ranges
 from tf_records.corpora import CORPORA
 from tf_records.corpora.options import Option
+from txl_tf.runtime.ranges import Range
 
 _DEFINE = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer, float: flags.DEFINE_float,
            str: flags.DEFINE_string}
@@ -30,10 +32,12 @@ def corpus_flag_specs() -> Dict[str, Tuple[str, List[Tuple[str, Option]]]]:
         for name, option in corpus.OPTIONS.specs.items():
             flag = option.flag_name(name)
             option_name, takers = specs.setdefault(flag, (name, []))
-            if takers and (option_name != name or option.flag_kind != takers[0][1].flag_kind
-                           or option.choices != takers[0][1].choices):
-                raise ValueError(f"corpus option --{flag}: {corpus_name}'s type, choices or "
-                                 f"name differ from {takers[0][0]}'s.")
+            first = takers[0][1] if takers else None
+            if first and (option_name != name or option.flag_kind != first.flag_kind
+                          or option.choices != first.choices
+                          or (option.range or ())[:2] != (first.range or ())[:2]):
+                raise ValueError(f"corpus option --{flag}: {corpus_name}'s type, choices, "
+                                 f"range or name differ from {takers[0][0]}'s.")
             takers.append((corpus_name, option))
     return specs
 
@@ -56,6 +60,9 @@ def define_corpus_flags(flag_values: flags.FlagValues = flags.FLAGS) -> list:
                               flag_values=flag_values)
         else:
             _DEFINE[option.flag_kind](flag, None, help_text, flag_values=flag_values)
+        if option.range is not None:
+            flag_ranges.attach(flag_values, flag, Range.of(option.range,
+                                                           integer=option.flag_kind is int))
     return list(specs)
 
 

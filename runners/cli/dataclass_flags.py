@@ -23,6 +23,9 @@ from typing import Any, Collection, Mapping, Optional
 
 from absl import flags
 
+from runners.cli import flag_ranges
+from txl_tf.runtime.ranges import Range, declared
+
 _ATTRIBUTE = re.compile(r"^(\s*)(\w+)(?: \([^)]*\))?: ?(.*)$")
 
 
@@ -75,7 +78,8 @@ def _default(field: dataclasses.Field):
 def define_flags(cls, flag_values: flags.FlagValues = flags.FLAGS,
                  defaults: Optional[Mapping[str, Any]] = None,
                  enums: Optional[Mapping[str, Collection[str]]] = None,
-                 skip: Collection[str] = ()) -> list:
+                 skip: Collection[str] = (),
+                 ranges: Optional[Mapping[str, Any]] = None) -> list:
     """Define one flag per field of the dataclass `cls`.
 
     Args:
@@ -84,6 +88,8 @@ def define_flags(cls, flag_values: flags.FlagValues = flags.FLAGS,
       defaults: field -> default overriding the dataclass's (e.g. a runner's preset).
       enums: field -> allowed values: an enum flag.
       skip: fields that get no flag (set by the runner itself).
+      ranges: field -> range overriding the one `cls.RANGES` declares (a flag spelling such as
+        `--d_embed=-1`); each numeric flag gets its range (cli/flag_ranges.py).
 
     Returns:
       The names of the flags defined, in field order (a group of the runner's `--help`).
@@ -93,6 +99,7 @@ def define_flags(cls, flag_values: flags.FlagValues = flags.FLAGS,
     """
     docs, defaults, enums = attribute_docs(cls), dict(defaults or {}), dict(enums or {})
     hints, names = typing.get_type_hints(cls), []
+    declared_ranges = {**declared(cls), **{k: Range.of(v) for k, v in (ranges or {}).items()}}
     for field in dataclasses.fields(cls):
         if field.name in skip:
             continue
@@ -111,13 +118,16 @@ def define_flags(cls, flag_values: flags.FlagValues = flags.FLAGS,
             flags.DEFINE_integer(**args)
         elif kind is float:
             flags.DEFINE_float(**args)
-            _refuse_non_finite(field.name, flag_values)
+            if field.name not in declared_ranges:
+                _refuse_non_finite(field.name, flag_values)
         elif kind is str:
             flags.DEFINE_string(**args)
         elif typing.get_origin(kind) in (tuple, list) or kind in (tuple, list):
             flags.DEFINE_list(**{**args, "default": list(default or [])})
         else:
             raise ValueError(f"{cls.__name__}.{field.name}: no flag type for {kind!r}")
+        if field.name in declared_ranges and field.name not in enums:
+            flag_ranges.attach(flag_values, field.name, declared_ranges[field.name])
     return names
 
 

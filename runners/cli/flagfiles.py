@@ -1,6 +1,6 @@
 """`check_flagfiles(argv)`: every --flagfile a command line reads, checked before absl reads it;
-`check_utf8(argv)`: every word of the command line is UTF-8; `check_int32_flags`: every integer
-flag given fits int32.
+`check_utf8(argv)`: every word of the command line is UTF-8 (the ranges of numeric flags are
+checked by cli/flag_ranges.py).
 
 absl reads a flag file whole, whatever it is (`--flagfile=/dev/zero` reads until memory runs
 out), and skips a file that includes itself without a word (the run goes on with the defaults).
@@ -15,6 +15,7 @@ from absl import app, flags
 from txl_tf.storage.text_files import read_text_file
 
 MAX_FLAGFILE_BYTES = 2**20
+BOM = "\ufeff"
 _PREFIXES = ("--flagfile=", "-flagfile=")
 
 
@@ -24,10 +25,11 @@ def _named(args):
     for i, arg in enumerate(args):
         for prefix in _PREFIXES:
             if arg.startswith(prefix):
-                out.append(arg[len(prefix):])
+                out.append(arg[len(prefix):].strip())
         if arg in ("--flagfile", "-flagfile") and i + 1 < len(args):
             out.append(args[i + 1])
-    return out
+    # absl expands ~ in every flag file name, nested ones too: check the file it will read.
+    return [os.path.expanduser(path) for path in out if path]
 
 
 def _check(path, chain):
@@ -38,10 +40,15 @@ def _check(path, chain):
         raise app.UsageError(f"{name} includes itself ({loop}); remove the --flagfile line "
                              "that leads back to it.")
     if not os.path.exists(path):
-        raise app.UsageError(f"{name} does not exist; check the path.")
+        inside = (f" (named in {list(chain.values())[-1]}; a relative path there is read from "
+                  "the working directory)" if chain else "")
+        raise app.UsageError(f"{name} does not exist{inside}; check the path.")
     if os.path.isdir(path):
         raise app.UsageError(f"{name} is a directory; give a flag file.")
     text = read_text_file(path, name, app.UsageError, max_bytes=MAX_FLAGFILE_BYTES)
+    if text.startswith(BOM):  # absl would read it as part of the first flag's name
+        raise app.UsageError(f"{name} starts with a UTF-8 byte order mark (BOM); save it as "
+                             "UTF-8 without BOM (e.g. sed -i '1s/^\\xEF\\xBB\\xBF//' FILE).")
     lines = [line for line in text.splitlines()
              if not line.lstrip().startswith(("#", "//"))]
     for inner in _named(lines):
@@ -62,32 +69,6 @@ def check_utf8(argv) -> None:
             raise app.UsageError(
                 f"{shown} is not UTF-8 (byte {raw[len(bad)]:#04x} at offset {len(bad)}); "
                 "give paths and text in UTF-8 (rename the file or directory).") from None
-
-
-INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
-# Counts of a corpus (--max_bytes, --eval_chars, --train_tokens, ...) may exceed int32; the
-# commands that compute with them check their own ranges.
-_COUNTS = ("bytes", "chars", "tokens")
-
-
-def check_int32_flags(flag_values) -> None:
-    """Raises `app.UsageError` for an integer flag given beyond int32: lengths, sizes, steps and
-    seeds become int32 tensors, and TensorFlow's cast wraps them modulo 2^32 without a word
-    (`--clamp_len=4294967297` would run as 1).
-
-    Args:
-      flag_values: the parsed `flags.FlagValues`.
-    """
-    for name in flag_values:
-        if any(word in name for word in _COUNTS):
-            continue
-        flag = flag_values[name]
-        value = flag.value
-        if (flag.present and isinstance(flag.parser, flags.IntegerParser)
-                and isinstance(value, int) and not INT32_MIN <= value <= INT32_MAX):
-            raise app.UsageError(f"--{name}={value} is beyond the int32 range [{INT32_MIN}, "
-                                 f"{INT32_MAX}] that TensorFlow computes it in; give a smaller "
-                                 "value.")
 
 
 def check_flagfiles(argv) -> None:

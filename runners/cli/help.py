@@ -20,6 +20,8 @@ from typing import List, Mapping, Optional, Sequence
 
 from absl import flags
 
+from runners.cli import flag_ranges
+
 HELP_FLAGS = ("--help", "-help", "--helpshort", "-helpshort", "-h", "-?", "--h", "--?")
 # A sentence ends at . ! or ? before a capital letter or the end (not "e.g. /CPU:0", not "...").
 _FIRST_SENTENCE = re.compile(r"^(.+?(?<!e\.g)(?<!i\.e)[.!?])(?=\s+[A-Z]|$)", re.S)
@@ -69,6 +71,9 @@ def flag_line(flag, required: bool = False, width: int = 100) -> str:
     prefix = "--[no]" if flag.boolean else "--"
     name = f"  {prefix}{flag.name}{_default(flag)}"
     doc = one_line(flag.help) + (" (required)" if required else "")
+    declared = getattr(flag, flag_ranges.ATTRIBUTE, None)
+    if declared is not None:  # the declared range (cli/flag_ranges.py), checked before main
+        doc += f" Range: {declared.text()}."
     indent = " " * (_NAME_WIDTH + 2)
     if len(name) > _NAME_WIDTH:
         return name + "\n" + textwrap.fill(doc, width, initial_indent=indent,

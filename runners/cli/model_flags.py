@@ -15,13 +15,15 @@ from absl import flags
 
 import txl_tf
 from runners.cli import dataclass_flags
-from txl_tf.model.config import AUTO_CUTOFFS_MIN_VOCAB
+from txl_tf.model.config import AUTO_CUTOFFS_MIN_VOCAB, INT32_MAX
 from txl_tf.model.config_template import PLACEHOLDER_VOCAB, ConfigTemplate
+from txl_tf.runtime.ranges import Range
 
 # Fields without a generated flag: n_token comes from the data, cutoffs is the text flag below,
 # layer_norm_epsilon is the reference's (only imported weights change it).
 _NOT_FLAGS = ("n_token", "cutoffs", "layer_norm_epsilon")
 _FLAG_DEFAULTS = dict(d_embed=-1)
+_FLAG_RANGES = dict(d_embed=Range(1, INT32_MAX, "-1: d_model", also=(-1,)))
 _CUTOFFS_HELP = ("Comma-separated adaptive softmax cutoffs; 'auto' (or empty): the corpus' "
                  "cutoffs from corpus-info.json, else for a vocabulary of at least "
                  f"{AUTO_CUTOFFS_MIN_VOCAB:,} about V/16 and V/4; 'none': plain softmax.")
@@ -44,7 +46,7 @@ def define_model_flags(flag_values: flags.FlagValues = flags.FLAGS,
     defaults = {**_FLAG_DEFAULTS, **(defaults or {})}
     names = dataclass_flags.define_flags(
         txl_tf.TransformerXLConfig, flag_values, defaults=defaults,
-        enums={"init": ("normal", "uniform")}, skip=_NOT_FLAGS)
+        enums={"init": ("normal", "uniform")}, skip=_NOT_FLAGS, ranges=_FLAG_RANGES)
     flags.DEFINE_string("cutoffs", defaults.get("cutoffs", "auto"), _CUTOFFS_HELP,
                         flag_values=flag_values)
     return names + ["cutoffs"]
@@ -79,7 +81,7 @@ def template_from_flags(flag_values) -> ConfigTemplate:
     d_embed = flag_values.d_embed
     config = dataclass_flags.options_from_flags(
         txl_tf.TransformerXLConfig, flag_values, skip=_NOT_FLAGS, n_token=PLACEHOLDER_VOCAB,
-        cutoffs=cutoffs or (), d_embed=None if d_embed in (None, -1, 0) else d_embed)
+        cutoffs=cutoffs or (), d_embed=None if d_embed in (None, -1) else d_embed)
     return ConfigTemplate(config, data_cutoffs=cutoffs is None)
 
 

@@ -10,7 +10,7 @@ corpus flags (the `corpus_options` field), and two process settings (`--xla_fusi
 """
 from absl import flags
 
-from runners.cli import data_flags, dataclass_flags, model_flags
+from runners.cli import data_flags, dataclass_flags, flag_ranges, model_flags
 from tf_records import DataOptions
 from txl_tf.commands.train_options import (JIT_COMPILE, PRECISIONS, STRATEGIES, TrainError,
                                      TrainOptions)
@@ -39,9 +39,10 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> dict:
                       "element-wise ops while TensorFlow's oneDNN kernels run the matrix "
                       "products (twice the float32 rate in mixed_bfloat16 on AVX512_BF16 CPUs); "
                       "see txl_tf/training/xla_clustering.py.", flag_values=fv)
-    flags.DEFINE_integer("logical_cpus", 0, "Split the CPU into this many logical devices (e.g. "
-                         "2 to try --strategy=mirrored --devices=/CPU:0,/CPU:1 without GPUs).",
-                         flag_values=fv)
+    flag_ranges.define_integer(
+        "logical_cpus", 0, "Split the CPU into this many logical devices (e.g. 2 to try "
+        "--strategy=mirrored --devices=/CPU:0,/CPU:1 without GPUs).",
+        (0, 1024, "0 or 1: one device"), flag_values=fv)
     return {"Model": model, "Training": training, "Data": data}
 
 

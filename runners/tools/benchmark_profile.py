@@ -15,6 +15,7 @@ cli.quiet_start()
 import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
 
+from runners.cli import flag_ranges  # noqa: E402
 from runners.tools.benchmarks.configuration import model_config, setup_tensorflow  # noqa: E402
 from runners.tools.benchmarks.steps import Steps  # noqa: E402
 from txl_tf.training.measurement import profile_summary  # noqa: E402
@@ -22,7 +23,8 @@ from txl_tf.training.measurement import profile_summary  # noqa: E402
 FLAGS = flags.FLAGS
 flags.DEFINE_string("logdir", "/tmp/txl_tf_profile", "Where the profile is written.")
 flags.DEFINE_enum("kind", "train", ["train", "eval"], "Which step to profile.")
-flags.DEFINE_integer("top", 30, "How many of the most expensive ops to print.")
+flag_ranges.define_integer("top", 30, "How many of the most expensive ops to print.",
+                           (1, 100_000, "ops"))
 
 
 def main(argv):

@@ -61,12 +61,12 @@ def test_table_and_json_line_for_every_model(group):
 
 @pytest.mark.parametrize("args, message", [
     (["--context_lengths=4,6,12"], "evenly spaced"),
-    (["--context_lengths=4,8", "--num_tokens=0"], "must be >= 1"),
+    (["--context_lengths=4,8", "--num_tokens=0"], "--num_tokens must be an integer in [1, "),
     (["--context_lengths=400,800"], "at least 801 are needed"),
     (["--split=nosuch"], "nosuch"),
-    (["--threshold=-1"], "--threshold must be a relative gain in (0, 1)"),
-    (["--threshold=nan"], "--threshold must be a finite number"),
-    (["--batch_tokens=0"], "--batch_tokens must be >= 1"),
+    (["--threshold=-1"], "--threshold must be a finite number in (0, 1) (a relative gain"),
+    (["--threshold=nan"], "--threshold must be a finite number in (0, 1)"),
+    (["--batch_tokens=0"], "--batch_tokens must be an integer in [1, "),
 ])
 def test_bad_inputs_are_one_line(group, args, message):
     data_dir, dirs = group

@@ -53,6 +53,8 @@ class Corpus:
         if unknown:
             raise DataError(f"unknown option(s) {unknown} for corpus {self.name!r}; valid options: "
                             f"{sorted(self.OPTIONS)}.")
+        for name, value in options.items():
+            self.OPTIONS.specs[name].check_range(name, value, DataError)
         self.options = {**self.OPTIONS, **options}
 
     def fingerprint(self) -> dict:

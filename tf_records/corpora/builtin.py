@@ -18,7 +18,8 @@ import numpy as np
 
 from tf_records.corpora.base import Corpus, contiguous_split
 from tf_records.corpora.common import byte_corpus
-from tf_records.corpora.options import EVAL_FRACTION_HELP, CorpusOptions, Option
+from tf_records.corpora.options import (EVAL_FRACTION_HELP, EVAL_FRACTION_RANGE, MAX_TOKENS,
+                                        CorpusOptions, Option)
 
 SKIP_DIRS = {"site-packages", "dist-packages", "__pycache__"}
 
@@ -60,8 +61,10 @@ class Builtin(Corpus):
     name = "builtin"
     level = "byte"
     cutoffs = ()
-    OPTIONS = CorpusOptions(max_bytes=Option(0, "keep only the first N bytes (0 = all)."),
-                            eval_fraction=Option(0.05, EVAL_FRACTION_HELP))
+    OPTIONS = CorpusOptions(max_bytes=Option(0, "keep only the first N bytes (0 = all).",
+                                             range=(0, MAX_TOKENS, "0: all")),
+                            eval_fraction=Option(0.05, EVAL_FRACTION_HELP,
+                                                 range=EVAL_FRACTION_RANGE))
 
     def build(self, data_dir, raw_path=None, download=True, progress=True):
         data, info = stdlib_bytes(int(self.options["max_bytes"]))

@@ -36,7 +36,8 @@ class Enwik8(Corpus):
     archive_name = "enwik8.zip"
     OPTIONS = CorpusOptions(
         full_bytes=Option(False, FULL_BYTES_HELP),
-        eval_bytes=Option(5_000_000, "bytes in valid and in test (5,000,000)."),
+        eval_bytes=Option(5_000_000, "bytes in valid and in test (5,000,000).",
+                          range=(1, 50_000_000, "enwik8 holds 100,000,000 bytes")),
         verify_checksum=Option(True, VERIFY_CHECKSUM_HELP),
         url=Option(URL, URL_HELP))
 

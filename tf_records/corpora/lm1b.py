@@ -19,7 +19,8 @@ import zlib
 import numpy as np
 
 from tf_records.corpora.base import BuiltCorpus, Corpus, check_nonempty, decoded_lines, log
-from tf_records.corpora.options import BACKEND_HELP, BACKENDS, URL_HELP, CorpusOptions, Option
+from tf_records.corpora.options import (BACKEND_HELP, BACKENDS, URL_HELP, CorpusOptions,
+                                        Option)
 from tf_records import download as download_lib
 from tf_records.errors import CorpusError, VocabularyError
 from tf_records.text.tokenize import TextRules, encode_word_lines
@@ -62,9 +63,12 @@ class OneBillionWord(Corpus):
         vocab_url=Option(VOCAB_URL, "URL of 1b_word_vocab.txt."),
         vocab_path=Option(None, "use this 1b_word_vocab.txt instead of downloading one.",
                           kind=str),
-        seed=Option(123456, "seed of the shuffles of the training shards.", flag="corpus_seed"),
-        num_shuffles=Option(1, "shuffled copies of each training shard."),
-        max_train_shards=Option(0, "read only the first N training shards (0 = all)."))
+        seed=Option(123456, "seed of the shuffles of the training shards.", flag="corpus_seed",
+                    range=(0, 2**63 - 1, "NumPy's generator seed")),
+        num_shuffles=Option(1, "shuffled copies of each training shard.",
+                            range=(1, 1000, "copies of the 100 training shards")),
+        max_train_shards=Option(0, "read only the first N training shards (0 = all).",
+                                range=(0, 2**31 - 1, "0: all")))
 
     def build(self, data_dir, raw_path=None, download=True, progress=True):
         path = self.obtain_archive(data_dir, raw_path, download, progress)

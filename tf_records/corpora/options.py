@@ -20,6 +20,10 @@ EVAL_FRACTION_HELP = "fraction for valid and for test."
 VERIFY_CHECKSUM_HELP = ("check the canonical size/md5 (--noverify_checksum for a stand-in "
                         "archive).")
 BACKENDS = ("python", "tf_text")
+INT32_MAX = 2**31 - 1
+# Token counts of a corpus held as int32 [N] in memory: at most 2**30 (4 GiB).
+MAX_TOKENS = 2**30
+EVAL_FRACTION_RANGE = (0.0, 0.45, "valid and test each take this fraction; train the rest")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +37,8 @@ class Option:
       choices: The allowed values (an enum flag), or () for any value of `kind`.
       flag: The flag's name when it cannot be the option's (the runners' `--seed` is the
         training or record seed, so the corpus seed is `--corpus_seed`).
+      range: A number's declared range (low, high, why), both included; None for a bound:
+        unbounded. Checked when a corpus is made (`check_range`) and by the corpus flags.
     """
 
     default: Any
@@ -40,6 +46,24 @@ class Option:
     kind: Optional[type] = None
     choices: Tuple[str, ...] = ()
     flag: Optional[str] = None
+    range: Optional[Tuple[Any, Any, str]] = None
+
+    def check_range(self, name: str, value, error=ValueError) -> None:
+        """Raises `error` (one line naming the option, its flag and range) for a number
+        outside `range` (None: the corpus' default)."""
+        if self.range is None or value is None:
+            return
+        low, high, why = self.range
+        integer = self.flag_kind is int
+        number = (isinstance(value, (int, float)) and not isinstance(value, bool)
+                  and (isinstance(value, int) or not integer) and value == value
+                  and value not in (float("inf"), float("-inf")))
+        if (not number or (low is not None and value < low)
+                or (high is not None and value > high)):
+            kind = "an integer" if integer else "a finite number"
+            shown = f"[{'-inf' if low is None else low}, {'inf' if high is None else high}]"
+            raise error(f"corpus option {name} (--{self.flag_name(name)}) must be {kind} in "
+                        f"{shown} ({why}), got {value!r}.")
 
     @property
     def flag_kind(self) -> type:

@@ -25,8 +25,11 @@ import math
 import numpy as np
 
 from tf_records.corpora.base import BuiltCorpus, Corpus
-from tf_records.corpora.options import CorpusOptions, Option
-from tf_records.errors import DataError
+from tf_records.corpora.options import MAX_TOKENS, CorpusOptions, Option
+
+# A vocabulary of s0 ... s{N-1}: 2**24 symbols is a 150 MB vocab.txt and, at d_model 512, a
+# 32 GiB embedding and softmax.
+MAX_SYMBOLS = 2**24
 from tf_records.text.tokenize import TextRules
 from tf_records.vocab.vocabulary import Vocabulary
 
@@ -46,20 +49,20 @@ class Synthetic(Corpus):
     cutoffs = ()
     OPTIONS = CorpusOptions(
         seed=Option(0, "seed of the process (each split's seed derives from it).",
-                    flag="corpus_seed"),
-        num_symbols=Option(64, "alphabet size."),
-        period=Option(256, "chunk length (make it > tgt_len)."),
-        repeats=Option(3, "repeats of each chunk."),
-        train_tokens=Option(1_000_000, "train tokens."),
-        eval_tokens=Option(100_000, "valid and test tokens."))
+                    flag="corpus_seed", range=(0, 2**63 - 1, "NumPy's SeedSequence")),
+        num_symbols=Option(64, "alphabet size.",
+                           range=(1, MAX_SYMBOLS, "every symbol is a line of vocab.txt and a "
+                                                  "row of the model's embedding")),
+        period=Option(256, "chunk length (make it > tgt_len).",
+                      range=(1, MAX_TOKENS, "tokens")),
+        repeats=Option(3, "repeats of each chunk.", range=(0, MAX_TOKENS, "repeats")),
+        train_tokens=Option(1_000_000, "train tokens.",
+                            range=(1, MAX_TOKENS, "int32 tokens held in memory")),
+        eval_tokens=Option(100_000, "valid and test tokens.",
+                           range=(1, MAX_TOKENS, "int32 tokens held in memory")))
 
     def __init__(self, **options):
-        super().__init__(**options)
-        for k in ("num_symbols", "period", "train_tokens", "eval_tokens"):
-            if int(self.options[k]) < 1:
-                raise DataError(f"synthetic option {k} must be >= 1, got {self.options[k]}.")
-        if int(self.options["repeats"]) < 0:
-            raise DataError("synthetic option repeats must be >= 0.")
+        super().__init__(**options)  # the options' declared ranges
 
     @property
     def best_loss(self) -> float:

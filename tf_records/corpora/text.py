@@ -26,7 +26,8 @@ import numpy as np
 from tf_records.corpora.base import Corpus, check_nonempty, contiguous_split, text_file_lines
 from tf_records.corpora.common import byte_corpus, char_corpus, word_corpus
 from tf_records.corpora.options import (BACKEND_HELP, BACKENDS, EVAL_FRACTION_HELP,
-                                        FULL_BYTES_HELP, CorpusOptions, Option)
+                                        EVAL_FRACTION_RANGE, FULL_BYTES_HELP, INT32_MAX,
+                                        CorpusOptions, Option)
 from tf_records.errors import CorpusError, DataError
 from tf_records.text.tokenize import TextRules
 from tf_records.vocab.vocabulary import Vocabulary
@@ -41,15 +42,16 @@ class TextFiles(Corpus):
         train_path=Option(None, "training file (default --raw_path).", kind=str),
         valid_path=Option(None, "validation file.", kind=str),
         test_path=Option(None, "test file.", kind=str),
-        eval_fraction=Option(0.05, EVAL_FRACTION_HELP),
+        eval_fraction=Option(0.05, EVAL_FRACTION_HELP, range=EVAL_FRACTION_RANGE),
         lower_case=Option(False, "lower-case the text."),
         add_eos=Option(True, "(word level) <eos> at every line end."),
         vocab_from=Option("train", "splits counted for the vocabulary.",
                           choices=("train", "all")),
         min_freq=Option(None, "minimum count of a symbol (word level, when neither this nor "
                               "--max_size is given: chosen from the corpus; 1 keeps every word).",
-                        kind=int),
-        max_size=Option(None, "maximum vocabulary size (with specials).", kind=int),
+                        kind=int, range=(1, INT32_MAX, "a count")),
+        max_size=Option(None, "maximum vocabulary size (with specials).", kind=int,
+                        range=(1, INT32_MAX, "ids are int32")),
         unk_policy=Option("unk", "symbols of valid/test (or pruned ones) missing from the "
                                  "vocabulary map to <unk> (default) or are an error.",
                           choices=("error", "unk")),

@@ -20,7 +20,8 @@ class Text8(Corpus):
     cutoffs = ()
     archive_name = "text8.zip"
     OPTIONS = CorpusOptions(
-        eval_chars=Option(5_000_000, "characters in valid and in test (5,000,000)."),
+        eval_chars=Option(5_000_000, "characters in valid and in test (5,000,000).",
+                          range=(1, 50_000_000, "text8 holds 100,000,000 characters")),
         verify_checksum=Option(True, VERIFY_CHECKSUM_HELP),
         url=Option(URL, URL_HELP))
 

@@ -47,11 +47,22 @@ class RecordLayout:
     num_passes: int = 1
     last_segment: str = "drop"
 
+    # The declared range of every number, (low, high, why) (read by the flags,
+    # runners/cli/flag_ranges.py): int32 shapes, and a batch of at most 2**20 streams per host.
+    RANGES = {
+        "tgt_len": (1, 2**31 - 1, "tokens per record"),
+        "per_replica_batch": (1, 2**20, "streams"),
+        "replicas_per_host": (1, 2**16, "replicas"),
+        "num_hosts": (1, 2**16, "hosts"),
+        "num_passes": (1, 2**10, "rotated copies of the stream"),
+    }
+
     def __post_init__(self):
-        for name in ("tgt_len", "per_replica_batch", "replicas_per_host", "num_hosts", "num_passes"):
+        for name, (low, high, why) in self.RANGES.items():
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise LayoutError(f"RecordLayout.{name} must be a positive int, got {value!r}.")
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise LayoutError(f"RecordLayout.{name} must be an integer in [{low}, {high}] "
+                                  f"({why}), got {value!r}.")
         if self.last_segment not in LAST_SEGMENT_POLICIES:
             raise LayoutError(
                 f"RecordLayout.last_segment must be one of {LAST_SEGMENT_POLICIES}, "

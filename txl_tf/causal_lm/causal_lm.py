@@ -35,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from txl_tf.causal_lm.batch_checks import check_batch_dtypes, checked_batch, one_line_error
+from txl_tf.causal_lm.arguments import COMPILE_RANGES, FIT_RANGES, check_arguments
 from txl_tf.causal_lm.contiguous_batches import ContiguousBatchError, check_contiguous
 from txl_tf.causal_lm.multi_step import multi_step_function
 from txl_tf.causal_lm.replica_memory import ReplicaMemory
@@ -151,6 +152,9 @@ class TransformerXLCausalLM(CausalLMTaskMethods, keras.Model):
           **kwargs: the other arguments of `keras.Model.compile` (steps_per_execution,
             run_eagerly); not loss or metrics.
         """
+        check_arguments("compile", dict(kwargs, clip=clip, initial_loss_scale=initial_loss_scale,
+                                        growth_interval=growth_interval,
+                                        grad_accum_steps=grad_accum_steps), COMPILE_RANGES)
         for name in ("loss", "loss_weights", "metrics", "weighted_metrics"):
             if kwargs.get(name) is not None:
                 raise ValueError(f"compile({name}=...) is not supported: the loss is the "
@@ -247,6 +251,7 @@ class TransformerXLCausalLM(CausalLMTaskMethods, keras.Model):
           ValueError: a `BackupAndRestore` that could not resume exactly (see `_check_backup`).
         """
         self._require_compiled("fit")
+        check_arguments("fit", kwargs, FIT_RANGES)
         _check_backup(kwargs.get("callbacks"), kwargs.get("steps_per_epoch"))
         streams = self._streams(x, y)
         if self.memory.streams not in (None, streams):
@@ -265,6 +270,7 @@ class TransformerXLCausalLM(CausalLMTaskMethods, keras.Model):
     def evaluate(self, x=None, y=None, **kwargs):
         """`keras.Model.evaluate` from zero memory; returns the token-weighted mean NLL."""
         self._require_compiled("evaluate")
+        check_arguments("evaluate", kwargs, FIT_RANGES)
         if not kwargs.get("_use_cached_eval_dataset"):
             self._prepare_evaluation(x, y)
         self.eval_memory.reset()

@@ -23,16 +23,40 @@ def _pipeline(dataset: tf.data.Dataset):
     return seen
 
 
+_SAMPLE_WEIGHTS = ("fit() and evaluate() take no sample weights: the loss is the mean NLL of "
+                   "the counted labels; to leave a position out, set its label to -1 (padding), "
+                   "and drop the weights from the dataset.")
+
+
+def _dense(spec, name):
+    """Refuses a ragged or sparse `spec` of the dataset's `name` (one line: how to pad)."""
+    kind = type(spec).__name__
+    if "Ragged" in kind or "Sparse" in kind:
+        raise ContiguousBatchError(
+            f"the dataset's {name} are {'ragged' if 'Ragged' in kind else 'sparse'} tensors; "
+            "give dense int [B, Q] segments: cut the token streams with "
+            "tf_records.dataset_from_tokens, or pad with .to_tensor() and set the padded "
+            "labels to -1.")
+    return spec
+
+
 def _inputs_spec(element_spec):
-    """The spec of the token ids of an element: {"inputs", ...} or (inputs, labels)."""
+    """The spec of the token ids of an element: {"inputs", "labels"} or (inputs, labels)."""
     if isinstance(element_spec, dict):
-        if "inputs" not in element_spec or "labels" not in element_spec:
+        if any("weight" in str(key) for key in element_spec):
+            raise ContiguousBatchError(_SAMPLE_WEIGHTS)
+        if set(element_spec) != {"inputs", "labels"}:
             raise ContiguousBatchError(
                 f"the dataset's elements are dicts with keys {sorted(element_spec)}; yield "
-                "{'inputs': ids [B, Q], 'labels': ids [B, Q]} or (inputs, labels).")
-        return element_spec["inputs"]
+                "{'inputs': ids [B, Q], 'labels': ids [B, Q]} or (inputs, labels), nothing "
+                "else (other keys would be ignored).")
+        _dense(element_spec["labels"], "labels")
+        return _dense(element_spec["inputs"], "inputs")
+    if isinstance(element_spec, tuple) and len(element_spec) == 3:
+        raise ContiguousBatchError(_SAMPLE_WEIGHTS)  # Keras' (x, y, sample_weight)
     if isinstance(element_spec, tuple) and len(element_spec) == 2:
-        return element_spec[0]
+        _dense(element_spec[1], "labels")
+        return _dense(element_spec[0], "inputs")
     raise ContiguousBatchError(
         f"the dataset yields {element_spec}; yield {{'inputs': ids [B, Q], 'labels': ids [B, Q]}} "
         "or (inputs, labels) pairs.")

@@ -16,6 +16,7 @@ import dataclasses
 import keras
 import tensorflow as tf
 
+from txl_tf.causal_lm.arguments import GENERATE_RANGES, check_arguments
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.sampler import Sampler, get_sampler
 from txl_tf.storage.text_files import check_utf8_path
@@ -37,6 +38,8 @@ class CausalLMTaskMethods:
         `tf.data.Dataset` of either); `sampler` (default: compile()'s) and `seed` apply to this
         call only. See `txl_tf.causal_lm.text_generation.generate`."""
         from txl_tf.causal_lm import text_generation
+        check_arguments("generate", dict(seed=seed, seg_len=seg_len, mem_len=mem_len,
+                                         clamp_len=clamp_len), GENERATE_RANGES)
         chosen = getattr(self, "sampler", None) if sampler is None else sampler
         return text_generation.generate(
             self, inputs, max_length, chosen or DEFAULT_SAMPLER, seed, strip_prompt, seg_len,

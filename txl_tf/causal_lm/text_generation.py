@@ -26,8 +26,8 @@ import tensorflow as tf
 from txl_tf.causal_lm import prompt_datasets, stop_tokens
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.sampler import get_sampler
-from txl_tf.inference.generation import Generator
-from txl_tf.inference.generation_limits import INT32_MAX, MAX_NEW_TOKENS, check_int
+from txl_tf.inference.generation import Generator, check_generation_fits
+from txl_tf.inference.generation_limits import MAX_NEW_TOKENS
 from txl_tf.devices.choices import JIT_COMPILE, JitCompile
 from txl_tf.devices.step_compilation import choose_generation
 
@@ -49,11 +49,6 @@ def generator_of(backbone, seg_len=None, mem_len=None, clamp_len=None, same_leng
         raise CausalLMInputError(f"jit_compile must be a bool or one of {allowed}, got "
                                  f"{jit_compile!r}.") from None
     check_flag("same_length", same_length)
-    for name, value, low in (("seg_len", seg_len, 1), ("mem_len", mem_len, 0),
-                             ("clamp_len", clamp_len, -1)):
-        if value is not None:
-            check_int(name, value, low, INT32_MAX, CausalLMInputError,
-                      "None: the model's own")
     compiled = choose_generation(jit_compile).mode is not None
     key = (seg_len, mem_len, clamp_len, bool(same_length), compiled)
     kept = _GENERATORS.setdefault(backbone, {})
@@ -63,7 +58,7 @@ def generator_of(backbone, seg_len=None, mem_len=None, clamp_len=None, same_leng
                                   clamp_len=clamp_len, same_length=same_length,
                                   jit_compile=compiled)
         except ValueError as error:
-            raise CausalLMInputError(f"{error} Pass mem_len >= 1.") from None
+            raise CausalLMInputError(str(error)) from None
     return kept[key]
 
 
@@ -172,6 +167,12 @@ def continue_prompts(backbone, prompts, new_tokens, sampler, stop_ids=(), **sett
     groups = collections.defaultdict(list)
     for i, prompt in enumerate(prompts):
         groups[len(prompt)].append(i)
+    for length, rows in groups.items():  # every batch's memory, before the first is run
+        check_generation_fits(backbone.config, length, new_tokens[length],
+                              settings.get("seg_len"), settings.get("mem_len"),
+                              compiled=gen.jit_compile, batch=len(rows),
+                              names={"tgt_len": "seg_len", "mem_len": "mem_len",
+                                     "batch": "fewer prompts at once"})
     out = [None] * len(prompts)
     for length, rows in groups.items():
         batch = np.stack([prompts[i] for i in rows])

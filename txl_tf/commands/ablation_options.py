@@ -5,6 +5,8 @@ so that runners/ablation.py's `--help` and usage errors do not wait for it.
 import dataclasses
 
 from txl_tf.ablation.variants import DEFAULT_VARIANTS
+from txl_tf.model.config import INT32_MAX
+from txl_tf.runtime.ranges import Range
 
 
 @dataclasses.dataclass
@@ -27,3 +29,10 @@ class AblationOptions:
     split: str = "valid"
     eval_rows: int = 16
     max_eval_tokens: int = 0
+
+    # The declared range of every number (txl_tf/runtime/ranges.py); eval_multiples: each.
+    RANGES = {
+        "eval_multiples": Range(1, 2**20, "multiples of the training attention length"),
+        "eval_rows": Range(1, INT32_MAX, "rows"),
+        "max_eval_tokens": Range(0, INT32_MAX, "0: all"),
+    }

@@ -26,6 +26,7 @@ from typing import Optional
 import tensorflow as tf
 
 from txl_tf.storage import model_files
+from txl_tf.runtime.ranges import check_fields
 from txl_tf.commands.evaluate_options import (LAST_SEGMENTS, SPLITS,  # noqa: F401
                                               EvalInputError, EvalOptions)
 from txl_tf.commands.inference_model import load_inference_model
@@ -108,8 +109,7 @@ def checked_options(options: EvalOptions) -> tuple:
         raise EvalInputError("give one of --data_dir (with --split) or --text_file, not both.")
     data_dir = options.data_dir or (None if options.text_file
                                     else trained_data_dir(options.model_dir))
-    if options.batch_size < 1:
-        raise EvalInputError(f"--batch_size must be >= 1, got {options.batch_size}.")
+    check_fields(options, EvalInputError, prefix="--")  # EvalOptions.RANGES
     mem_lens = tuple(_memory_length(m) for m in options.mem_lens)
     if mem_lens and options.mem_len is not None:
         raise EvalInputError("give --mem_len or --mem_lens, not both.")

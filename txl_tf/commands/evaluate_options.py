@@ -5,6 +5,9 @@ and usage errors do not wait for it.
 import dataclasses
 from typing import Optional
 
+from txl_tf.model.config import INT32_MAX
+from txl_tf.runtime.ranges import Range
+
 
 SPLITS = ("train", "valid", "test")
 LAST_SEGMENTS = ("drop", "pad")
@@ -58,6 +61,16 @@ class EvalOptions:
     tb_dir: Optional[str] = None
     progress: bool = True
     mem_lens: tuple = ()
+
+    # The declared range of every number (txl_tf/runtime/ranges.py); `mem_lens`: each entry.
+    RANGES = {
+        "tgt_len": Range(1, INT32_MAX, "tokens"),
+        "mem_len": Range(0, INT32_MAX, "0: no memory"),
+        "clamp_len": Range(0, INT32_MAX, "-1: none", also=(-1,)),
+        "batch_size": Range(1, 2**20, "streams"),
+        "max_steps": Range(1, INT32_MAX, "segments"),
+        "mem_lens": Range(0, INT32_MAX, "memory lengths"),
+    }
 
 
 class EvalInputError(ValueError):

@@ -19,9 +19,9 @@ import numpy as np
 
 from txl_tf.storage import model_files
 from txl_tf.commands.generate_options import GenerateInputError, GenerateOptions  # noqa: F401
+from txl_tf.runtime.ranges import check_fields
 from txl_tf.commands.inference_model import load_inference_model
 from txl_tf.inference.generation import Generator
-from txl_tf.inference.generation_limits import check_generation
 from txl_tf.loss.loss_report import CorpusFacts, starved_word_level
 from txl_tf.model.data_interfaces import ModelText, TextData
 from txl_tf.storage.text_files import read_text_file
@@ -35,13 +35,11 @@ def check_options(options: GenerateOptions) -> None:
         raise GenerateInputError("--model_dir is required.")
     if (o.prompt is None) == (o.prompt_file is None):
         raise GenerateInputError("give exactly one of --prompt or --prompt_file.")
-    if not 0.0 < o.top_p <= 1.0:
-        raise GenerateInputError(f"--top_p must be in (0, 1], got {o.top_p}.")
+    check_fields(o, GenerateInputError, prefix="--")  # GenerateOptions.RANGES
     try:
         JitCompile.parse(o.jit_compile)
     except ValueError as error:
         raise GenerateInputError(str(error)) from None
-    check_generation(o.num_tokens, o.top_k, o.seed, GenerateInputError, prefix="--")
 
 
 def prompt_of(options: GenerateOptions) -> str:

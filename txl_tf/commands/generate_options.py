@@ -5,6 +5,9 @@ and usage errors do not wait for it.
 import dataclasses
 from typing import Optional
 
+from txl_tf.inference.generation_limits import GENERATION_RANGES, SETTING_RANGES
+from txl_tf.runtime.ranges import Range
+
 
 @dataclasses.dataclass
 class GenerateOptions:
@@ -51,6 +54,15 @@ class GenerateOptions:
     stream: bool = True
     output_ids: bool = False
     jit_compile: str = "auto"
+
+    # The declared range of every number (txl_tf/runtime/ranges.py): those of every generation
+    # call and generator (generation_limits.GENERATION_RANGES, SETTING_RANGES).
+    RANGES = {
+        **GENERATION_RANGES,
+        **SETTING_RANGES,
+        "temperature": Range(0.0, None, "0: greedy", integer=False),
+        "top_p": Range(0.0, 1.0, "1: all", open_low=True, integer=False),
+    }
 
 
 class GenerateInputError(ValueError):

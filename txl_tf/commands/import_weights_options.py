@@ -6,6 +6,8 @@ import dataclasses
 from typing import Optional
 
 from txl_tf.convert.errors import WeightImportError
+from txl_tf.model.config import TransformerXLConfig
+from txl_tf.runtime.ranges import check_fields
 from txl_tf.convert.huggingface import CLUSTER_ORDERS, SAME_LENGTH_SEMANTICS  # noqa: F401
 
 SOURCES = ("tf1", "huggingface")
@@ -64,6 +66,10 @@ class ImportOptions:
     dropout: Optional[float] = None
     dropatt: Optional[float] = None
 
+    # The declared range of every number (txl_tf/runtime/ranges.py): the model's own.
+    RANGES = {name: TransformerXLConfig.RANGES[name] for name in RUN_SETTINGS
+              if name in TransformerXLConfig.RANGES}
+
     def run_settings(self) -> dict:
         """{field: value} of the `RUN_SETTINGS` given."""
         return {name: getattr(self, name) for name in RUN_SETTINGS
@@ -71,7 +77,9 @@ class ImportOptions:
 
 
 def checked(options: ImportOptions) -> ImportOptions:
-    """`options`, or a `WeightImportError` naming the flag that is missing or too many."""
+    """`options`, or a `WeightImportError` naming the flag that is missing or too many, or a
+    number outside its range (`ImportOptions.RANGES`)."""
+    check_fields(options, WeightImportError, prefix="--")
     if options.source == "tf1" and not options.checkpoint:
         raise WeightImportError("--source=tf1 needs --checkpoint.")
     if options.source == "huggingface" and not options.input_dir:

@@ -12,6 +12,7 @@ import numpy as np
 
 from txl_tf.storage import model_files
 from txl_tf.commands.recl_options import ReclOptions
+from txl_tf.runtime.ranges import check_fields
 from txl_tf.inference.context_losses import context_losses, scored_positions
 from txl_tf.inference.relative_effective_context import (RECL_RATIOS, ReclInputError,
                                                          check_context_lengths, recl_table)
@@ -36,12 +37,7 @@ def check_options(options: ReclOptions) -> None:
       ReclInputError: a threshold outside (0, 1), batch_tokens or num_tokens below 1, or a bad
         grid (`check_context_lengths`).
     """
-    if not 0.0 < options.threshold < 1.0:  # also refuses nan
-        raise ReclInputError(f"--threshold must be a relative gain in (0, 1) (the paper: 0.01), "
-                             f"got {options.threshold}.")
-    for name in ("batch_tokens", "num_tokens"):
-        if getattr(options, name) < 1:
-            raise ReclInputError(f"--{name} must be >= 1, got {getattr(options, name)}.")
+    check_fields(options, ReclInputError, prefix="--")  # ReclOptions.RANGES
     check_context_lengths([int(c) for c in options.context_lengths])
 
 

@@ -6,6 +6,8 @@ import dataclasses
 from typing import Optional
 
 from txl_tf.inference.relative_effective_context import RECL_THRESHOLD
+from txl_tf.model.config import INT32_MAX
+from txl_tf.runtime.ranges import Range
 
 
 @dataclasses.dataclass
@@ -32,3 +34,12 @@ class ReclOptions:
     num_tokens: int = 2000
     threshold: float = RECL_THRESHOLD
     batch_tokens: int = 8192
+
+    # The declared range of every number (txl_tf/runtime/ranges.py); context_lengths: each.
+    RANGES = {
+        "context_lengths": Range(1, INT32_MAX, "tokens"),
+        "num_tokens": Range(1, INT32_MAX, "scored tokens"),
+        "threshold": Range(0.0, 1.0, "a relative gain; the paper: 0.01", open_low=True,
+                           open_high=True, integer=False),
+        "batch_tokens": Range(1, INT32_MAX, "window positions per call"),
+    }

@@ -5,9 +5,10 @@ their help from the `Attributes:` section below); the data options live with the
 (`tf_records.DataOptions`).
 """
 import dataclasses
-import math
 from typing import Optional
 
+from txl_tf.model.config import INT32_MAX
+from txl_tf.runtime.ranges import Range, check_fields
 from txl_tf.devices.choices import JIT_COMPILE, STRATEGIES, JitCompile  # noqa: F401  (flags)
 from txl_tf.training.errors import TrainError  # noqa: F401  (raised here and by the run's parts)
 
@@ -110,6 +111,33 @@ class TrainOptions:
     jit_compile: str = "auto"
     profile_steps: tuple = ()
 
+    # The declared range of every number (txl_tf/runtime/ranges.py): the flags' check and help,
+    # and `checked`.
+    RANGES = {
+        "per_host_train_bsz": Range(1, 2**20, "streams"),
+        "train_batch_size": Range(0, 2**26, "0: per_host_train_bsz x hosts"),
+        "per_host_valid_bsz": Range(0, 2**20, "0: as training"),
+        "num_passes": Range(1, INT32_MAX, "copies of the stream"),
+        "learning_rate": Range(0.0, None, "a step size", open_low=True, integer=False),
+        "warmup_steps": Range(0, INT32_MAX, "steps"),
+        "train_steps": Range(1, INT32_MAX, "steps"),
+        "min_lr_ratio": Range(0.0, 1.0, "a fraction of the peak", integer=False),
+        "clip": Range(None, None, "<= 0: none", integer=False),
+        "grad_accum_steps": Range(1, INT32_MAX, "chunks"),
+        "max_per_replica_batch": Range(0, INT32_MAX, "0: estimated"),
+        "steps_per_loop": Range(1, INT32_MAX, "steps"),
+        "log_steps": Range(1, INT32_MAX, "steps"),
+        "log_seconds": Range(0, INT32_MAX, "0: none"),
+        "save_steps": Range(0, INT32_MAX, "steps"),
+        "eval_steps": Range(0, INT32_MAX, "0: only at the end"),
+        "max_eval_batches": Range(0, INT32_MAX, "-1: whole split", also=(-1,)),
+        "keep_checkpoints": Range(1, INT32_MAX, "checkpoints"),
+        "tpu_timeout": Range(0, INT32_MAX, "seconds"),
+        "profile_steps": Range(1, INT32_MAX, "START,END step numbers"),
+        "seed": Range(0, 2**32 - 1, "NumPy's seed range: Keras seeds NumPy, Python and "
+                                    "TensorFlow with it"),
+    }
+
 
 def profile_range(profile_steps, train_steps: int) -> Optional[tuple]:
     """(START, END) of `--profile_steps` (strings or ints), or None when empty.
@@ -145,20 +173,11 @@ def checked(options: TrainOptions) -> TrainOptions:
     is shortened to the run (one line says so).
 
     Raises:
-      TrainError: a count below its minimum, or an unknown precision.
+      TrainError: a number outside its declared range (`TrainOptions.RANGES`), or an
+        unknown precision.
     """
     o = options
-    for name in ("steps_per_loop", "log_steps", "train_steps", "per_host_train_bsz",
-                 "grad_accum_steps", "keep_checkpoints"):
-        if getattr(o, name) < 1:
-            raise TrainError(f"--{name} must be >= 1, got {getattr(o, name)}.")
-    for name in ("save_steps", "eval_steps", "log_seconds", "tpu_timeout"):
-        if getattr(o, name) < 0:
-            raise TrainError(f"--{name} must be >= 0, got {getattr(o, name)}.")
-    for field in dataclasses.fields(o):
-        value = getattr(o, field.name)
-        if isinstance(value, float) and not math.isfinite(value):
-            raise TrainError(f"--{field.name} must be a finite number, got {value}.")
+    check_fields(o, TrainError, prefix="--")
     if o.precision not in PRECISIONS:
         raise TrainError(f"--precision must be one of {PRECISIONS}, got {o.precision!r}.")
     try:

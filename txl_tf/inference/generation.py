@@ -27,7 +27,8 @@ import numpy as np
 import tensorflow as tf
 
 from txl_tf.inference import sampling
-from txl_tf.inference.generation_limits import check_call
+from txl_tf.inference.generation_limits import check_call, check_settings
+from txl_tf.model.memory_estimate import check_step_fits
 from txl_tf.layers.memory import fixed_memory_update
 from txl_tf.devices.step_compilation import choose_generation
 
@@ -160,6 +161,38 @@ def prompt_bucket(length: int, seg_len: int):
         padded = next_power_of_two(length)
         return min(seg_len, padded), padded
     return seg_len, seg_len * next_power_of_two(-(-length // seg_len))
+
+
+def check_generation_fits(config, prompt_tokens: int, num_tokens: int, seg_len=None,
+                          mem_len=None, compiled: bool = False, batch: int = 1,
+                          names=None, available=None) -> None:
+    """Raises `MemoryEstimateError` when the largest step of a generation cannot fit in this
+    machine's memory, for the path that will run, before anything is built.
+
+    Args:
+      config: the model configuration.
+      prompt_tokens: P, the longest prompt (an upper bound: its characters).
+      num_tokens: tokens to generate.
+      seg_len, mem_len: the generation's settings (None: the model's tgt_len and mem_len).
+      compiled: the XLA program (a fixed-size memory of mem_len, the prompt padded to its
+        bucket, `prompt_bucket`) instead of the graph loop (segments of at most P tokens, a
+        memory growing to P + num_tokens).
+      batch: B, prompts generated together.
+      names: how the fix names the settings (default {"tgt_len": "--seg_len", "mem_len":
+        "--mem_len", "batch": "fewer prompts at once"}).
+      available: bytes to compare with (default: this machine's memory).
+    """
+    seg = config.tgt_len if seg_len is None else seg_len
+    mem = config.mem_len if mem_len is None else mem_len
+    length = max(int(prompt_tokens), 1)
+    if compiled:
+        q, m, path = prompt_bucket(length, seg)[0], mem, "compiled generation"
+    else:
+        q, m, path = min(seg, length), min(mem, length + max(num_tokens, 0)), "generation"
+    names = names or {"tgt_len": "--seg_len", "mem_len": "--mem_len",
+                      "batch": "fewer prompts at once"}
+    check_step_fits(config, batch, tgt_len=q, mem_len=m, names=names, path=path,
+                    available=available)
 
 
 def tokens_bucket(num_tokens: int) -> int:
@@ -306,11 +339,13 @@ class Generator:
     def __init__(self, model, seg_len=None, mem_len=None, clamp_len=None, same_length=False,
                  jit_compile=False):
         c = model.config
+        check_settings(seg_len, mem_len, clamp_len)
         self.model = model
-        self.seg_len = int(seg_len or c.tgt_len)
+        self.seg_len = int(c.tgt_len if seg_len is None else seg_len)
         self.mem_len = int(c.mem_len if mem_len is None else mem_len)
         if self.mem_len < 1:
-            raise ValueError("generation needs mem_len >= 1 to cache the context.")
+            raise ValueError(f"generation needs mem_len >= 1 to cache the context; the model's "
+                             f"mem_len is {self.mem_len}: pass mem_len >= 1.")
         self.clamp_len = int(c.clamp_len if clamp_len is None else clamp_len)
         self.same_length = bool(same_length)
         mems_spec = tf.TensorSpec([c.n_layer, None, None, c.d_model], tf.float32)

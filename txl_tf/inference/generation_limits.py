@@ -7,18 +7,45 @@ at the entry of every generation function, while they are still Python ints. Ten
 `MAX_NEW_TOKENS` bounds the tokens one call generates: every new token is one forward pass, so a
 call beyond it would run for days; generate in several calls (carrying the text) instead.
 """
-import numbers
 
 import numpy as np
 
 from txl_tf.model.config import INT32_MAX
+from txl_tf.runtime.ranges import INT64_MAX, Range
 
-INT64_MAX = 2**63 - 1
 MAX_NEW_TOKENS = 1_000_000
+
+# The declared ranges of a generation call's numbers (also generate.py's flags,
+# `GenerateOptions.RANGES`, and the Keras API's `generate`).
+GENERATION_RANGES = {
+    "num_tokens": Range(0, MAX_NEW_TOKENS,
+                        f"every new token is one forward pass; generate at most "
+                        f"{MAX_NEW_TOKENS:,} tokens per call and continue from the text"),
+    "top_k": Range(0, INT32_MAX, "0: no top-k filter"),
+    "seed": Range(-INT64_MAX - 1, INT64_MAX, "an int64: token t uses the stateless seed "
+                                             "(seed, t)"),
+}
+
+# The declared ranges of a generator's settings (generate.py's flags, the Keras API's
+# `generate`, the export's --gen_seg_len / --gen_mem_len); None: the model's own.
+SETTING_RANGES = {
+    "seg_len": Range(1, INT32_MAX, "prompt tokens per segment"),
+    "mem_len": Range(1, INT32_MAX, "generation keeps the context in the memory; mem_len >= 1"),
+    "clamp_len": Range(0, INT32_MAX, "-1: none", also=(-1,)),
+}
+
+
+def check_settings(seg_len=None, mem_len=None, clamp_len=None, error=ValueError,
+                   prefix="") -> None:
+    """Raises `error` for a generator setting outside `SETTING_RANGES` (None: the model's)."""
+    for name, value in (("seg_len", seg_len), ("mem_len", mem_len), ("clamp_len", clamp_len)):
+        if value is not None:
+            SETTING_RANGES[name].check(f"{prefix}{name}", value, error)
 
 
 def check_int(name: str, value, low: int, high: int, error=ValueError, hint: str = "") -> int:
-    """`value` as an int when it is an integer (not a bool) in [low, high], else `error`.
+    """`value` as an int when it is an integer (not a bool) in [low, high], else `error`
+    (`Range(low, high, hint).check`).
 
     Args:
       name: how the message names the value (e.g. "--top_k" or "top_k").
@@ -30,11 +57,7 @@ def check_int(name: str, value, low: int, high: int, error=ValueError, hint: str
     Returns:
       int(value).
     """
-    integral = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    if not integral or not low <= value <= high:
-        why = f" ({hint})" if hint else ""
-        raise error(f"{name} must be an integer in [{low}, {high}]{why}, got {value!r}.")
-    return int(value)
+    return Range(low, high, hint).check(name, value, error)
 
 
 def check_generation(num_tokens, top_k=0, seed=0, error=ValueError, prefix="") -> None:
@@ -47,11 +70,8 @@ def check_generation(num_tokens, top_k=0, seed=0, error=ValueError, prefix="") -
       error: the exception class raised.
       prefix: put before each name ("--" for the runners' flags).
     """
-    check_int(f"{prefix}num_tokens", num_tokens, 0, MAX_NEW_TOKENS, error,
-              f"every new token is one forward pass; generate at most {MAX_NEW_TOKENS:,} "
-              "tokens per call and continue from the text")
-    check_int(f"{prefix}top_k", top_k, 0, INT32_MAX, error, "0: no top-k filter")
-    check_int(f"{prefix}seed", seed, -INT64_MAX - 1, INT64_MAX, error, "an int64 seed")
+    for name, value in (("num_tokens", num_tokens), ("top_k", top_k), ("seed", seed)):
+        GENERATION_RANGES[name].check(f"{prefix}{name}", value, error)
 
 
 def check_prompt_ids(prompt, n_token: int, error=ValueError) -> None:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 from typing import Any, Mapping, Optional, Tuple
 
 from txl_tf.model.attention_variants import attention_variant, attention_variants, attn_type_help
+from txl_tf.runtime.ranges import Range, check_fields
 
 
 CONFIG_FILE = "config.json"  # the configuration in a model directory
@@ -105,6 +105,33 @@ class TransformerXLConfig:
     init_range: float = 0.1
     layer_norm_epsilon: float = 1e-12
 
+    # The declared range of every number (txl_tf/runtime/ranges.py): checked by _validate, and
+    # the model flags' ranges and --help (runners/cli/model_flags.py).
+    RANGES = {
+        "n_token": Range(1, INT32_MAX, "ids are int32 in the graph"),
+        "n_layer": Range(1, MAX_N_LAYER, "each layer is a part of every traced step; the "
+                                         "paper's deepest models have 24"),
+        "d_model": Range(2, INT32_MAX, "even: sin and cos halves of the encoding"),
+        "n_head": Range(1, INT32_MAX, "shapes are int32 in the graph"),
+        "d_head": Range(1, INT32_MAX, "shapes are int32 in the graph"),
+        "d_inner": Range(1, INT32_MAX, "shapes are int32 in the graph"),
+        "d_embed": Range(1, INT32_MAX, "shapes are int32 in the graph"),
+        "div_val": Range(1, INT32_MAX, "1: one embedding width"),
+        "dropout": Range(0.0, 1.0, "a rate", open_high=True, integer=False),
+        "dropatt": Range(0.0, 1.0, "a rate", open_high=True, integer=False),
+        "tgt_len": Range(1, INT32_MAX, "lengths are int32 in the graph"),
+        "mem_len": Range(0, INT32_MAX, "0: no memory"),
+        "clamp_len": Range(0, INT32_MAX, "-1: no clamping", also=(-1,)),
+        "attn_type": Range(0, INT32_MAX, "a registered attention variant"),
+        "max_klen": Range(1, INT32_MAX, "rows of the learned position tables"),
+        "init_std": Range(0.0, None, "a standard deviation", open_low=True, integer=False),
+        "proj_init_std": Range(0.0, None, "a standard deviation", open_low=True,
+                               integer=False),
+        "init_range": Range(0.0, None, "a half-width", open_low=True, integer=False),
+        "layer_norm_epsilon": Range(0.0, None, "added to the variance", open_low=True,
+                                    integer=False),
+    }
+
     def __post_init__(self):
         if self.d_embed is None:
             object.__setattr__(self, "d_embed", self.d_model)
@@ -122,25 +149,7 @@ class TransformerXLConfig:
         def fail(message):
             raise ConfigError(f"TransformerXLConfig: {message}")
 
-        for name in ("n_token", "n_layer", "d_model", "n_head", "d_head", "d_inner", "d_embed",
-                     "tgt_len"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                fail(f"{name} must be a positive integer, got {value!r}.")
-            if value > INT32_MAX:  # shapes and ids are int32 in the graph
-                fail(f"{name} must be at most {INT32_MAX} (an int32 limit), got {value}.")
-        if self.n_layer > MAX_N_LAYER:
-            fail(f"n_layer must be at most {MAX_N_LAYER} (each layer is a Keras layer and a "
-                 "part of every traced step; the paper's deepest models have 24), got "
-                 f"{self.n_layer}.")
-        if isinstance(self.mem_len, int) and self.mem_len > INT32_MAX:
-            fail(f"mem_len must be at most {INT32_MAX} (an int32 limit), got {self.mem_len}.")
-        if not isinstance(self.div_val, int) or self.div_val < 1:
-            fail(f"div_val must be an integer >= 1, got {self.div_val!r}.")
-        if not isinstance(self.mem_len, int) or self.mem_len < 0:
-            fail(f"mem_len must be an integer >= 0 (0 = no memory), got {self.mem_len!r}.")
-        if not isinstance(self.clamp_len, int) or self.clamp_len < -1:
-            fail(f"clamp_len must be -1 (no clamping) or >= 0, got {self.clamp_len!r}.")
+        check_fields(self, ConfigError, prefix="TransformerXLConfig: ")
         if self.d_model % 2:
             fail(f"d_model must be even (sin and cos halves of the encoding), got {self.d_model}.")
         previous = 0
@@ -158,20 +167,9 @@ class TransformerXLConfig:
                 fail(f"div_val={self.div_val} with {len(self.cutoffs)} cutoffs makes the last "
                      f"bin's embedding width d_embed // div_val**{len(self.cutoffs)} = 0; lower "
                      "div_val or raise d_embed.")
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if isinstance(value, float) and not math.isfinite(value):
-                fail(f"{field.name} must be a finite number, got {value!r}.")
-        for name in ("dropout", "dropatt"):
-            value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
-                fail(f"{name} must be in [0, 1), got {value!r}.")
         self._validate_attn_type(fail)
         if self.init not in ("normal", "uniform"):
             fail(f"init must be 'normal' or 'uniform', got {self.init!r}.")
-        for name in ("init_std", "proj_init_std", "init_range", "layer_norm_epsilon"):
-            if getattr(self, name) <= 0:
-                fail(f"{name} must be > 0, got {getattr(self, name)!r}.")
 
     def _is_known_variant(self) -> bool:
         return any(v.attn_type == self.attn_type for v in attention_variants())

@@ -69,12 +69,19 @@ def machine_memory_bytes() -> Optional[int]:
 
 def check_step_fits(config: TransformerXLConfig, batch_size: int, training: bool = False,
                     tgt_len: Optional[int] = None, mem_len: Optional[int] = None,
-                    bytes_per_value: int = 4, available: Optional[int] = None) -> None:
+                    bytes_per_value: int = 4, available: Optional[int] = None,
+                    names: Optional[dict] = None, path: str = "") -> None:
     """Raises `MemoryEstimateError` when `step_memory_bytes` exceeds the machine's memory.
 
     Args:
       config, batch_size, training, tgt_len, mem_len, bytes_per_value: as `step_memory_bytes`.
       available: bytes to compare with (default `machine_memory_bytes()`; None: no check).
+      names: how the fix names what sets Q, M and B: {"tgt_len": "--seg_len", "mem_len":
+        "--mem_len", "batch": "--batch_size"} (default: the config's fields, "the batch size").
+      path: the path that will run, said in the message (e.g. "compiled generation").
+
+    Call `check_weights_fit` first where the vocabulary is known, so that sizes of the
+    configuration beyond the machine are named as such, not as a step's lengths.
     """
     available = machine_memory_bytes() if available is None else available
     if available is None:
@@ -83,11 +90,73 @@ def check_step_fits(config: TransformerXLConfig, batch_size: int, training: bool
     if need > available:
         q = config.tgt_len if tgt_len is None else tgt_len
         m = config.mem_len if mem_len is None else mem_len
+        names = {"tgt_len": "tgt_len", "mem_len": "mem_len", "batch": "the batch size",
+                 **(names or {})}
+        # the fix names first what grows most: with M, the memory L*B*M*D and the scores'
+        # B*H*Q*M; with Q alone, the scores' B*H*Q*Q
+        with_m = (config.n_layer * batch_size * m * config.d_model
+                  + batch_size * config.n_head * q * m)
+        with_q = batch_size * config.n_head * q * q
+        order = ["mem_len", "tgt_len"] if with_m >= with_q else ["tgt_len", "mem_len"]
+        fix = [names[k] for k in order if names.get(k)] + [names["batch"]]
+        where = f" ({path})" if path else ""
         raise MemoryEstimateError(
-            f"out of memory before the first step: tgt_len {q}, mem_len {m}, batch {batch_size}, "
-            f"{config.n_layer} layers need at least {need / 2**30:,.1f} GiB for the memory and "
-            f"attention alone, this machine has {available / 2**30:,.1f} GiB; lower mem_len, "
-            "tgt_len or the batch size.")
+            f"out of memory before the first step{where}: tgt_len {q}, mem_len {m}, batch "
+            f"{batch_size}, {config.n_layer} layers need at least {_size(need)} for "
+            f"the memory and attention alone, this machine has {_size(available)}; "
+            f"lower {', '.join(fix[:-1])} or {fix[-1]}.")
+
+
+def weight_bytes(config: TransformerXLConfig, bytes_per_weight: int = 4) -> int:
+    """Bytes of the weights of `config` (`approx_parameters` x `bytes_per_weight`)."""
+    return approx_parameters(config) * bytes_per_weight
+
+
+def check_weights_fit(config: TransformerXLConfig, bytes_per_weight: int = 4,
+                      available: Optional[int] = None, source: str = "the configuration") -> None:
+    """Raises `MemoryEstimateError`, naming the fields that make the weights large, when the
+    weights of `config` alone exceed the machine's memory: checked before a model is built, so
+    that a config.json of sizes no machine here can hold fails at once, not half-way.
+
+    Args:
+      config: the model configuration.
+      bytes_per_weight: 4 (float32 weights).
+      available: bytes to compare with (default `machine_memory_bytes()`; None: no check).
+      source: what sets the fields, for the message (a config.json path, "the model flags").
+    """
+    available = machine_memory_bytes() if available is None else available
+    if available is None:
+        return
+    need = weight_bytes(config, bytes_per_weight)
+    if need <= available:
+        return
+    c = config
+    hd = c.n_head * c.d_head
+    # the largest of the three terms of `approx_parameters`, and its factors by how far each is
+    # above a typical size (the config's defaults; WikiText-103's vocabulary)
+    terms = [(2 * c.n_token * c.d_model, ("n_token", "d_model")),
+             (c.n_layer * 5 * c.d_model * hd, ("n_layer", "d_model", "n_head", "d_head")),
+             (c.n_layer * 2 * c.d_model * c.d_inner, ("n_layer", "d_model", "d_inner"))]
+    factors = max(terms)[1]
+    ratio = {name: getattr(c, name) / _TYPICAL[name] for name in factors}
+    ranked = sorted(factors, key=ratio.get, reverse=True)
+    blame = [ranked[0]] + [n for n in ranked[1:2] if ratio[n] > 10]
+    values = ", ".join(f"{name} {getattr(c, name)}" for name in _TYPICAL)
+    raise MemoryEstimateError(
+        f"the model's weights alone need {_size(need)} ({values}: about "
+        f"{approx_parameters(c):,} weights), this machine has {_size(available)}; "
+        f"{source} sets them: lower {' or '.join(blame)}.")
+
+
+# Typical sizes, to tell which field makes the weights large.
+_TYPICAL = dict(n_layer=6, d_model=500, n_head=10, d_head=50, d_inner=1000, n_token=267_735)
+
+
+def _size(num_bytes: int) -> str:
+    """'289.1 GiB', or '3.0 MiB' below a GiB."""
+    if num_bytes >= 2**30:
+        return f"{num_bytes / 2**30:,.1f} GiB"
+    return f"{num_bytes / 2**20:,.1f} MiB"
 
 
 def training_bytes_per_stream(config: TransformerXLConfig, bytes_per_value: int = 4) -> int:

@@ -14,7 +14,8 @@ from txl_tf.layers.absolute_position_embedding import LearnedPositionEmbedding
 from txl_tf.layers.adaptive_embedding import AdaptiveEmbedding
 from txl_tf.layers.adaptive_softmax import AdaptiveSoftmax
 from txl_tf.layers.attention_mask import attention_mask
-from txl_tf.model.config import TransformerXLConfig
+from txl_tf.model.config import ConfigError, TransformerXLConfig
+from txl_tf.model.memory_estimate import check_weights_fit
 from txl_tf.layers.dropout import ReplicaDropout
 from txl_tf.layers.initializers import main_initializer, projection_initializer
 from txl_tf.layers.memory import update_memory
@@ -109,6 +110,10 @@ class TransformerXL(keras.Model):
     def __init__(self, config: TransformerXLConfig, **kwargs):
         if isinstance(config, dict):
             config = TransformerXLConfig.from_dict(config)
+        if not isinstance(config, TransformerXLConfig):
+            raise ConfigError(f"TransformerXL takes a TransformerXLConfig (or its dict), got "
+                              f"{type(config).__name__}.")
+        check_weights_fit(config)  # before any variable: sizes no machine here can hold
         super().__init__(**kwargs)
         self.config = config
         c = config

@@ -7,6 +7,9 @@ import dataclasses
 import os
 from typing import Optional
 
+from txl_tf.model.config import INT32_MAX
+from txl_tf.runtime.ranges import Range
+
 
 INFO_FILE = os.path.join("assets.extra", "txl_export.json")
 
@@ -51,6 +54,18 @@ class ExportOptions:
     gen_jit_compile: str = "auto"
     text_signatures: bool = True
     warmup_requests: int = 2
+
+    # The declared range of every number (txl_tf/runtime/ranges.py).
+    RANGES = {
+        "version": Range(0, 2**63 - 1, "a SavedModel version"),
+        "tgt_len": Range(1, INT32_MAX, "tokens"),
+        "mem_len": Range(0, INT32_MAX, "0: no memory"),
+        "clamp_len": Range(0, INT32_MAX, "-1: none", also=(-1,)),
+        "gen_mem_len": Range(1, INT32_MAX, "generation keeps the context in the memory"),
+        "gen_seg_len": Range(1, INT32_MAX, "tokens"),
+        "warmup_requests": Range(0, 1000, "TF Serving reads 1,000 records at most, shared "
+                                          "by the signatures"),
+    }
 
 
 class ExportInputError(ValueError):

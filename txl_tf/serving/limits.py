@@ -4,6 +4,9 @@
 import dataclasses
 
 from txl_tf.model.config import INT32_MAX
+from txl_tf.runtime.ranges import Range, check_fields
+
+_LIMIT = Range(1, INT32_MAX, "the signatures compare it with int32 lengths")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,14 +36,13 @@ class ServingLimits:
     max_request_tokens: int = 16_384
     max_request_bytes: int = 1_000_000
 
+    # The declared range of every number (txl_tf/runtime/ranges.py).
+    RANGES = {name: _LIMIT for name in ("max_seq_len", "max_num_tokens", "max_text_bytes",
+                                         "max_batch_size", "max_request_tokens",
+                                         "max_request_bytes")}
+
     def __post_init__(self):
-        for field in dataclasses.fields(self):
-            value = int(getattr(self, field.name))
-            if value < 1:
-                raise ValueError(f"--{field.name} must be >= 1, got {value}.")
-            if value > INT32_MAX:  # the signatures compare it with int32 lengths
-                raise ValueError(f"--{field.name} must be at most {INT32_MAX} (an int32 limit "
-                                 f"of the signatures), got {value}.")
+        check_fields(self, ValueError, prefix="--")
 
     def message(self, name, what) -> str:
         """The error text of a request over the limit `name`."""

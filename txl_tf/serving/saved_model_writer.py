@@ -27,6 +27,7 @@ from txl_tf.runtime.error_text import first_line, is_disk_full
 from txl_tf.storage.atomic_writes import write_json_atomic
 from txl_tf.serving import server_config
 from txl_tf.serving import warmup as serving_warmup
+from txl_tf.runtime.ranges import check_fields
 from txl_tf.serving.export_options import (INFO_FILE, ExportInputError, ExportOptions,
                                            ExportRuntimeError)
 from txl_tf.serving.limits import ServingLimits
@@ -98,8 +99,7 @@ def check_target(options: ExportOptions) -> None:
     """The export directory, the version asked for and --warmup_requests, checked before
     anything is loaded (the version written is reserved later, under the directory's lock)."""
     check_export_dir(options.export_dir)
-    if options.version is not None and int(options.version) < 0:
-        raise ExportInputError(f"--version must be >= 0, got {options.version}.")
+    check_fields(options, ExportInputError, prefix="--")  # ExportOptions.RANGES
     most = serving_warmup.MAX_RECORDS // signature_count()
     if not 0 <= options.warmup_requests <= most:
         raise ExportInputError(f"--warmup_requests must be in [0, {most}] (TF Serving reads "

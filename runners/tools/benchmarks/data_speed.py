@@ -22,15 +22,22 @@ import numpy as np  # noqa: E402
 from absl import app, flags  # noqa: E402
 
 import tf_records  # noqa: E402
+from runners.cli import flag_ranges  # noqa: E402
+from txl_tf.runtime.ranges import INT32_MAX  # noqa: E402
 from tf_records.records import stream_cache, writer  # noqa: E402
 from tf_records.corpora.builtin import stdlib_bytes  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("megabytes", 100, "Corpus size in MB (10^6 bytes).")
-flags.DEFINE_integer("tgt_len", 512, "Segment length.")
-flags.DEFINE_integer("per_replica_batch", 22, "Streams per replica.")
-flags.DEFINE_integer("replicas_per_host", 1, "Replicas per host.")
-flags.DEFINE_integer("read_steps", 2000, "Steps to read for the reader figure.")
+_LAYOUT = tf_records.RecordLayout.RANGES
+flag_ranges.define_integer("megabytes", 100, "Corpus size in MB (10^6 bytes).",
+                           (1, 4096, "the corpus is held in memory as int32 tokens"))
+flag_ranges.define_integer("tgt_len", 512, "Segment length.", _LAYOUT["tgt_len"])
+flag_ranges.define_integer("per_replica_batch", 22, "Streams per replica.",
+                           _LAYOUT["per_replica_batch"])
+flag_ranges.define_integer("replicas_per_host", 1, "Replicas per host.",
+                           _LAYOUT["replicas_per_host"])
+flag_ranges.define_integer("read_steps", 2000, "Steps to read for the reader figure.",
+                           (1, INT32_MAX, "steps"))
 flags.DEFINE_string("work_dir", None, "Scratch directory (default: a temporary one, removed).")
 
 

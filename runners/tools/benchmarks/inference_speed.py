@@ -44,6 +44,12 @@ from txl_tf.serving.export_options import ExportOptions  # noqa: E402
 from txl_tf.inference.evaluation import Evaluator  # noqa: E402
 from txl_tf.serving.limits import ServingLimits  # noqa: E402
 from txl_tf.inference.generation import Generator  # noqa: E402
+from txl_tf.inference.generation_limits import GENERATION_RANGES  # noqa: E402
+from txl_tf.runtime.ranges import INT32_MAX, Range  # noqa: E402
+from runners.cli import flag_ranges  # noqa: E402
+from runners.cli.flag_ranges import define_integer  # noqa: E402
+
+MODEL = txl_tf.TransformerXLConfig.RANGES
 
 FLAGS = flags.FLAGS
 
@@ -51,24 +57,31 @@ FLAGS = flags.FLAGS
 def define_flags():
     """Defines the flags of this runner (only when it runs as a program, so that its
     functions can be imported beside other runners)."""
-    flags.DEFINE_integer("n_layer", 4, "Layers.")
-    flags.DEFINE_integer("d_model", 256, "Model width.")
-    flags.DEFINE_integer("n_head", 4, "Heads.")
-    flags.DEFINE_integer("d_inner", 1024, "Feed-forward width.")
-    flags.DEFINE_integer("n_token", 256, "Vocabulary size.")
-    flags.DEFINE_integer("eval_tgt_len", 128, "Evaluation segment length (and generation's "
-                         "prompt segment length).")
-    flags.DEFINE_integer("eval_mem_len", 512, "Evaluation memory length.")
-    flags.DEFINE_integer("eval_batch", 4, "Evaluation streams.")
-    flags.DEFINE_integer("eval_steps", 10, "Evaluation segments timed (after one warm-up).")
-    flags.DEFINE_integer("prompt_len", 64, "Prompt length of the cached section.")
-    flags.DEFINE_integer("gen_tokens", 128, "Generated tokens.")
+    define_integer("n_layer", 4, "Layers.", MODEL["n_layer"])
+    define_integer("d_model", 256, "Model width.", MODEL["d_model"])
+    define_integer("n_head", 4, "Heads.", MODEL["n_head"])
+    define_integer("d_inner", 1024, "Feed-forward width.", MODEL["d_inner"])
+    define_integer("n_token", 256, "Vocabulary size.", MODEL["n_token"])
+    define_integer("eval_tgt_len", 128, "Evaluation segment length (and generation's "
+                   "prompt segment length).", MODEL["tgt_len"])
+    define_integer("eval_mem_len", 512, "Evaluation memory length.", MODEL["mem_len"])
+    define_integer("eval_batch", 4, "Evaluation streams.", (1, 2**20, "streams"))
+    define_integer("eval_steps", 10, "Evaluation segments timed (after one warm-up).",
+                   (1, 100_000, "segments"))
+    define_integer("prompt_len", 64, "Prompt length of the cached section.",
+                   (1, INT32_MAX, "tokens"))
+    define_integer("gen_tokens", 128, "Generated tokens.",
+                   GENERATION_RANGES["num_tokens"])
     flags.DEFINE_list("sections", ["eval", "cached", "compiled"], "What to measure: eval, "
                       "cached, compiled, serving.")
     flags.DEFINE_list("batches", ["1", "8", "32"], "Batch sizes of the compiled section.")
+    flag_ranges.attach(FLAGS, "batches", Range(1, 2**20, "rows"))
     flags.DEFINE_list("prompt_lens", ["16", "512"], "Prompt lengths of the compiled section.")
-    flags.DEFINE_integer("gen_mem_len", 512, "Memory length of the compiled section.")
-    flags.DEFINE_integer("repeats", 2, "Timed calls per measurement (the best is kept).")
+    flag_ranges.attach(FLAGS, "prompt_lens", Range(1, INT32_MAX, "tokens"))
+    define_integer("gen_mem_len", 512, "Memory length of the compiled section.",
+                   (1, INT32_MAX, "generation keeps the context in the memory"))
+    define_integer("repeats", 2, "Timed calls per measurement (the best is kept).",
+                   (1, 1000, "calls"))
 
 
 def progress(message):
