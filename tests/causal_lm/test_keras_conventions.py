@@ -250,8 +250,8 @@ def test_bad_from_preset_arguments_give_one_line(word, kwargs, message):
     (dict(same_length="yes"), "same_length must be True or False"),
     (dict(seg_len="4"), r"seg_len must be an integer in \[1, "),
     (dict(seg_len=0), r"seg_len must be an integer in \[1, "),
-    (dict(mem_len=-2), r"mem_len must be an integer in \[0, "),
-    (dict(clamp_len=1.5), r"clamp_len must be an integer in \[-1, "),
+    (dict(mem_len=-2), r"mem_len must be an integer in \[1, "),
+    (dict(clamp_len=1.5), r"clamp_len must be an integer in \[0, .* or -1"),
     (dict(sampler={"top_k": 2}), "sampler must be a name"),
     (dict(jit_compile="yes"), "jit_compile must be a bool or one of")])
 def test_bad_generate_settings_give_one_line(word, kwargs, message):
