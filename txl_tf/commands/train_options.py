@@ -53,6 +53,9 @@ class TrainOptions:
         model_dir/best).
       init_checkpoint: Warm start: model weights from this model directory or checkpoint
         (ignored when model_dir already has a checkpoint).
+      lora_rank: LoRA fine-tuning: freeze the model and train adapters of this rank on the
+        attention's qkv and o projections (0: train every weight). With --init_checkpoint of
+        the first model; model_dir/lora.json records the adapters for every reader.
       strategy: Distribution strategy. auto (the recipes): a TPU if --tpu is given or one is
         attached, else all local GPUs, else the CPU.
       tpu: --strategy=tpu: 'local' (this TPU VM's own chips), a TPU or pod slice name, or
@@ -98,6 +101,7 @@ class TrainOptions:
     max_eval_batches: int = 100
     keep_checkpoints: int = 5
     init_checkpoint: Optional[str] = None
+    lora_rank: int = 0
     strategy: str = "default"
     tpu: Optional[str] = None
     tpu_timeout: int = 300
@@ -152,7 +156,7 @@ def checked(options: TrainOptions) -> TrainOptions:
                  "grad_accum_steps", "keep_checkpoints"):
         if getattr(o, name) < 1:
             raise TrainError(f"--{name} must be >= 1, got {getattr(o, name)}.")
-    for name in ("save_steps", "eval_steps", "log_seconds", "tpu_timeout"):
+    for name in ("save_steps", "eval_steps", "log_seconds", "tpu_timeout", "lora_rank"):
         if getattr(o, name) < 0:
             raise TrainError(f"--{name} must be >= 0, got {getattr(o, name)}.")
     for field in dataclasses.fields(o):
