@@ -133,8 +133,10 @@ def main(argv):
         path = model.export(os.path.join(root, "export-" + tag), mem_len=32,
                             warmup_requests=1)["export_path"]
         paths[tag] = path
-        figures.setdefault("saved_model_bytes", {})[tag] = sum(
-            os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+        for key, folder in (("saved_model_bytes", path),
+                            ("variables_bytes", os.path.join(path, "variables"))):
+            figures.setdefault(key, {})[tag] = sum(
+                os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(folder) for f in fs)
     child = subprocess.run([sys.executable, "-c", LATENCY, json.dumps(
         [paths, SMALL["n_layer"], SMALL["mem_len"], SMALL["d_model"]])],
         capture_output=True, text=True, check=True)
