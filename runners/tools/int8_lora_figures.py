@@ -3,8 +3,8 @@ r"""The figures of docs/keras.md "int8 and LoRA", measured in one run on the mac
   * the share of parameters `quantize("int8")` covers and the weights' bytes, for the default
     model (runners/default.flags) and the enwik8_base shape (built, not trained);
   * a small byte-level model trained with `fit` on corpus A (the first 400 KB of the builtin
-    corpus: Python's standard library) and scored on A and on corpus B (/usr/share/common-licenses): held-out
-    loss in float32 and int8, evaluation and generation tokens/s of both (interleaved);
+    corpus: Python's standard library) and scored on A and on corpus B
+    (/usr/share/common-licenses): held-out loss in float32 and int8, evaluation and generation tokens/s of both (interleaved);
   * the SavedModels of both (`export`): sizes, and the latency of `score` through TF's
     session-based loader (TF Serving's), in a child process;
   * LoRA rank 8 on the A model, fine-tuned on B: held-out loss on B before and after, the share
@@ -59,10 +59,6 @@ LATENCY = textwrap.dedent("""
 """)
 
 
-def _tokens(data: bytes) -> np.ndarray:
-    return np.frombuffer(data, np.uint8).astype(np.int32)
-
-
 def _split(tokens, share=0.9):
     n = int(len(tokens) * share)
     return tokens[:n], tokens[n:n + 20_000]
@@ -92,7 +88,7 @@ def main(argv):
     a_train, a_test = _split(np.asarray(stdlib_bytes(400_000)[0], np.int32))
     licenses = b"".join(open(p, "rb").read() for p in sorted(glob.glob(
         "/usr/share/common-licenses/*")) if os.path.isfile(p))
-    b_train, b_test = _split(_tokens(licenses))
+    b_train, b_test = _split(np.frombuffer(licenses, np.uint8).astype(np.int32))
     figures["corpora_bytes"] = {"A": len(a_train) + len(a_test), "B": len(b_train) + len(b_test)}
 
     def data(tokens, batch=16):

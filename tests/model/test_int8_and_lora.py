@@ -14,7 +14,7 @@ import tf_records
 import txl_tf
 from tiny import tiny_model
 from txl_tf.causal_lm import presets
-from txl_tf.layers.projection_weights import ProjectionWeights, int8_quantize
+from txl_tf.layers.projection_weights import ProjectionWeights
 from txl_tf.model.attention_variants import ATTENTION_VARIANTS
 from txl_tf.model.lora import DEFAULT_TARGETS, merged_copy, trainable_share
 from txl_tf.model.quantization import quantized_share
@@ -49,14 +49,6 @@ def test_int8_covers_every_projection_and_stays_close(changes):
     # The error of one rounding per weight: at most half a step of the largest scale, times the
     # fan-in, bounds nothing useful; the loss moves by well under 1% of its value.
     assert np.abs(nll(model) - float_nll).max() < 0.01 * float_nll.mean()
-
-
-def test_int8_rounding_is_half_a_step_per_channel():
-    weight = np.random.RandomState(0).normal(size=(5, 3, 4)).astype(np.float32)
-    values, scale = int8_quantize(weight, (0,))
-    assert values.dtype == np.int8 and scale.shape == (1, 3, 4)
-    assert np.all(np.abs(values * scale - weight) <= scale / 2 + 1e-7)
-    assert np.allclose(np.abs(values).max(axis=0), 127)
 
 
 def test_quantizing_twice_or_another_mode_is_refused_or_a_no_op():

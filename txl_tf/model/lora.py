@@ -16,6 +16,7 @@ from typing import Iterable, List, Optional
 import keras
 
 from txl_tf.layers.projection_weights import ProjectionWeights
+from txl_tf.model.quantization import quantization_mode
 
 DEFAULT_TARGETS = ("qkv", "o")
 
@@ -102,7 +103,6 @@ def merged_copy(backbone):
     """
     if not has_adapters(backbone):
         return backbone
-    from txl_tf.model.quantization import quantization_mode  # pylint: disable=import-outside-toplevel
     copy = type(backbone)(backbone.config, dtype=backbone.dtype_policy)
     mode = quantization_mode(backbone)
     if mode is not None:
