@@ -76,6 +76,22 @@ def tokens_of_period(period=7, n=2000):
     return (np.arange(n) % period + 3).astype(np.int32)
 
 
+def test_a_trained_causal_lm_keeps_its_held_out_loss_in_int8():
+    lm = txl_tf.TransformerXLCausalLM(tiny_model())
+    lm.compile(optimizer=keras.optimizers.Adam(1e-2))
+    tokens = tokens_of_period()
+    train = tf_records.dataset_from_tokens(tokens[:1600], per_replica_batch=2, tgt_len=6)
+    held_out = tf_records.dataset_from_tokens(tokens[1600:], per_replica_batch=2, tgt_len=6)
+    untrained = lm.evaluate(held_out, verbose=0, return_dict=True)["loss"]
+    lm.fit(train.take(60), epochs=1, verbose=0)
+    float_loss = lm.evaluate(held_out, verbose=0, return_dict=True)["loss"]
+    assert float_loss < 0.5 * untrained  # it learnt the period
+    lm.quantize("int8")
+    int8_loss = lm.evaluate(held_out, verbose=0, return_dict=True)["loss"]
+    assert quantized_share(lm.backbone)["share"] > 0.9
+    assert abs(int8_loss - float_loss) < 0.02 * float_loss + 0.01
+
+
 def test_lora_reaches_the_attention_and_fit_trains_only_the_adapters(tmp_path):
     lm = txl_tf.TransformerXLCausalLM(tiny_model())
     adapted = lm.enable_lora(2)
