@@ -34,6 +34,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from txl_tf.causal_lm.adaptation import BackboneAdaptation
 from txl_tf.causal_lm.batch_checks import check_batch_dtypes, checked_batch, one_line_error
 from txl_tf.causal_lm.arguments import COMPILE_RANGES, FIT_RANGES, check_arguments
 from txl_tf.causal_lm.contiguous_batches import ContiguousBatchError, check_contiguous
@@ -80,7 +81,7 @@ def _check_backup(callbacks, steps_per_epoch):
 
 
 @keras.saving.register_keras_serializable(package="txl_tf")
-class TransformerXLCausalLM(CausalLMTaskMethods, keras.Model):
+class TransformerXLCausalLM(CausalLMTaskMethods, BackboneAdaptation, keras.Model):
     """Transformer-XL as a Keras causal language model: `compile`, then `fit` over contiguous
     batches with the memory carried from batch to batch; generate, presets and export are
     keras-hub's methods (`task_methods.py`).

@@ -46,6 +46,7 @@ from txl_tf.storage.atomic_writes import (atomic_directory, recover_directory, s
 from txl_tf.causal_lm.errors import CausalLMInputError, CausalLMRuntimeError
 from txl_tf.model.config import ConfigError
 from txl_tf.runtime.error_text import first_line, is_disk_full, one_line
+from txl_tf.model.quantization import quantization_mode
 from txl_tf.model.transformer_xl import TransformerXL
 from txl_tf.storage.text_files import check_utf8_path
 from txl_tf.runtime.version import __version__ as txl_tf_version
@@ -74,6 +75,8 @@ PREPROCESSOR_CLASSES = {
         MODEL_DIR_PREPROCESSOR["registered_name"],
 }
 # corpus-info.json fields that describe the training data in metadata.json
+# metadata.json's field naming the quantization of the weights file ("int8"; absent: float)
+QUANTIZATION_FIELD = "quantization"
 DATA_FIELDS = ("dataset", "level", "vocab_size", "num_tokens", "options", "data_dir")
 
 
@@ -90,11 +93,15 @@ def metadata(causal_lm, training_data=None, source=None) -> dict:
     info = pre.corpus_info if pre is not None else {}
     data = training_data if training_data is not None else {
         k: info[k] for k in DATA_FIELDS if k in info}
-    return {"format": "txl-tf preset", "txl_tf_version": txl_tf_version,
+    meta = {"format": "txl-tf preset", "txl_tf_version": txl_tf_version,
             "tensorflow_version": tf.__version__, "keras_version": keras.__version__,
             "python_version": platform.python_version(),
             "parameter_count": int(_built(causal_lm.backbone).count_params()),
             "training_data": data, "source": source or {}}
+    mode = quantization_mode(causal_lm.backbone)
+    if mode is not None:
+        meta[QUANTIZATION_FIELD] = mode  # the loader quantizes the model before reading weights
+    return meta
 
 
 def _check_target(path: str, preset_dir) -> None:
@@ -298,6 +305,9 @@ def _load_backbone(preset, checkpoint, load_weights=True):
                                          f"checkpoint={checkpoint!r} applies to model "
                                          "directories only: leave it out.")
             backbone = _built(TransformerXL(model_files.load_config(preset)))
+            mode = _quantization_of(preset)
+            if mode is not None:
+                backbone.quantize(mode)
             weights = os.path.join(preset, WEIGHTS_FILE)
             backbone.load_weights(weights)
             check_no_extra_weights(keras_file_weights(weights), backbone, weights,
@@ -312,6 +322,13 @@ def _load_backbone(preset, checkpoint, load_weights=True):
         message = one_line(getattr(error, "message", None) or str(error))
         raise CausalLMInputError(f"cannot read the weights of {preset} ({message}); save the "
                                  "preset again.") from None
+
+
+def _quantization_of(preset):
+    """metadata.json's `QUANTIZATION_FIELD` (None: float weights, or no metadata.json)."""
+    path = os.path.join(preset, METADATA_FILE)
+    meta = _read_json(path) if os.path.isfile(path) else {}
+    return meta.get(QUANTIZATION_FIELD) if isinstance(meta, dict) else None
 
 
 def _check_vocab_checksum(preset, preprocessor):

@@ -38,6 +38,11 @@ DEFAULT_NEW_TOKENS = 100  # generate.py's default --num_tokens
 _GENERATORS = weakref.WeakKeyDictionary()
 
 
+def forget_generators(backbone) -> None:
+    """Drops the generators kept for `backbone` (its variables were replaced)."""
+    _GENERATORS.pop(backbone, None)
+
+
 def generator_of(backbone, seg_len=None, mem_len=None, clamp_len=None, same_length=False,
                  jit_compile=False):
     """The `Generator` of `backbone` with these settings (checked), made once and kept with

@@ -37,6 +37,7 @@ from txl_tf.training.measurement.device_memory import reset_peaks
 from txl_tf.training.reporting.heartbeat import Heartbeat
 from txl_tf.training.reporting.hparams_session import HParamsSession
 from txl_tf.training.interruption import StopOnSignal, TrainingInterrupted
+from txl_tf.training.lora_run import add_adapters
 from txl_tf.training.lr_schedule import WarmupCosineSchedule
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.reporting import announce, train_summary as reporting
@@ -78,6 +79,7 @@ def _build_trainer(run: TrainingRun, schedule) -> None:
     o = run.options
     with run.strategy.scope():
         run.model = TransformerXL(run.config)
+        add_adapters(run.model, o.model_dir, o.lora_rank, run.place.is_chief)
         optimizer = make_optimizer(schedule)
     run.compilation = step_compilation.choose(o.jit_compile, run.strategy, o.precision)
     run.trainer = trainer = Trainer(run.model, optimizer, run.strategy, clip=o.clip,

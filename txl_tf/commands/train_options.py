@@ -54,6 +54,9 @@ class TrainOptions:
         model_dir/best).
       init_checkpoint: Warm start: model weights from this model directory or checkpoint
         (ignored when model_dir already has a checkpoint).
+      lora_rank: LoRA fine-tuning: freeze the model and train adapters of this rank on the
+        attention's qkv and o projections (0: train every weight). With --init_checkpoint of
+        the first model; model_dir/lora.json records the adapters for every reader.
       strategy: Distribution strategy. auto (the recipes): a TPU if --tpu is given or one is
         attached, else all local GPUs, else the CPU.
       tpu: --strategy=tpu: 'local' (this TPU VM's own chips), a TPU or pod slice name, or
@@ -99,6 +102,7 @@ class TrainOptions:
     max_eval_batches: int = 100
     keep_checkpoints: int = 5
     init_checkpoint: Optional[str] = None
+    lora_rank: int = 0
     strategy: str = "default"
     tpu: Optional[str] = None
     tpu_timeout: int = 300
@@ -134,6 +138,7 @@ class TrainOptions:
         "keep_checkpoints": Range(1, INT32_MAX, "checkpoints"),
         "tpu_timeout": Range(0, INT32_MAX, "seconds"),
         "profile_steps": Range(1, INT32_MAX, "START,END step numbers"),
+        "lora_rank": Range(0, 2**16, "0: no LoRA; the rank of the attention's adapters"),
         "seed": Range(0, 2**32 - 1, "NumPy's seed range: Keras seeds NumPy, Python and "
                                     "TensorFlow with it"),
     }

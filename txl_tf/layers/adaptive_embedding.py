@@ -4,9 +4,11 @@ import math
 import keras
 import tensorflow as tf
 
+from txl_tf.layers.projection_weights import ProjectionWeights
+
 
 @keras.saving.register_keras_serializable(package="txl_tf")
-class AdaptiveEmbedding(keras.layers.Layer):
+class AdaptiveEmbedding(ProjectionWeights, keras.layers.Layer):
     """Token ids -> [B, Q, d_model] embeddings, scaled by sqrt(d_model) after projection.
 
     Bins are [0, c1), [c1, c2), ..., [ck, n_token). Weights (reference `adaptive_embed` scope):
@@ -16,6 +18,8 @@ class AdaptiveEmbedding(keras.layers.Layer):
         projection [d_i, d_model] (`cutoff_i/proj_W`), omitted when d_i == d_model and not
         proj_same_dim.
     The tables and projections are reused, as the same variables, by the tied `AdaptiveSoftmax`.
+    Both are `ProjectionWeights`: `quantize("int8")` keeps a table with one scale per row and a
+    projection with one per output channel; `enable_lora` adapts the projections only.
 
     The lookup has static shapes (no boolean_mask / scatter): every bin embeds every position
     with its ids clipped into range, and a 0/1 bin mask selects the right one. Cost grows with
@@ -99,28 +103,44 @@ class AdaptiveEmbedding(keras.layers.Layer):
                 initializer=self.projection_initializer) if needs_proj else None)
         self.built = True
 
-    def bin_weights(self, i):
-        """(table rows of bin i [n_i, d_i], projection [d_i, d_model] or None)."""
+    def projection_axes(self):
+        """Tables: one scale per row (axis 1 reduced); projections read d_i (axis 0)."""
+        count = 1 if self.div_val == 1 else self.n_bins
+        axes = {}
+        for i in range(count):
+            table_name, proj_name = self._weight_names(i)
+            axes[table_name], axes[proj_name] = (1,), (0,)
+        return axes
+
+    def _projection_or_none(self, name, dtype=None):
+        return None if getattr(self, name) is None else self.projection(name, dtype)
+
+    def bin_weights(self, i, dtype=None):
+        """(table rows of bin i [n_i, d_i], projection [d_i, d_model] or None), dequantized
+        where int8 (in `dtype`, default the compute dtype)."""
         lo, hi = self.cutoff_ends[i], self.cutoff_ends[i + 1]
         if self.div_val == 1:
-            return self.lookup_table[lo:hi], self.proj_W
-        return self.tables[i], self.projections[i]
+            return (self.projection("lookup_table", dtype, rows=(lo, hi)),
+                    self._projection_or_none("proj_W", dtype))
+        table_name, proj_name = self._weight_names(i)
+        return (self.projection(table_name, dtype),
+                self._projection_or_none(proj_name, dtype))
 
     def call(self, tokens):
         tokens = tf.cast(tokens, tf.int32)
         if self.div_val == 1:
-            out = tf.gather(self.lookup_table, tokens)
+            out = self.gather_rows("lookup_table", tokens)
             if self.proj_W is not None:
-                out = tf.einsum("bqe,ed->bqd", out, self.proj_W)
+                out = tf.einsum("bqe,ed->bqd", out, self.projection("proj_W", out.dtype))
         else:
             out = None
-            tables, projections = self.tables, self.projections
             for i in range(self.n_bins):
                 lo, hi = self.cutoff_ends[i], self.cutoff_ends[i + 1]
+                table_name, proj_name = self._weight_names(i)
                 local = tf.clip_by_value(tokens - lo, 0, hi - lo - 1)
-                emb = tf.gather(tables[i], local)
-                if projections[i] is not None:
-                    emb = tf.einsum("bqe,ed->bqd", emb, projections[i])
+                emb = self.gather_rows(table_name, local)
+                if getattr(self, proj_name) is not None:
+                    emb = tf.einsum("bqe,ed->bqd", emb, self.projection(proj_name, emb.dtype))
                 in_bin = tf.logical_and(tokens >= lo, tokens < hi)
                 emb = emb * tf.cast(in_bin, emb.dtype)[..., None]
                 out = emb if out is None else out + emb

@@ -8,6 +8,7 @@ import keras
 import tensorflow as tf
 
 from txl_tf.layers.adaptive_embedding import AdaptiveEmbedding
+from txl_tf.layers.projection_weights import ProjectionWeights
 
 
 def _project_logits(hidden, weight, bias, proj):
@@ -22,7 +23,7 @@ def _project_logits(hidden, weight, bias, proj):
 
 
 @keras.saving.register_keras_serializable(package="txl_tf")
-class AdaptiveSoftmax(keras.layers.Layer):
+class AdaptiveSoftmax(ProjectionWeights, keras.layers.Layer):
     """Log-probabilities or per-token NLL over the vocabulary, in float32.
 
     With no cutoffs it is a plain softmax over the tied table plus a bias [n_token] (reference
@@ -134,16 +135,25 @@ class AdaptiveSoftmax(keras.layers.Layer):
             return [None]
         return [getattr(self, f"cutoff_{i}_proj") for i in range(self.n_clusters + 1)]
 
+    def projection_axes(self):
+        """Its untied output projections cutoff_i_proj [d_i, D] (one scale per row d_i). The
+        tied tables and projections are the embedding's, quantized with it."""
+        return {f"cutoff_{i}_proj": (1,) for i in range(self.n_clusters + 1)} if self.cutoffs \
+            else {}
+
     def bin_projection(self, i):
-        """Output projection [d_i, D] of bin i, or None when the bin needs none."""
+        """Output projection [d_i, D] of bin i (float32, dequantized where int8), or None
+        when the bin needs none."""
         if not self.cutoffs:
-            return self._embedding.bin_weights(0)[1]
+            return self._embedding.bin_weights(0, tf.float32)[1]
         if self.tie_projs[i]:
-            return self._embedding.bin_weights(i)[1]
-        return getattr(self, f"cutoff_{i}_proj")
+            return self._embedding.bin_weights(i, tf.float32)[1]
+        if getattr(self, f"cutoff_{i}_proj") is None:
+            return None
+        return self.projection(f"cutoff_{i}_proj", tf.float32)
 
     def _head_logits(self, hidden):
-        weight, _ = self._embedding.bin_weights(0)
+        weight, _ = self._embedding.bin_weights(0, tf.float32)
         if self.cutoffs:
             weight = tf.concat([weight, self.cluster_W], axis=0)
             bias = tf.concat([self.cutoff_0_b, self.cluster_b], axis=0)
@@ -152,7 +162,7 @@ class AdaptiveSoftmax(keras.layers.Layer):
         return _project_logits(hidden, weight, bias, self.bin_projection(0))
 
     def _tail_logits(self, hidden, i):
-        weight, _ = self._embedding.bin_weights(i)
+        weight, _ = self._embedding.bin_weights(i, tf.float32)
         return _project_logits(hidden, weight, getattr(self, f"cutoff_{i}_b"),
                                self.bin_projection(i))
 

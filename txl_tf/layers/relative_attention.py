@@ -20,6 +20,7 @@ import keras
 import tensorflow as tf
 
 from txl_tf.layers.dropout import ReplicaDropout
+from txl_tf.layers.projection_weights import ProjectionWeights
 from txl_tf.layers.attention_mask import attention_mask  # noqa: F401  (re-exported for callers)
 
 try:  # Whether a graph is being compiled by XLA (tf.function(jit_compile=True), TPU).
@@ -96,7 +97,7 @@ def masked_softmax(scores: tf.Tensor, allowed: tf.Tensor) -> tf.Tensor:
 
 
 @keras.saving.register_keras_serializable(package="txl_tf")
-class RelativeMultiHeadAttention(keras.layers.Layer):
+class RelativeMultiHeadAttention(ProjectionWeights, keras.layers.Layer):
     """Transformer-XL attention sub-layer with residual connection and LayerNorm.
 
     Weights (shapes match the reference checkpoint up to a reshape):
@@ -105,6 +106,8 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
       o   [N, H, D]:    the reference `o/kernel`;
       layer_norm:       gamma, beta [D].
     The u/v biases belong to the model (shared or per layer) and are passed to `call`.
+    qkv, r and o are its projections (`ProjectionWeights`): `quantize("int8")` keeps them as
+    int8 + scale and `enable_lora(rank)` adds adapters, under the same names.
 
     Args:
       d_model, n_head, d_head: D, N, H.
@@ -161,6 +164,10 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         self.layer_norm.build((None, None, d))
         self.built = True
 
+    def projection_axes(self):
+        """qkv and r read D (axis 0); o reads N, H (axes 0, 1)."""
+        return {"qkv": (0,), "r": (0,), "o": (0, 1)}
+
     def call(self, h, mem=None, pos_emb=None, r_w_bias=None, r_r_bias=None, allowed=None,
              training=False, clamp_len=-1):
         del clamp_len  # the sinusoids in pos_emb come clamped
@@ -169,7 +176,8 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
                                lambda q, k: tf.einsum("nbqh,nbkh->nbqk", q, k))
 
         def scores(q, k):
-            r_head = tf.einsum("kd,dnh->nkh", tf.cast(pos_emb, q.dtype), self.r)  # [N, K, H]
+            r_head = tf.einsum("kd,dnh->nkh", tf.cast(pos_emb, q.dtype),
+                               self.projection("r", q.dtype))  # [N, K, H]
             u = tf.cast(r_w_bias, q.dtype)[:, None, None, :]
             v_bias = tf.cast(r_r_bias, q.dtype)[:, None, None, :]
             content = tf.einsum("nbqh,nbkh->nbqk", q + u, k)  # terms (a) + (c)
@@ -198,7 +206,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
             if mem is not None:
                 mem = self._normalize(mem)
         cat = h if mem is None else tf.concat([tf.cast(mem, h.dtype), h], axis=1)  # [B, K, D]
-        w_q, w_k, w_v = tf.unstack(self.qkv, axis=1)  # each [D, N, H]
+        w_q, w_k, w_v = tf.unstack(self.projection("qkv", h.dtype), axis=1)  # each [D, N, H]
         # Head-major internal layout [N, B, T, H]: every attention product below is then a
         # plain batched matmul over N (or N*B) with no transposes, and the position term's
         # weight gradient is one [N, K, B*Q] x [N, B*Q, H] product.
@@ -208,7 +216,7 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         probs = masked_softmax(score_fn(q, k) * self.scale, allowed)  # [N, B, Q, K]
         probs = self.attn_dropout(tf.cast(probs, v.dtype), training=training)
         attended = tf.einsum("nbqk,nbkh->nbqh", probs, v)
-        out = tf.einsum("nbqh,nhd->bqd", attended, self.o)
+        out = tf.einsum("nbqh,nhd->bqd", attended, self.projection("o", attended.dtype))
         out = self.out_dropout(out, training=training)
         if self.pre_lnorm:
             return residual + out

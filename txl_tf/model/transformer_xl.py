@@ -267,6 +267,18 @@ class TransformerXL(keras.Model):
         return h, mem
 
     # ------------------------------------------------------------------------------------------
+    def quantize(self, mode=None, config=None, **kwargs):
+        """int8 over every projection (attention, feed-forward, embedding and softmax); see
+        `txl_tf.model.quantization.quantize_model` (`quantized_share` says what it covered)."""
+        from txl_tf.model.quantization import quantize_model
+        quantize_model(self, mode, config, **kwargs)
+
+    def enable_lora(self, rank, target_names=None, lora_alpha=None):
+        """Freezes the model and adds LoRA adapters (default targets: the attention's qkv and
+        o); see `txl_tf.model.lora.enable_lora_on`. Returns the paths of the weights adapted."""
+        from txl_tf.model.lora import enable_lora_on
+        return enable_lora_on(self, rank, target_names, lora_alpha)
+
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name,
                 "dtype": keras.dtype_policies.serialize(self.dtype_policy)}

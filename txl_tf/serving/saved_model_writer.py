@@ -23,6 +23,7 @@ from typing import Optional
 
 import tensorflow as tf
 
+from txl_tf.model.lora import merged_copy
 from txl_tf.runtime.error_text import first_line, is_disk_full
 from txl_tf.storage.atomic_writes import write_json_atomic
 from txl_tf.serving import server_config
@@ -134,7 +135,9 @@ def export_built_model(model, options: ExportOptions, limits: Optional[ServingLi
     """Writes EXPORT_DIR/VERSION of a `TransformerXL` in memory, atomically.
 
     Args:
-      model: the `TransformerXL` (built; dropout is off in every signature).
+      model: the `TransformerXL` (built; dropout is off in every signature). LoRA adapters are
+        merged into the kernels the export holds (`txl_tf.model.lora.merged_copy`); int8
+        weights stay int8.
       options: the `ExportOptions` (`model_dir` and `checkpoint` unused).
       limits: the `ServingLimits` (default: its defaults).
       vocab_file: the vocab.txt the export ships, or None.
@@ -149,6 +152,7 @@ def export_built_model(model, options: ExportOptions, limits: Optional[ServingLi
       The dict `export.py` prints.
     """
     limits = limits or ServingLimits()
+    model = merged_copy(model)
     if not checked:
         check_target(options)  # the checks; the version is reserved below
     with reserved_version(options.export_dir, options.version) as (version, tmp):

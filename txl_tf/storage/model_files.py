@@ -26,6 +26,7 @@ from typing import Optional
 import tensorflow as tf
 
 from txl_tf.storage.atomic_writes import write_json_atomic
+from txl_tf.storage.lora_record import apply_lora_record
 from txl_tf.storage.checkpoint_probes import checkpoint_files, is_damage_error, quiet_tf_warnings
 from txl_tf.runtime.error_text import first_line
 from txl_tf.model.config import (CONFIG_FILE, ConfigError, TransformerXLConfig,
@@ -297,5 +298,9 @@ def load_model(model_dir: str, checkpoint: Optional[str] = LATEST,
         config = config.replace(**overrides)
     path = choose_checkpoint(model_dir, checkpoint).path
     model = TransformerXL(config)
+    try:
+        apply_lora_record(model, model_dir)  # a --lora_rank run's adapters, before the restore
+    except ValueError as error:
+        raise ModelDirError(str(error)) from None
     restore_weights(model, path)
     return model

@@ -3,6 +3,7 @@ import os
 
 import tensorflow as tf
 
+from txl_tf.model.lora import copy_weights, has_adapters
 from txl_tf.storage import model_files
 from txl_tf.model.config import check_against_saved
 from txl_tf.training.errors import TrainError
@@ -55,7 +56,12 @@ def warm_start(model, path: str, config) -> str:
     """
     checkpoint = checkpoint_prefix(path, config)
     try:
-        model_files.restore_weights(model, checkpoint)
+        if has_adapters(model):  # --lora_rank: the plain model's weights under the adapters
+            plain = type(model)(config)
+            model_files.restore_weights(plain, checkpoint)
+            copy_weights(plain, model)
+        else:
+            model_files.restore_weights(model, checkpoint)
     except model_files.ModelDirError as error:
         raise TrainError(f"--init_checkpoint={path}: {error}") from None
     return checkpoint

@@ -1,0 +1,76 @@
+"""The SavedModel of an int8 model and of a LoRA-adapted one (`export_built_model`, what
+runners/export.py and `TransformerXLCausalLM.export_for_serving` write): the same signatures as the float
+export, int8 weights inside (adapters merged, none saved), and TF's session-based loader (TF
+Serving's) scores with them as the Keras model does."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import tensorflow as tf
+
+from saved_model_calls import SUPPORT
+from tiny import TINY_MODEL, tiny_model
+from txl_tf.serving.export_options import ExportOptions
+from txl_tf.serving.saved_model_writer import export_built_model
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
+           PYTHONPATH=os.pathsep.join([REPO, SUPPORT]))
+MEM_LEN = 6
+TOKENS = (np.arange(8, dtype=np.int32).reshape(2, 4) * 5) % TINY_MODEL["n_token"]
+SESSION = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from saved_model_calls import SavedModelCalls
+    out = {}
+    for tag, path in json.loads(sys.argv[1]).items():
+        call = SavedModelCalls(path, "session")
+        tokens = np.array(json.loads(sys.argv[2]), np.int32)
+        mems = np.zeros([2, %d, %d, %d], np.float32)
+        out[tag] = call("score", {"tokens": tokens, "mems": mems})["log_probs"].tolist()
+    print(json.dumps(out))
+""" % (TINY_MODEL["n_layer"], MEM_LEN, TINY_MODEL["d_model"]))
+
+
+def export(model, path):
+    export_built_model(model, ExportOptions(model_dir="", export_dir=path, mem_len=MEM_LEN,
+                                            warmup_requests=0))
+    return os.path.join(path, "1")
+
+
+def saved_dtypes(path):
+    reader = tf.train.load_checkpoint(os.path.join(path, "variables", "variables"))
+    return {k: v for k, v in reader.get_variable_to_dtype_map().items()
+            if not k.startswith("_CHECKPOINTABLE")}
+
+
+def signatures(path):
+    return sorted(tf.saved_model.load(path).signatures)
+
+
+def test_int8_and_adapted_exports_serve_through_the_session_loader(tmp_path):
+    plain, int8, adapted = tiny_model(), tiny_model(), tiny_model()
+    int8.quantize("int8")
+    adapted.enable_lora(2)
+    for variable in adapted.trainable_weights:  # b away from zero: the merge matters
+        variable.assign(tf.random.stateless_normal(variable.shape, (1, 2), stddev=0.1))
+    paths = {tag: export(model, str(tmp_path / tag))
+             for tag, model in (("float", plain), ("int8", int8), ("lora", adapted))}
+    assert signatures(paths["int8"]) == signatures(paths["lora"]) == signatures(paths["float"])
+    int8_saved = saved_dtypes(paths["int8"])
+    int8_count = sum(dtype == tf.int8 for dtype in int8_saved.values())
+    assert int8_count == sum(v.dtype == "int8" for v in int8.weights) > 0
+    assert not any("lora" in k for k in saved_dtypes(paths["lora"]))
+    child = subprocess.run([sys.executable, "-c", SESSION, json.dumps(paths),
+                            json.dumps(TOKENS.tolist())],
+                           capture_output=True, text=True, env=ENV, timeout=600)
+    assert child.returncode == 0, child.stderr[-3000:]
+    served = {k: np.array(v) for k, v in json.loads(child.stdout.strip().splitlines()[-1]).items()}
+    for tag, model in (("float", plain), ("int8", int8), ("lora", adapted)):
+        keras_out = model(tf.constant(TOKENS), mems=model.init_mems(2, MEM_LEN),
+                          training=False)["log_probs"].numpy()
+        np.testing.assert_allclose(served[tag], keras_out, atol=1e-4, err_msg=tag)
+    assert np.abs(served["lora"] - served["float"]).max() > 1e-3  # the adapters were merged in
