@@ -1,6 +1,6 @@
 """The SavedModel of an int8 model and of a LoRA-adapted one (`export_built_model`, what
-runners/export.py and `TransformerXLCausalLM.export_for_serving` write): the same signatures as the float
-export, int8 weights inside (adapters merged, none saved), and TF's session-based loader (TF
+runners/export.py and `TransformerXLCausalLM.export_for_serving` write): the same signatures as
+the float export, int8 weights inside (adapters merged, none saved), and TF's session-based loader (TF
 Serving's) scores with them as the Keras model does."""
 import json
 import os
