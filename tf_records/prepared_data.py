@@ -18,7 +18,6 @@ dataset = data.input_fn("train", layouts["train"], repeat=True)(None)
 import dataclasses
 
 import os
-import shutil
 import time
 from typing import Callable, Optional, Union
 
@@ -26,14 +25,15 @@ import numpy as np
 from absl import logging as _log
 
 from tf_records import atomic, corpus_info
-from tf_records.errors import (CorpusError, DataError, DownloadError, RecordsMismatchError,
-                               RecordsNotFoundError)
+from tf_records.errors import (CorpusError, DataDirError, DataError, DownloadError,
+                               RecordsMismatchError, RecordsNotFoundError)
 from tf_records.prepare import prepare, recorded_corpus
 from tf_records.records import metadata, store
 from tf_records.records.layout import RecordLayout
 from tf_records.records.reader import records_input_fn
 from tf_records.records.stream_cache import load as load_token_stream
 from tf_records.vocab import model_vocab
+from untrusted_files import reading
 
 
 _MISSING = (RecordsNotFoundError, RecordsMismatchError)
@@ -195,6 +195,7 @@ class PreparedData:
           DownloadError: the corpus archive could not be downloaded.
           DataError: any other bad or damaged data.
         """
+        store.check_data_dir(self.data_dir)
         building = self.info is None
         metas, missing = self._records(layouts, vocab_size, make=may_prepare)
         if missing and may_prepare:
@@ -363,11 +364,14 @@ class PreparedData:
         The copy of corpus-info.json also records `data_dir` (absolute): where evaluation
         finds the data the model was trained on.
         """
-        for name in (corpus_info.VOCAB_FILE, corpus_info.CORPUS_INFO):
+        limits = {corpus_info.VOCAB_FILE: reading.MAX_VOCAB_BYTES,
+                  corpus_info.CORPUS_INFO: reading.MAX_JSON_BYTES}
+        for name, max_bytes in limits.items():
             source = os.path.join(self.data_dir, name)
-            if os.path.exists(source):
+            if os.path.lexists(source):
                 with atomic.atomic_path(os.path.join(model_dir, name)) as tmp:
-                    shutil.copyfile(source, tmp)
+                    reading.copy_file(source, tmp, inside=self.data_dir, max_bytes=max_bytes,
+                                      error=DataDirError)
         info = corpus_info.read_corpus_info(model_dir)
         if info is not None:
             info["data_dir"] = os.path.abspath(self.data_dir)

@@ -22,6 +22,7 @@ from txl_tf.convert.assignment import assign_all, model_variables
 from txl_tf.convert.errors import WeightImportError, read_json_object
 from txl_tf.storage.atomic_writes import write_text_atomic
 from txl_tf.commands.import_weights_options import ImportOptions
+from untrusted_files import dir_kinds
 
 IMPORT_INFO_FILE = "import.json"
 
@@ -68,7 +69,10 @@ def import_huggingface(input_dir, run_settings=None, cluster_order="tf",
 
 
 def check_new_model_dir(model_dir):
-    """Raises `WeightImportError` when `model_dir` already holds a checkpoint."""
+    """Raises `WeightImportError` when `model_dir` already holds a checkpoint, or is a
+    directory of another kind (data, preset, export)."""
+    dir_kinds.check_kind(model_dir, dir_kinds.MODEL, f"model_dir {model_dir}",
+                         WeightImportError)
     if os.path.exists(os.path.join(model_dir, "checkpoint")):
         raise WeightImportError(f"{model_dir} already holds a checkpoint; import into a new "
                                 "directory so that load_model cannot pick up another model.")

@@ -12,6 +12,7 @@ import os
 from typing import Any, Mapping, Optional, Tuple
 
 from txl_tf.model.attention_variants import attention_variant, attention_variants, attn_type_help
+from untrusted_files import reading
 
 
 CONFIG_FILE = "config.json"  # the configuration in a model directory
@@ -243,10 +244,8 @@ class TransformerXLConfig:
 
     @classmethod
     def from_json(cls, text: str) -> "TransformerXLConfig":
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ConfigError(f"TransformerXLConfig: not valid JSON ({error}).") from None
+        values = reading.parse_json(text, "TransformerXLConfig", ConfigError,
+                                    fix="give the config.json the model was saved with")
         if not isinstance(values, dict):
             raise ConfigError("TransformerXLConfig: JSON must hold an object of fields.")
         return cls.from_dict(values)
