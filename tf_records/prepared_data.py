@@ -66,8 +66,10 @@ def _resolve(options: DataOptions) -> DataOptions:
 
     Raises:
       DataError: the dataset differs from the recorded one, or the given options change
-        what `data_dir` holds.
+        what `data_dir` holds. DataDirError: `data_dir` is a file, or a directory of another
+        kind (a model, preset or export directory).
     """
+    store.check_data_dir(options.data_dir)
     info = corpus_info.read_corpus_info(options.data_dir) or {}
     if info.get("dataset") and options.dataset and info["dataset"] != options.dataset:
         raise DataError(f"--data_dir={options.data_dir} holds {info['dataset']!r}, not "
@@ -195,7 +197,6 @@ class PreparedData:
           DownloadError: the corpus archive could not be downloaded.
           DataError: any other bad or damaged data.
         """
-        store.check_data_dir(self.data_dir)
         building = self.info is None
         metas, missing = self._records(layouts, vocab_size, make=may_prepare)
         if missing and may_prepare:

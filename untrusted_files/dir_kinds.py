@@ -119,9 +119,9 @@ def check_kind(directory, kind: str, name: str, error=UntrustedFileError,
 def nearest_of_kind(path, kind: str) -> Optional[str]:
     """The directory of `kind` beside `path` whose name is nearest to it (difflib), or None."""
     path = os.path.normpath(os.fspath(path))
-    parent = os.path.dirname(path) or "."
+    parent = os.path.dirname(path)
     try:
-        names = sorted(os.listdir(parent))
+        names = sorted(os.listdir(parent or "."))
     except OSError:
         return None
     names = [n for n in names if kind_of(os.path.join(parent, n)) == kind]
