@@ -121,9 +121,9 @@ def open_checked(path, *, inside=None, max_bytes: int, error=UntrustedFileError,
             if not is_inside(opened, inside):
                 raise _outside(name, opened, os.fspath(inside), error)
         if after.st_size > max_bytes:
-            raise error(f"{name} is {_size_text(after.st_size)}, larger than the "
-                        f"{_size_text(max_bytes)} such a file may be; it is not this program's "
-                        "file (or is damaged): give the right file.")
+            raise error(f"{name} is larger than the {_size_text(max_bytes)} such a file may be "
+                        f"({_size_text(after.st_size)}); it is not this program's file (or is "
+                        "damaged): give the right file.")
     except BaseException:
         os.close(fd)
         raise

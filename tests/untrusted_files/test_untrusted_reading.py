@@ -64,7 +64,7 @@ def test_the_bound_is_exact(tree):
     path = inside / "x.txt"
     path.write_bytes(b"a" * 100)
     assert reading.read_text(path, inside=inside, max_bytes=100) == "a" * 100
-    with pytest.raises(UntrustedFileError, match="101 bytes, larger than the 100 bytes"):
+    with pytest.raises(UntrustedFileError, match=r"larger than the 100 bytes such a file may be \(101 bytes\)"):
         path.write_bytes(b"a" * 101)
         reading.read_text(path, inside=inside, max_bytes=100)
 

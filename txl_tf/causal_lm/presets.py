@@ -99,11 +99,11 @@ def metadata(causal_lm, training_data=None, source=None) -> dict:
 def _check_target(path: str, preset_dir) -> None:
     """Refuses a `preset_dir` whose replacement would lose something: a file, a link, or a
     directory holding anything but a preset's own files."""
-    dir_kinds.check_kind(path, dir_kinds.PRESET, str(preset_dir), CausalLMInputError)
     if os.path.islink(path) or (os.path.lexists(path) and not os.path.isdir(path)):
         raise CausalLMInputError(f"{preset_dir} exists and is not a preset directory (a file or "
                                  "a link); give a new or empty directory (an existing preset "
                                  "is replaced).")
+    dir_kinds.check_kind(path, dir_kinds.PRESET, str(preset_dir), CausalLMInputError)
     entries = sorted(os.listdir(path)) if os.path.isdir(path) else []
     if not entries:
         return
@@ -269,10 +269,12 @@ def _read_json(path):
     inside its directory, bounded, UTF-8, nesting bounded (`untrusted_files.reading`)."""
     try:
         return reading.read_json(path, inside=os.path.dirname(os.path.abspath(path)),
-                                 error=CausalLMInputError, fix="save the preset again")
-    except OSError as error:
-        raise CausalLMInputError(f"{path} cannot be read ({error.strerror}); save the preset "
-                                 "again.") from None
+                                 fix="save the preset again")
+    except (OSError, reading.UntrustedFileError) as error:
+        reason = (error.strerror if isinstance(error, OSError) else
+                  str(error).replace(f"{path} ", "", 1).rsplit("; ", 1)[0])
+        raise CausalLMInputError(f"{path} cannot be read as UTF-8 JSON ({reason}); save the "
+                                 "preset again.") from None
 
 
 def find_preprocessor(directory):

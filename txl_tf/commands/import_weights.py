@@ -73,6 +73,10 @@ def check_new_model_dir(model_dir):
     directory of another kind (data, preset, export)."""
     dir_kinds.check_kind(model_dir, dir_kinds.MODEL, f"model_dir {model_dir}",
                          WeightImportError)
+    _check_no_checkpoint(model_dir)
+
+
+def _check_no_checkpoint(model_dir):
     if os.path.exists(os.path.join(model_dir, "checkpoint")):
         raise WeightImportError(f"{model_dir} already holds a checkpoint; import into a new "
                                 "directory so that load_model cannot pick up another model.")
@@ -84,7 +88,7 @@ def write_model_dir(model, model_dir, report):
     Returns:
       The checkpoint path.
     """
-    check_new_model_dir(model_dir)
+    _check_no_checkpoint(model_dir)  # its vocabulary is written by now
     path = save_model(model, model_dir)
     info = dict(report, checkpoint=os.path.basename(path))
     write_text_atomic(os.path.join(model_dir, IMPORT_INFO_FILE),

@@ -244,8 +244,14 @@ class TransformerXLConfig:
 
     @classmethod
     def from_json(cls, text: str) -> "TransformerXLConfig":
-        values = reading.parse_json(text, "TransformerXLConfig", ConfigError,
-                                    fix="give the config.json the model was saved with")
+        if reading.nesting_depth(text) > reading.MAX_JSON_DEPTH:
+            raise ConfigError(f"TransformerXLConfig: JSON nested more than "
+                              f"{reading.MAX_JSON_DEPTH} deep; give the config.json the model "
+                              "was saved with.")
+        try:
+            values = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"TransformerXLConfig: not valid JSON ({error}).") from None
         if not isinstance(values, dict):
             raise ConfigError("TransformerXLConfig: JSON must hold an object of fields.")
         return cls.from_dict(values)

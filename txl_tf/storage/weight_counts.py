@@ -101,7 +101,9 @@ WEIGHTS_FILE_OVERHEAD = 64 * 2**20
 def check_weights_file(path: str, model, directory: str, config_file: str) -> None:
     """Refuses a Keras `.weights.h5` file from elsewhere before its weights are read: a link
     outside `directory`, not a regular file, larger than `model`'s weights can be, or holding a
-    dataset (compressed or not) whose shape would inflate beyond what `config_file` implies.
+    dataset (compressed or not) whose shape would inflate beyond what `config_file` implies
+    (more values than the model's largest weight). More weights than the model has are
+    `check_no_extra_weights`'s, after the read.
 
     Only HDF5's metadata (dataset shapes and types) is read here, never a dataset's data.
 
@@ -128,18 +130,13 @@ def check_weights_file(path: str, model, directory: str, config_file: str) -> No
         found = []
         f.visititems(lambda name, item: found.append((name, item.shape, item.dtype.itemsize))
                      if isinstance(item, h5py.Dataset) else None)
-    elements = 0
     for name, shape, itemsize in found:
         count = int(np_prod(shape or ()))
-        elements += count
         if count > largest or itemsize > 8:
             raise ExtraWeightsError(
                 f"{path}: dataset {name} has shape {tuple(shape)} ({count} values of "
                 f"{itemsize} bytes), larger than any weight of a model of {config_file} "
                 f"(the largest has {largest} values); {fix}.")
-    if elements > total:
-        raise ExtraWeightsError(f"{path} holds {elements} values but a model of {config_file} "
-                                f"has {total}; {fix}.")
 
 
 def np_prod(shape) -> int:
