@@ -89,6 +89,8 @@ READERS = [
      lambda d, work: CorpusFacts.from_model_dir(str(d)), None),
     ("resume vocab checksum", "model", ["corpus-info.json"],
      lambda d, work: resume_check._vocab_checksum(str(d)), None),  # noqa: SLF001
+    ("load_model", "model", ["ckpt-1.index"], lambda d, work: model_files.load_model(str(d)),
+     ERRORS),
     ("latest_checkpoint", "model", ["checkpoint"],
      lambda d, work: model_files.latest_checkpoint(str(d)), None),
     ("load_preset", "preset", ["config.json", "model.weights.h5", "preprocessor.json",
@@ -140,7 +142,7 @@ HOSTILE = {
     "bad_utf8": (lambda p, out, good: bad_utf8(p, good), False),
     "directory": (lambda p, out, good: os.mkdir(p), False),
 }
-BINARY = (".h5", ".bin", ".tfrecords")
+BINARY = (".h5", ".bin", ".tfrecords", ".index")
 CASES = [(reader, file_, hostile) for reader in READERS for file_ in reader[2]
          for hostile, (_, json_only) in HOSTILE.items()
          if not (json_only and not file_.endswith(".json"))

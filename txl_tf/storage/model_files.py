@@ -25,6 +25,7 @@ from typing import Optional
 import tensorflow as tf
 
 from txl_tf.storage.atomic_writes import write_json_atomic
+from txl_tf.storage import checkpoint_probes
 from txl_tf.storage.checkpoint_probes import checkpoint_files, is_damage_error, quiet_tf_warnings
 from txl_tf.runtime.error_text import first_line
 from txl_tf.model.config import (CONFIG_FILE, ConfigError, TransformerXLConfig,
@@ -128,6 +129,16 @@ def latest_checkpoint(model_dir: str) -> Optional[str]:
     return os.path.join(model_dir, f"ckpt-{max(numbers)}") if numbers else None
 
 
+def check_checkpoint_files(checkpoint_path: str) -> None:
+    """Raises `CheckpointReadError` when a file of the checkpoint (its .index and .data-*) is
+    not a regular file inside its directory (a link out, a named pipe), before TensorFlow
+    reads it."""
+    problem = checkpoint_probes.file_problem(checkpoint_path)
+    if problem:
+        raise CheckpointReadError(f"{problem}; restore the checkpoint's files, or give another "
+                                  "checkpoint.")
+
+
 def restore_weights(model: TransformerXL, checkpoint_path: str) -> None:
     """Load the model part of a txl-tf checkpoint into `model`; every model variable must be
     found with its shape, else a `ModelDirError` says which configuration differs."""
@@ -135,6 +146,7 @@ def restore_weights(model: TransformerXL, checkpoint_path: str) -> None:
         raise CheckpointReadError(
             f"{checkpoint_path}.index not found: {checkpoint_path!r} is not a checkpoint "
             "(give a model directory or a checkpoint prefix such as <dir>/ckpt-60).")
+    check_checkpoint_files(checkpoint_path)
     problem = None
     with quiet_tf_warnings():
         try:
@@ -199,7 +211,13 @@ def read_best(model_dir: str) -> Optional[dict]:
 
 def checkpoint_step(checkpoint_path: str) -> Optional[int]:
     """The training step a checkpoint was saved at: its `step` variable, else the `step` of the
-    best.json beside it; None when neither exists."""
+    best.json beside it; None when neither exists.
+
+    Raises:
+      CheckpointReadError: a file of the checkpoint is not a regular file inside its
+        directory (`check_checkpoint_files`).
+    """
+    check_checkpoint_files(checkpoint_path)
     try:
         reader = tf.train.load_checkpoint(checkpoint_path)
         if reader.has_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"):
