@@ -95,20 +95,18 @@ def kind_of(directory) -> Optional[str]:
     return found[0] if found else None
 
 
-def check_kind(directory, kind: str, name: str, error=UntrustedFileError,
-               also: tuple = ()) -> None:
-    """Raises `error` when the existing `directory` is of a kind other than `kind` (or `also`):
-    the command would write its files into another command's directory.
+def check_kind(directory, kind: str, name: str, error=UntrustedFileError) -> None:
+    """Raises `error` when the existing `directory` is of a kind other than `kind`: the
+    command would write its files into (or read them from) another command's directory.
 
     Args:
       directory: the directory a command is about to write (missing or empty: accepted).
       kind: the kind the command makes.
       name: how the message names it (e.g. "--data_dir=runs/x").
       error: the exception class raised.
-      also: other kinds accepted (e.g. a model directory read as a preset).
     """
     found = recognise(directory)
-    if found is None or found[0] == kind or found[0] in also:
+    if found is None or found[0] == kind:
         return
     other, marker = found
     raise error(f"{name} is {DESCRIPTIONS[other]} (it holds {marker}), not "
