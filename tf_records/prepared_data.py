@@ -69,7 +69,8 @@ def _resolve(options: DataOptions) -> DataOptions:
         what `data_dir` holds. DataDirError: `data_dir` is a file, or a directory of another
         kind (a model, preset or export directory).
     """
-    store.check_data_dir(options.data_dir)
+    if os.path.isdir(options.data_dir):  # a file is refused where the directory is made
+        store.check_data_dir(options.data_dir)
     info = corpus_info.read_corpus_info(options.data_dir) or {}
     if info.get("dataset") and options.dataset and info["dataset"] != options.dataset:
         raise DataError(f"--data_dir={options.data_dir} holds {info['dataset']!r}, not "

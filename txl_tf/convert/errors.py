@@ -25,8 +25,13 @@ def read_json_object(path: str, name: str, expected: str) -> dict:
     if not os.path.lexists(path):
         raise WeightImportError(f"{name} does not exist; give {expected}.")
     try:
-        value = reading.read_json(path, error=WeightImportError, name=name,
-                                  fix=f"give {expected}")
+        text = reading.read_text(path, max_bytes=reading.MAX_JSON_BYTES,
+                                 error=WeightImportError, name=name)
+        value = reading.parse_json(text, name)
+    except reading.UntrustedFileError as error:  # not JSON, or nested too deeply
+        detail = str(error).replace(f"{name} ", "", 1).rsplit("; ", 1)[0]
+        raise WeightImportError(f"{name} is not a JSON file ({detail}); give "
+                                f"{expected}.") from None
     except OSError as error:
         raise WeightImportError(f"{name} cannot be read ({error.strerror}); give "
                                 f"{expected}.") from None
