@@ -15,6 +15,8 @@ import os
 import secrets
 
 from tf_records.errors import DataDirError, RecordsCorruptError, StorageError
+from untrusted_files import reading
+from untrusted_files import schema as untrusted_schema
 
 _READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 
@@ -180,29 +182,31 @@ def write_json(path, obj):
     write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
-def read_json(path, fix="delete it and rerun runners/prepare_data.py", required=()):
-    """Reads a JSON object written by `write_json`.
+def read_json(path, fix="delete it and rerun runners/prepare_data.py", required=(),
+              schema=None, max_bytes=reading.MAX_JSON_BYTES):
+    """Reads a JSON object written by `write_json`, as a file from elsewhere
+    (`untrusted_files.reading`: a regular file inside its directory, bounded, UTF-8, nesting
+    bounded).
 
     Args:
       path: the file.
       fix: what the error message tells the user to do about a damaged file.
       required: keys the object must hold.
+      schema: an `untrusted_files.schema.Obj` the object must also fit (types and ranges).
+      max_bytes: the largest file read.
 
     Returns:
       The dict.
 
     Raises:
-      RecordsCorruptError: the file is not UTF-8 JSON, not an object, or lacks a required key.
+      RecordsCorruptError: the file is a link outside its directory, not a regular file, too
+        large, not UTF-8 JSON, not an object, lacks a required key or does not fit `schema`.
+      FileNotFoundError: the file does not exist.
     """
-    try:
-        with open(path, encoding="utf-8") as f:
-            obj = json.load(f)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise RecordsCorruptError(f"{path} is not valid JSON ({error}); {fix}.") from None
-    if not isinstance(obj, dict):
-        raise RecordsCorruptError(f"{path} holds a JSON {type(obj).__name__}, not an object; {fix}.")
-    missing = [k for k in required if k not in obj]
-    if missing:
-        raise RecordsCorruptError(f"{path} lacks {', '.join(map(repr, missing))} (damaged or "
-                                  f"written by another program); {fix}.")
-    return obj
+    path = os.fspath(path)
+    spec = schema if schema is not None else untrusted_schema.Obj({}, required=required)
+    if schema is not None and required:
+        spec = untrusted_schema.Obj(schema.fields, required=tuple(required) + schema.required)
+    return reading.read_json(path, inside=os.path.dirname(os.path.abspath(path)),
+                             max_bytes=max_bytes, error=RecordsCorruptError, fix=fix,
+                             schema=spec)

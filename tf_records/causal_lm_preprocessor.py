@@ -98,6 +98,13 @@ class CausalLMPreprocessor(keras.layers.Layer):
         """Reads `vocab.txt` and `corpus-info.json` of `dir_path` (ModelVocabError if not)."""
         self._text = ModelText(model_vocab.load_model_vocab(str(dir_path)))
 
+    def check_trained_with(self, directory) -> None:
+        """Raises `ModelVocabError` when `directory` (a model directory or preset) records, in
+        its corpus-info.json, the checksum of another vocabulary than this preprocessor's: one
+        of the same size from another corpus would read every id as another symbol."""
+        model_vocab.check_model_checksum(str(directory), self.model_vocab.vocab.checksum(),
+                                         "the preprocessor's vocabulary")
+
     def get_config(self) -> dict:
         """The layer's configuration; the vocabulary is an asset (`save_assets`), not config."""
         return super().get_config()

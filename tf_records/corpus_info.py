@@ -21,11 +21,14 @@ import warnings
 from tf_records import atomic
 from tf_records.errors import VocabularyMismatchError
 from tf_records.vocab import vocabulary
+from untrusted_files import schema as s
 
 FORMAT = "txl-tf-records-v1"
 CORPUS_INFO = "corpus-info.json"
 VOCAB_FILE = "vocab.txt"
 CORPUS_INFO_KEYS = ("dataset", "level", "vocab_size")
+CORPUS_INFO_SCHEMA = s.CORPUS_INFO_SCHEMA
+MODEL_INFO_SCHEMA = s.MODEL_INFO_SCHEMA
 
 
 def read_corpus_info(data_dir):
@@ -40,7 +43,7 @@ def read_corpus_info(data_dir):
     path = os.path.join(data_dir, CORPUS_INFO)
     if not os.path.exists(path):
         return None
-    info = atomic.read_json(path, required=CORPUS_INFO_KEYS, fix=(
+    info = atomic.read_json(path, schema=CORPUS_INFO_SCHEMA, fix=(
         f"restore it, or delete {data_dir} and prepare it again with runners/prepare_data.py"))
     vocab_path = os.path.join(data_dir, VOCAB_FILE)
     if "vocab_checksum" not in info and os.path.exists(vocab_path):

@@ -198,6 +198,7 @@ def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progr
     corpus = get_corpus(dataset, **corpus_options)
     layouts = dict(layouts or {})
     _check_layouts(dataset, corpus, layouts)
+    store.check_data_dir(data_dir)
     atomic.ensure_dir(data_dir)
     info = _check_existing(data_dir, dataset, corpus)
     descs = {s: stream_cache.describe(data_dir, s) for s in corpus.splits}

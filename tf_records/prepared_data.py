@@ -18,7 +18,6 @@ dataset = data.input_fn("train", layouts["train"], repeat=True)(None)
 import dataclasses
 
 import os
-import shutil
 import time
 from typing import Callable, Optional, Union
 
@@ -26,14 +25,15 @@ import numpy as np
 from absl import logging as _log
 
 from tf_records import atomic, corpus_info
-from tf_records.errors import (CorpusError, DataError, DownloadError, RecordsMismatchError,
-                               RecordsNotFoundError)
+from tf_records.errors import (CorpusError, DataDirError, DataError, DownloadError,
+                               RecordsMismatchError, RecordsNotFoundError)
 from tf_records.prepare import prepare, recorded_corpus
 from tf_records.records import metadata, store
 from tf_records.records.layout import RecordLayout
 from tf_records.records.reader import records_input_fn
 from tf_records.records.stream_cache import load as load_token_stream
 from tf_records.vocab import model_vocab
+from untrusted_files import reading
 
 
 _MISSING = (RecordsNotFoundError, RecordsMismatchError)
@@ -66,8 +66,11 @@ def _resolve(options: DataOptions) -> DataOptions:
 
     Raises:
       DataError: the dataset differs from the recorded one, or the given options change
-        what `data_dir` holds.
+        what `data_dir` holds. DataDirError: `data_dir` is a file, or a directory of another
+        kind (a model, preset or export directory).
     """
+    if os.path.isdir(options.data_dir):  # a file is refused where the directory is made
+        store.check_data_dir(options.data_dir)
     info = corpus_info.read_corpus_info(options.data_dir) or {}
     if info.get("dataset") and options.dataset and info["dataset"] != options.dataset:
         raise DataError(f"--data_dir={options.data_dir} holds {info['dataset']!r}, not "
@@ -363,11 +366,14 @@ class PreparedData:
         The copy of corpus-info.json also records `data_dir` (absolute): where evaluation
         finds the data the model was trained on.
         """
-        for name in (corpus_info.VOCAB_FILE, corpus_info.CORPUS_INFO):
+        limits = {corpus_info.VOCAB_FILE: reading.MAX_VOCAB_BYTES,
+                  corpus_info.CORPUS_INFO: reading.MAX_JSON_BYTES}
+        for name, max_bytes in limits.items():
             source = os.path.join(self.data_dir, name)
-            if os.path.exists(source):
+            if os.path.lexists(source):
                 with atomic.atomic_path(os.path.join(model_dir, name)) as tmp:
-                    shutil.copyfile(source, tmp)
+                    reading.copy_file(source, tmp, inside=self.data_dir, max_bytes=max_bytes,
+                                      error=DataDirError)
         info = corpus_info.read_corpus_info(model_dir)
         if info is not None:
             info["data_dir"] = os.path.abspath(self.data_dir)

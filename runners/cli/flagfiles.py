@@ -13,8 +13,8 @@ import os
 from absl import app, flags
 
 from txl_tf.storage.text_files import read_text_file
+from untrusted_files.reading import MAX_FLAGFILE_BYTES
 
-MAX_FLAGFILE_BYTES = 2**20
 BOM = "\ufeff"
 _PREFIXES = ("--flagfile=", "-flagfile=")
 

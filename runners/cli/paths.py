@@ -1,8 +1,6 @@
 """Checks of the path flags a runner is given, before any work: one usage error naming the flag
 (and, for --data_dir, the nearest prepared directory)."""
-import difflib
 import errno
-import json
 import os
 from typing import Optional
 
@@ -12,6 +10,7 @@ from tf_records.corpora import CORPORA
 from tf_records.corpus_info import CORPUS_INFO
 from txl_tf.model.config import CONFIG_FILE, missing_config_message
 from txl_tf.storage.text_files import regular_file_problem
+from untrusted_files import dir_kinds, reading, schema
 
 
 def _check_links(name: str, path) -> None:
@@ -31,9 +30,17 @@ def _check_links(name: str, path) -> None:
                 from None
 
 
+# The kind of directory each directory flag names (untrusted_files/dir_kinds.py): a runner
+# reads and writes only directories of that kind.
+FLAG_KINDS = {"data_dir": dir_kinds.DATA, "model_dir": dir_kinds.MODEL,
+              "export_dir": dir_kinds.EXPORT, "preset_dir": dir_kinds.PRESET}
+
+
 def check_directories(**paths) -> None:
     """Raises `app.UsageError` for a path flag that names an existing file, not a directory,
-    or a symbolic link loop or a link to nothing.
+    a symbolic link loop or a link to nothing, or a directory of another kind than its flag's
+    (`FLAG_KINDS`: `--data_dir=<a model directory>` would rebuild a corpus inside another
+    run's directory).
 
     Args:
       **paths: flag name -> path (None or '' are skipped), e.g. model_dir=FLAGS.model_dir.
@@ -45,6 +52,8 @@ def check_directories(**paths) -> None:
             what = problem.split(", not")[0] if problem else "is a file"
             raise app.UsageError(f"--{name}={path} {what}, not a directory; give a directory "
                                  "path.")
+        if path and name in FLAG_KINDS:
+            dir_kinds.check_kind(path, FLAG_KINDS[name], f"--{name}={path}", app.UsageError)
 
 
 def check_files(**paths) -> None:
@@ -63,31 +72,14 @@ def check_files(**paths) -> None:
             raise app.UsageError(f"--{name}={path} {problem}; give a file.")
 
 
-def _nearest_data_dir(data_dir: str) -> Optional[str]:
-    """The prepared data directory (one holding corpus-info.json) beside `data_dir` whose name
-    is nearest to it (difflib), or None when there is none."""
-    parent = os.path.dirname(os.path.normpath(data_dir)) or "."
-    try:
-        names = [name for name in os.listdir(parent)
-                 if os.path.isfile(os.path.join(parent, name, CORPUS_INFO))]
-    except OSError:
-        return None
-    close = difflib.get_close_matches(os.path.basename(os.path.normpath(data_dir)), names,
-                                      n=1, cutoff=0.0)
-    return os.path.join(parent, close[0]) if close else None
-
-
 def _recorded_data_dir(model_dir: Optional[str]) -> Optional[str]:
     """The data directory the run in `model_dir` was trained on (its corpus-info.json), or
     None for a new run."""
     if not model_dir:
         return None
-    try:
-        with open(os.path.join(model_dir, CORPUS_INFO)) as f:
-            info = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return info.get("data_dir") if isinstance(info, dict) else None
+    info = reading.read_json_or_none(os.path.join(model_dir, CORPUS_INFO),
+                                     schema=schema.INFO_FIELDS_SCHEMA)
+    return None if info is None else info.get("data_dir")
 
 
 def _same_path(a: str, b: str) -> bool:
@@ -111,7 +103,10 @@ def check_data_dir(data_dir: str, dataset_given: bool, default: str,
       default: the default --data_dir (`DataOptions.data_dir`).
       model_dir: the run's --model_dir, if the command trains one.
     """
-    if not data_dir or "://" in data_dir or os.path.isfile(os.path.join(data_dir, CORPUS_INFO)):
+    if not data_dir or "://" in data_dir:
+        return
+    dir_kinds.check_kind(data_dir, dir_kinds.DATA, f"--data_dir={data_dir}", app.UsageError)
+    if os.path.isfile(os.path.join(data_dir, CORPUS_INFO)):
         return
     recorded = _recorded_data_dir(model_dir)
     if recorded and not _same_path(recorded, data_dir):
@@ -121,7 +116,7 @@ def check_data_dir(data_dir: str, dataset_given: bool, default: str,
             "--model_dir for new data.")
     if dataset_given or _same_path(data_dir, default):
         return
-    nearest = _nearest_data_dir(data_dir)
+    nearest = dir_kinds.nearest_of_kind(data_dir, dir_kinds.DATA)
     where = (f"did you mean --data_dir={nearest}?" if nearest
              else "no prepared data directory is beside it.")
     raise app.UsageError(

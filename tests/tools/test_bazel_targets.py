@@ -16,7 +16,7 @@ import pytest
 # The source tree, also under `bazel test` (where this file is a runfiles symlink into it; the
 # py_test is tagged "external" so that Bazel never serves a cached result).
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
-PACKAGES = ("txl_tf", "tf_records", "runners", "tests")
+PACKAGES = ("txl_tf", "tf_records", "runners", "tests", "untrusted_files")
 MAIN_GUARD = re.compile(r"^if __name__ == ['\"]__main__['\"]:", re.M)
 TEST_ATTRIBUTES = {"size", "timeout", "shard_count", "tags", "flaky", "deps", "data"}
 

@@ -28,13 +28,29 @@ import shlex
 
 from tf_records.corpus_info import read_corpus_info
 from tf_records.errors import RecordsCorruptError
-from tf_records.records.layout import RecordLayout
+from tf_records.records.layout import LAST_SEGMENT_POLICIES, RecordLayout
+from untrusted_files import reading
+from untrusted_files import schema as s
 
 LAYOUT_KEYS = ("tgt_len", "per_replica_batch", "replicas_per_host", "num_hosts", "num_passes",
                "last_segment")
 # Keys a reader needs: a file without one of them is damaged (RecordsCorruptError), never a KeyError.
 META_KEYS = LAYOUT_KEYS + ("vocab_size", "vocab_checksum", "files", "file_bytes", "file_sha256",
                            "num_steps")
+_COUNT = s.Int(1, s.INT32_MAX)
+# The declared shape of a record_info-*.json: every field a reader uses, its type and range;
+# file names are plain names (a record file outside data_dir is never named).
+META_FIELDS = {
+    "split": s.Str(max_len=256), "tgt_len": _COUNT, "per_replica_batch": _COUNT,
+    "replicas_per_host": _COUNT, "num_hosts": _COUNT, "num_passes": _COUNT,
+    "last_segment": s.Str(choices=LAST_SEGMENT_POLICIES), "vocab_size": _COUNT,
+    "vocab_checksum": s.Str(max_len=128), "num_steps": s.Int(0, s.INT64_MAX),
+    "files": s.ListOf(s.ListOf(s.Str(plain_name=True), max_len=1 << 16), max_len=1 << 16),
+    "file_bytes": s.MapOf(s.Int(0)), "file_sha256": s.MapOf(s.Str(max_len=64)),
+    "info_sha256": s.Str(max_len=64), "num_tokens": s.Int(0), "stream_length": s.Int(0),
+}
+META_SCHEMA = s.Obj(META_FIELDS, required=META_KEYS)
+LAYOUT_SCHEMA = s.Obj(META_FIELDS, required=LAYOUT_KEYS)
 
 
 def record_file(layout: RecordLayout, split: str, host: int) -> str:
@@ -66,9 +82,30 @@ def check_info_checksum(meta: dict, path: str, command: str) -> None:
             f"info_sha256); delete it and re-make the records with: {command}")
 
 
+def check_names(meta: dict, path: str, split: str, layout: RecordLayout, command: str) -> None:
+    """Raises `RecordsCorruptError` when the metadata read from `path` (the file of `split`
+    and `layout`) says it is another split's, or names record files of another split or
+    layout: a train record_info copied under the valid name would score the train records
+    as valid ones."""
+    recorded = meta.get("split", split)
+    prefix = layout.basename(split) + ".host-"
+    names = [name for host in meta["files"] for name in host]
+    wrong = next((name for name in names if not name.startswith(prefix)), None)
+    if recorded != split or wrong is not None:
+        what = (f"records split {recorded!r}" if recorded != split
+                else f"names the record file {wrong!r}")
+        raise RecordsCorruptError(
+            f"{path} {what}, but its name is that of the {split} records of layout "
+            f"{layout.basename(split)}: it was copied or renamed from another split or "
+            f"layout. Delete it and re-make the records with: {command}")
+
+
 def file_sha256(path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    fd = reading.open_checked(path, inside=os.path.dirname(os.path.abspath(path)),
+                              max_bytes=s.INT64_MAX, error=RecordsCorruptError,
+                              name=f"record file {path}")
+    with os.fdopen(fd, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 22), b""):
             h.update(chunk)
     return h.hexdigest()
@@ -110,9 +147,14 @@ def verify_host_files(meta, host, checksum=False, command=""):
     fix = (f" Re-make it with: {command}" if command
            else " Re-make it with runners/prepare_data.py.")
     for name, p in zip(meta["files"][host], meta["paths"][host]):
-        if not os.path.exists(p):
-            raise RecordsCorruptError(f"record file {p} is missing.{fix}")
-        size = os.path.getsize(p)
+        try:
+            fd = reading.open_checked(p, inside=os.path.dirname(os.path.abspath(p)),
+                                      max_bytes=s.INT64_MAX, error=RecordsCorruptError,
+                                      name=f"record file {p}")
+        except FileNotFoundError:
+            raise RecordsCorruptError(f"record file {p} is missing.{fix}") from None
+        size = os.fstat(fd).st_size
+        os.close(fd)
         if size != meta["file_bytes"].get(name):
             raise RecordsCorruptError(f"record file {p} has {size} bytes, its metadata says "
                                       f"{meta['file_bytes'].get(name)} (truncated or overwritten).{fix}")

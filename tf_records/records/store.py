@@ -28,15 +28,20 @@ from tf_records.errors import (DataDirError, RecordsCorruptError, RecordsMismatc
 from tf_records.progress import Progress
 from tf_records.records import metadata, stream_cache, writer
 from tf_records.records.layout import RecordLayout
+from untrusted_files import dir_kinds
+from untrusted_files.reading import MAX_RECORD_INFO_BYTES
 
 _MISSING = (RecordsNotFoundError, RecordsMismatchError)
 
 
-def _check_data_dir(data_dir):
-    """Raises `DataDirError` when `data_dir` is a file (a missing one is made later)."""
+def check_data_dir(data_dir):
+    """Raises `DataDirError` when `data_dir` is a file, or a directory of another kind than a
+    data directory (a model, preset or export directory: `untrusted_files.dir_kinds`), before
+    anything is read or written there (a missing one is made later)."""
     if os.path.exists(data_dir) and not os.path.isdir(data_dir):
         raise DataDirError(f"data_dir {data_dir} is a file, not a directory; pass a directory "
                            "(it is created when missing).")
+    dir_kinds.check_kind(data_dir, dir_kinds.DATA, f"data_dir {data_dir}", DataDirError)
 
 
 def _missing_error(data_dir, split, layout: RecordLayout, command: str):
@@ -49,7 +54,8 @@ def _missing_error(data_dir, split, layout: RecordLayout, command: str):
             f"with:\n  {command}")
     found = []
     for other in others:
-        meta = atomic.read_json(other, required=metadata.LAYOUT_KEYS, fix=(
+        meta = atomic.read_json(other, schema=metadata.LAYOUT_SCHEMA,
+                                max_bytes=MAX_RECORD_INFO_BYTES, fix=(
             f"delete it and re-make the records with: {command}"))
         found.append(f"  {os.path.basename(other)}: " + "; ".join(metadata.diff(meta, layout)))
     return RecordsMismatchError(
@@ -94,17 +100,18 @@ def find_records(data_dir, split, layout: RecordLayout, vocab_size=None, verify=
       DataDirError: `data_dir` is a file.
     """
     data_dir = os.fspath(data_dir)
-    _check_data_dir(data_dir)
+    check_data_dir(data_dir)
     info = read_corpus_info(data_dir)
     if info is not None:
         check_vocab_file(data_dir, info)
     command = metadata.prepare_command(data_dir, split, layout, corpus_info=info)
     path = os.path.join(data_dir, metadata.info_file(layout, split))
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         raise _missing_error(data_dir, split, layout, command)
-    meta = atomic.read_json(path, required=metadata.META_KEYS, fix=(
-        f"delete it and re-make the records with: {command}"))
+    meta = atomic.read_json(path, schema=metadata.META_SCHEMA, max_bytes=MAX_RECORD_INFO_BYTES,
+                            fix=f"delete it and re-make the records with: {command}")
     metadata.check_info_checksum(meta, path, command)
+    metadata.check_names(meta, path, split, layout, command)
     diffs = metadata.diff(meta, layout, vocab_size)
     if info is not None and info.get("vocab_checksum") != meta["vocab_checksum"]:
         diffs.append(f"vocab_checksum: records have {meta['vocab_checksum']}, {data_dir}/"
@@ -184,6 +191,7 @@ def find_or_make(data_dir, split, layout: RecordLayout, *, vocab_size=None, make
         short for the layout (`LayoutError`), a full or read-only disk (`StorageError`).
     """
     data_dir = os.fspath(data_dir)
+    check_data_dir(data_dir)
     meta, error = _found(data_dir, split, layout, remake_damaged)
     written = meta is None
     if written:

@@ -11,6 +11,13 @@ import numpy as np
 from tf_records import atomic
 from tf_records.errors import RecordsCorruptError
 from tf_records.records.streams import tokens_sha256
+from untrusted_files import reading
+from untrusted_files import schema as s
+
+# The JSON description of a split's token cache.
+CACHE_SCHEMA = s.Obj({"num_tokens": s.Int(0, s.INT64_MAX // 4), "sha256": s.Str(max_len=64),
+                      "vocab_checksum": s.Str(max_len=128), "split": s.Str(max_len=256)},
+                     required=("num_tokens", "sha256", "vocab_checksum"))
 
 
 def paths(data_dir, split):
@@ -34,7 +41,7 @@ def describe(data_dir, split):
     bin_path, json_path = paths(data_dir, split)
     if not (os.path.exists(bin_path) and os.path.exists(json_path)):
         return None
-    desc = atomic.read_json(json_path, required=("num_tokens", "sha256", "vocab_checksum"))
+    desc = atomic.read_json(json_path, schema=CACHE_SCHEMA)
     if os.path.getsize(bin_path) != 4 * desc["num_tokens"]:
         return None
     return desc
@@ -59,7 +66,10 @@ def load(data_dir, split, verify=True) -> np.ndarray:
     if desc is None:
         raise RecordsCorruptError(f"token cache {bin_path} is missing or truncated; rerun "
                                   "runners/prepare_data.py to rebuild it.")
-    tokens = np.fromfile(bin_path, "<i4").astype(np.int32, copy=False)
+    fd = reading.open_checked(bin_path, inside=data_dir, max_bytes=4 * desc["num_tokens"],
+                              error=RecordsCorruptError, name=f"token cache {bin_path}")
+    with os.fdopen(fd, "rb") as f:
+        tokens = np.fromfile(f, "<i4").astype(np.int32, copy=False)
     if verify and tokens_sha256(tokens) != desc["sha256"]:
         raise RecordsCorruptError(f"token cache {bin_path} fails its sha256 checksum; delete it and "
                                   "rerun runners/prepare_data.py.")

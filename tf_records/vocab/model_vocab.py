@@ -20,15 +20,16 @@ ids = tf_records.text.tokenize.encode_text("some text", mv.rules, mv.vocab)
 ```
 """
 import dataclasses
-import json
 import os
 from typing import Optional
 
 from tf_records import atomic
-from tf_records.corpus_info import CORPUS_INFO, VOCAB_FILE, check_vocab_file, read_corpus_info
+from tf_records.corpus_info import (CORPUS_INFO, MODEL_INFO_SCHEMA, VOCAB_FILE,
+                                    check_vocab_file, read_corpus_info)
 from tf_records.errors import DataError, VocabularyError
 from tf_records.vocab.text_rules import TextRules
 from tf_records.vocab.vocabulary import Vocabulary
+from untrusted_files.schema import INFO_FIELDS_SCHEMA
 
 CORPUS_INFO_FILE = CORPUS_INFO
 
@@ -110,20 +111,29 @@ def load_vocab(data_dir, corpus_info: Optional[dict] = None) -> Vocabulary:
     return vocabulary_from_info(os.path.join(data_dir, VOCAB_FILE), info)
 
 
-def _read_info(info_path: str, vocab_path: str) -> dict:
-    if not os.path.isfile(info_path):
+def read_model_info(info_path: str, fix: str, schema=MODEL_INFO_SCHEMA) -> dict:
+    """The corpus-info.json of any directory (a data or model directory, a preset), read as a
+    file from elsewhere (inside its directory, bounded, UTF-8, nesting bounded) and checked
+    against `MODEL_INFO_SCHEMA`.
+
+    Raises:
+      ModelVocabError: the file cannot be read as such, or does not fit the schema.
+      FileNotFoundError: it does not exist.
+    """
+    return atomic.read_json(info_path, fix=fix, schema=schema)
+
+
+def _read_info(info_path: str, vocab_path: str, schema=MODEL_INFO_SCHEMA) -> dict:
+    if not os.path.lexists(info_path):
         raise ModelVocabError(
             f"{info_path} not found: it tells the level (byte/char/word) and text rules of "
             f"{vocab_path}. Copy the data directory's {CORPUS_INFO_FILE} beside it.")
     try:
-        with open(info_path, encoding="utf-8") as f:
-            info = json.load(f)
-    except (OSError, json.JSONDecodeError) as error:
-        raise ModelVocabError(f"{info_path} is not valid JSON ({error}).") from None
-    if not isinstance(info, dict) or "level" not in info:
-        raise ModelVocabError(f"{info_path} must be a JSON object with at least 'level' "
-                              "(byte, char or word).")
-    return info
+        return read_model_info(info_path, f"copy the data directory's {CORPUS_INFO_FILE} "
+                                          "beside it", schema)
+    except (DataError, OSError) as error:
+        raise ModelVocabError(str(error) if isinstance(error, DataError) else
+                              f"{info_path} cannot be read ({error.strerror}).") from None
 
 
 def _check_fits(vocab: Vocabulary, info: dict, vocab_path: str, info_path: str,
@@ -158,7 +168,7 @@ def load_model_vocab(model_dir: str, n_token: Optional[int] = None,
     """
     vocab_path = vocab_file or os.path.join(model_dir, VOCAB_FILE)
     info_path = os.path.join(os.path.dirname(os.path.abspath(vocab_path)), CORPUS_INFO_FILE)
-    if not os.path.isfile(vocab_path):
+    if not os.path.lexists(vocab_path):
         raise ModelVocabError(
             f"{vocab_path} not found: the model directory has no vocabulary. Copy the data "
             f"directory's {VOCAB_FILE} and {CORPUS_INFO_FILE} into {model_dir} (training does "
@@ -178,19 +188,28 @@ def load_model_vocab(model_dir: str, n_token: Optional[int] = None,
     return ModelVocab(vocab, rules, info, os.path.abspath(vocab_path))
 
 
+def recorded_checksum(directory: Optional[str]) -> Optional[str]:
+    """The `vocab_checksum` that `directory`'s corpus-info.json records, or None when it has
+    none (no file, or no field).
+
+    Raises:
+      ModelVocabError: the file exists but cannot be read as a corpus-info.json (a link out,
+        too large, not JSON, a field of the wrong type).
+    """
+    info_path = os.path.join(directory or "", CORPUS_INFO_FILE)
+    if not directory or not os.path.lexists(info_path):
+        return None
+    return _read_info(info_path, os.path.join(directory, VOCAB_FILE),
+                      INFO_FIELDS_SCHEMA).get("vocab_checksum")
+
+
 def check_model_checksum(model_dir: Optional[str], checksum: str, what: str) -> None:
     """Raises `ModelVocabError` when `model_dir` records (in its corpus-info.json) the checksum
     of the vocabulary its model was trained with and `checksum`, that of the vocabulary given
     for it (`what`), differs: a vocabulary of the same size from another corpus would read
     every id as another symbol."""
+    recorded = recorded_checksum(model_dir)
     info_path = os.path.join(model_dir or "", CORPUS_INFO_FILE)
-    if not model_dir or not os.path.isfile(info_path):
-        return
-    try:
-        with open(info_path, encoding="utf-8") as f:
-            recorded = json.load(f).get("vocab_checksum")
-    except (OSError, ValueError, AttributeError):
-        return  # the directory's own vocabulary is not used; its files are checked when read
     if recorded is not None and recorded != checksum:
         raise ModelVocabError(
             f"vocabulary mismatch: {what} has checksum {checksum} but the model in {model_dir} "

@@ -23,6 +23,7 @@ import io
 import pickle
 
 from tf_records.errors import UnsafePickleError, VocabularyImportError
+from untrusted_files import reading
 
 __all__ = ["InertObject", "RestrictedUnpickler", "UnsafePickleError", "load_vocab_pickle"]
 
@@ -155,8 +156,8 @@ def load_vocab_pickle(path):
       VocabularyImportError: not a readable pickle, no `idx2sym` list, or a symbol that is not
         UTF-8 text.
     """
-    with open(path, "rb") as f:
-        data = f.read()
+    data = reading.read_bytes(path, max_bytes=reading.MAX_VOCAB_BYTES,
+                              error=VocabularyImportError)
     try:
         obj = RestrictedUnpickler(io.BytesIO(data)).load()
     except UnsafePickleError as error:

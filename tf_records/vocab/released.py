@@ -15,6 +15,7 @@ from typing import Optional, Sequence
 from tf_records.errors import VocabularyImportError
 from tf_records.vocab import imported_files as export
 from tf_records.vocab.reference_pickle import load_vocab_pickle
+from untrusted_files import reading
 
 
 class ReleasedVocabulary:
@@ -37,8 +38,9 @@ class ReleasedVocabulary:
             symbols, info = load_vocab_pickle(vocab_pickle)
             return cls(symbols, info.get("dataset"))
         if vocab_file:
-            with open(vocab_file, "rb") as f:
-                data = f.read()
+            data = reading.read_bytes(vocab_file, max_bytes=reading.MAX_VOCAB_BYTES,
+                                      error=VocabularyImportError,
+                                      name=f"--vocab_file={vocab_file}")
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as error:

@@ -26,6 +26,7 @@ import numpy as np
 
 from tf_records import atomic
 from tf_records.errors import VocabularyError
+from untrusted_files import reading
 
 LEVELS = ("byte", "char", "word")
 UNK_POLICIES = ("error", "unk")
@@ -163,13 +164,14 @@ class Vocabulary:
         Raises:
           VocabularyError: the file is missing, not UTF-8, empty or malformed.
         """
-        if not os.path.exists(path):
+        if not os.path.lexists(path):
             raise VocabularyError(f"vocabulary file {path} does not exist.")
         try:
-            with open(path, encoding="utf-8", newline="\n") as f:
-                text = f.read()
-        except UnicodeDecodeError as e:
-            raise VocabularyError(f"vocabulary file {path} is not UTF-8 ({e}).") from None
+            text = reading.decode_utf8(_read_vocab_bytes(path), f"vocabulary file {path}",
+                                       VocabularyError)
+        except FileNotFoundError:
+            raise VocabularyError(f"vocabulary file {path} is a link to nothing; give the "
+                                  "file itself.") from None
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
@@ -298,9 +300,22 @@ def content_checksum(level, content: bytes) -> str:
 
 
 def file_checksum(path, level) -> str:
-    """`content_checksum` of the vocabulary file `path` (read as bytes, not parsed)."""
-    with open(path, "rb") as f:
-        return content_checksum(level, f.read())
+    """`content_checksum` of the vocabulary file `path` (read as bytes, not parsed; a file from
+    elsewhere: inside its directory, at most `MAX_VOCAB_BYTES`).
+
+    Raises:
+      VocabularyError: a link outside its directory, not a regular file, or too large.
+    """
+    return content_checksum(level, _read_vocab_bytes(path))
+
+
+def _read_vocab_bytes(path) -> bytes:
+    """The bytes of the vocabulary file `path`, read as `untrusted_files.reading` reads a file
+    from elsewhere (inside its own directory)."""
+    path = os.fspath(path)
+    return reading.read_bytes(path, inside=os.path.dirname(os.path.abspath(path)),
+                              max_bytes=reading.MAX_VOCAB_BYTES, error=VocabularyError,
+                              name=f"vocabulary file {path}")
 
 
 def count_symbols(iterable_of_sequences) -> collections.Counter:

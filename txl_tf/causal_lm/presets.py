@@ -31,7 +31,6 @@ Example:
 """
 import importlib
 import io
-import json
 import os
 import platform
 import types
@@ -51,7 +50,8 @@ from txl_tf.model.transformer_xl import TransformerXL
 from txl_tf.storage.text_files import check_utf8_path
 from txl_tf.runtime.version import __version__ as txl_tf_version
 from txl_tf.storage.weight_counts import (ExtraWeightsError, check_no_extra_weights,
-                                  keras_file_weights)
+                                  check_weights_file, keras_file_weights)
+from untrusted_files import dir_kinds, reading
 
 CONFIG_FILE = model_files.CONFIG_FILE
 WEIGHTS_FILE = "model.weights.h5"
@@ -111,6 +111,7 @@ def _check_target(path: str, preset_dir) -> None:
         raise CausalLMInputError(f"{preset_dir} exists and is not a preset directory (a file or "
                                  "a link); give a new or empty directory (an existing preset "
                                  "is replaced).")
+    dir_kinds.check_kind(path, dir_kinds.PRESET, str(preset_dir), CausalLMInputError)
     entries = sorted(os.listdir(path)) if os.path.isdir(path) else []
     if not entries:
         return
@@ -272,12 +273,14 @@ def deserialize_preprocessor(spec, assets_dir: str, source: str = None):
 
 
 def _read_json(path):
+    """The JSON value of a preset's (or model directory's) file, read as a file from elsewhere:
+    inside its directory, bounded, UTF-8, nesting bounded (`untrusted_files.reading`)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError, RecursionError) as error:  # UnicodeDecodeError: a ValueError
-        reason = ("nested too deeply" if isinstance(error, RecursionError)
-                  else first_line(error, 200))
+        return reading.read_json(path, inside=os.path.dirname(os.path.abspath(path)),
+                                 fix="save the preset again")
+    except (OSError, reading.UntrustedFileError) as error:
+        reason = (error.strerror if isinstance(error, OSError) else
+                  str(error).replace(f"{path} ", "", 1).rsplit("; ", 1)[0])
         raise CausalLMInputError(f"{path} cannot be read as UTF-8 JSON ({reason}); save the "
                                  "preset again.") from None
 
@@ -286,9 +289,9 @@ def find_preprocessor(directory):
     """The preprocessor of a preset or model directory: its preprocessor.json, else
     `MODEL_DIR_PREPROCESSOR` for a vocab.txt + corpus-info.json; None without a vocabulary."""
     spec_path = os.path.join(directory, PREPROCESSOR_FILE)
-    if os.path.isfile(spec_path):
+    if os.path.lexists(spec_path):
         return deserialize_preprocessor(_read_json(spec_path), directory)
-    if all(os.path.isfile(os.path.join(directory, f)) for f in VOCAB_FILES):
+    if all(os.path.lexists(os.path.join(directory, f)) for f in VOCAB_FILES):
         return deserialize_preprocessor(MODEL_DIR_PREPROCESSOR, directory)
     return None
 
@@ -299,7 +302,7 @@ def _load_backbone(preset, checkpoint, load_weights=True):
     try:
         if not load_weights:
             return _built(TransformerXL(model_files.load_config(preset)))
-        if os.path.isfile(os.path.join(preset, WEIGHTS_FILE)):
+        if os.path.lexists(os.path.join(preset, WEIGHTS_FILE)):
             if checkpoint not in (None, model_files.LATEST):
                 raise CausalLMInputError(f"{preset} is a preset (one set of weights); "
                                          f"checkpoint={checkpoint!r} applies to model "
@@ -309,6 +312,7 @@ def _load_backbone(preset, checkpoint, load_weights=True):
             if mode is not None:
                 backbone.quantize(mode)
             weights = os.path.join(preset, WEIGHTS_FILE)
+            check_weights_file(weights, backbone, preset, os.path.join(preset, CONFIG_FILE))
             backbone.load_weights(weights)
             check_no_extra_weights(keras_file_weights(weights), backbone, weights,
                                    os.path.join(preset, CONFIG_FILE))
@@ -333,19 +337,15 @@ def _quantization_of(preset):
 
 def _check_vocab_checksum(preset, preprocessor):
     """A preprocessor given for a directory that records its own vocabulary's checksum (its
-    corpus-info.json) must have that vocabulary: one of the same size from another corpus
-    would read every id as another symbol."""
-    path = os.path.join(preset, "corpus-info.json")
+    corpus-info.json) must have that vocabulary (the preprocessor's `check_trained_with`, the
+    one check of tf_records' vocabularies; a preprocessor of another kind is not checked)."""
+    check = getattr(preprocessor, "check_trained_with", None)
+    if check is None:
+        return
     try:
-        with open(path, encoding="utf-8") as f:
-            recorded = json.load(f).get("vocab_checksum")
-        given = preprocessor.model_vocab.vocab.checksum()
-    except (OSError, ValueError, AttributeError):
-        return  # no readable record, or a preprocessor without a vocabulary yet
-    if recorded is not None and recorded != given:
-        raise CausalLMInputError(
-            f"the preprocessor's vocabulary has checksum {given} but {preset} was trained with "
-            f"{recorded} ({path}); use the vocabulary it was trained with.")
+        check(preset)
+    except ValueError as error:  # the vocabulary's errors are ValueErrors
+        raise CausalLMInputError(str(error)) from None
 
 
 def load_preset(preset, checkpoint=model_files.LATEST, preprocessor=None, load_weights=True):
@@ -377,7 +377,7 @@ def load_preset(preset, checkpoint=model_files.LATEST, preprocessor=None, load_w
     if not os.path.isdir(preset):
         raise CausalLMInputError(f"{preset} is not a directory; give a preset "
                                  "(save_to_preset) or a txl-tf model directory.")
-    if not os.path.isfile(os.path.join(preset, CONFIG_FILE)):
+    if not os.path.lexists(os.path.join(preset, CONFIG_FILE)):
         raise CausalLMInputError(f"{preset} has no {CONFIG_FILE}: it is neither a preset "
                                  "(save_to_preset) nor a txl-tf model directory.")
     backbone = _load_backbone(preset, checkpoint, load_weights)
@@ -405,7 +405,7 @@ def model_dir_source(model_dir, checkpoint=model_files.LATEST) -> dict:
     source = {"model_dir": os.path.abspath(model_dir), **choice.to_json()}
     for name in ("train_summary.json", "import.json"):
         path = os.path.join(model_dir, name)
-        if os.path.isfile(path):
+        if os.path.lexists(path):
             source[os.path.splitext(name)[0]] = _read_json(path)
     return source
 

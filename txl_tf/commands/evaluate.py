@@ -34,6 +34,7 @@ from txl_tf.inference import evaluation
 from txl_tf.loss.loss_report import CorpusFacts, format_loss, loss_fields, unit_name, verdict
 from txl_tf.model.data_interfaces import EvalStreams, TextData
 from txl_tf.storage.text_files import regular_file_problem
+from untrusted_files import reading, schema
 
 
 def trained_data_dir(model_dir: str) -> str:
@@ -42,14 +43,17 @@ def trained_data_dir(model_dir: str) -> str:
     One line on stderr says which; EvalInputError when neither names an existing directory."""
     info_path = os.path.join(model_dir, "corpus-info.json")
     data_dir, source = None, None
-    if os.path.isfile(info_path):
-        with open(info_path) as fh:
-            data_dir, source = json.load(fh).get("data_dir"), info_path
+    if os.path.lexists(info_path):
+        info = reading.read_json(info_path, inside=model_dir, error=EvalInputError,
+                                 schema=schema.INFO_FIELDS_SCHEMA,
+                                 fix="give --data_dir (with --split) or --text_file")
+        data_dir, source = info.get("data_dir"), info_path
     flags_path = os.path.join(model_dir, "flags.txt")
-    if not data_dir and os.path.isfile(flags_path):
-        with open(flags_path) as fh:
-            found = [line.strip().split("=", 1)[1] for line in fh
-                     if line.strip().startswith("--data_dir=")]
+    if not data_dir and os.path.lexists(flags_path):
+        text = reading.read_text(flags_path, inside=model_dir, error=EvalInputError,
+                                 max_bytes=reading.MAX_FLAGFILE_BYTES)
+        found = [line.strip().split("=", 1)[1] for line in text.splitlines()
+                 if line.strip().startswith("--data_dir=")]
         data_dir, source = (found[-1], flags_path) if found else (None, None)
     if not data_dir:
         raise EvalInputError(f"{model_dir} does not record the data it was trained on; give "
@@ -65,12 +69,9 @@ def trained_data_dir(model_dir: str) -> str:
 
 def trained_level(model_dir: str) -> Optional[str]:
     """The level (byte, char, word) MODEL_DIR/corpus-info.json records, or None."""
-    try:
-        with open(os.path.join(model_dir, "corpus-info.json")) as fh:
-            info = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    return info.get("level") if isinstance(info, dict) else None
+    info = reading.read_json_or_none(os.path.join(model_dir, "corpus-info.json"),
+                                     schema=schema.INFO_FIELDS_SCHEMA)
+    return None if info is None else info.get("level")
 
 
 class EvalOutputError(OSError):

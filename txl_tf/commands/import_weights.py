@@ -23,6 +23,7 @@ from txl_tf.commands.import_weights_options import ImportOptions
 from txl_tf.model.config import TransformerXLConfig
 from txl_tf.model.transformer_xl import TransformerXL
 from txl_tf.storage.model_files import save_model
+from untrusted_files import dir_kinds
 
 IMPORT_INFO_FILE = "import.json"
 
@@ -69,7 +70,14 @@ def import_huggingface(input_dir, run_settings=None, cluster_order="tf",
 
 
 def check_new_model_dir(model_dir):
-    """Raises `WeightImportError` when `model_dir` already holds a checkpoint."""
+    """Raises `WeightImportError` when `model_dir` already holds a checkpoint, or is a
+    directory of another kind (data, preset, export)."""
+    dir_kinds.check_kind(model_dir, dir_kinds.MODEL, f"model_dir {model_dir}",
+                         WeightImportError)
+    _check_no_checkpoint(model_dir)
+
+
+def _check_no_checkpoint(model_dir):
     if os.path.exists(os.path.join(model_dir, "checkpoint")):
         raise WeightImportError(f"{model_dir} already holds a checkpoint; import into a new "
                                 "directory so that load_model cannot pick up another model.")
@@ -81,7 +89,7 @@ def write_model_dir(model, model_dir, report):
     Returns:
       The checkpoint path.
     """
-    check_new_model_dir(model_dir)
+    _check_no_checkpoint(model_dir)  # its vocabulary is written by now
     path = save_model(model, model_dir)
     info = dict(report, checkpoint=os.path.basename(path))
     write_text_atomic(os.path.join(model_dir, IMPORT_INFO_FILE),

@@ -47,6 +47,7 @@ from txl_tf.devices.step_compilation import strategy_devices
 from txl_tf.training.reporting.tensorboard import RunSummaries
 from txl_tf.training.trainer import Trainer
 from txl_tf.training.training_run import TrainingRun
+from untrusted_files import dir_kinds
 
 def _build_schedule(o: TrainOptions) -> WarmupCosineSchedule:
     try:
@@ -155,6 +156,7 @@ def train(options: TrainOptions,
     """
     start_time = time.time()
     o = checked(options)
+    dir_kinds.check_kind(o.model_dir, dir_kinds.MODEL, f"model_dir {o.model_dir}", TrainError)
     _build_schedule(for_level(o, None))  # the schedule flags are checked before any data
     keras.config.set_dtype_policy(o.precision)
     keras.utils.set_random_seed(o.seed)

@@ -1,6 +1,8 @@
-"""The error of the weight importers, and the one reader of the JSON files they are given."""
-import json
+"""The error of the weight importers, and the one reader of the JSON files they are given
+(`untrusted_files.reading`: regular, bounded, UTF-8 files of bounded nesting)."""
 import os
+
+from untrusted_files import reading
 
 
 class WeightImportError(ValueError):
@@ -20,13 +22,19 @@ def read_json_object(path: str, name: str, expected: str) -> dict:
     Returns:
       The parsed dict.
     """
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         raise WeightImportError(f"{name} does not exist; give {expected}.")
     try:
-        with open(path, encoding="utf-8") as f:
-            value = json.load(f)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise WeightImportError(f"{name} is not a JSON file ({error}); give {expected}.") from None
+        text = reading.read_text(path, max_bytes=reading.MAX_JSON_BYTES,
+                                 error=WeightImportError, name=name)
+        value = reading.parse_json(text, name)
+    except reading.UntrustedFileError as error:  # not JSON, or nested too deeply
+        detail = str(error).replace(f"{name} ", "", 1).rsplit("; ", 1)[0]
+        raise WeightImportError(f"{name} is not a JSON file ({detail}); give "
+                                f"{expected}.") from None
+    except OSError as error:
+        raise WeightImportError(f"{name} cannot be read ({error.strerror}); give "
+                                f"{expected}.") from None
     if not isinstance(value, dict):
         raise WeightImportError(f"{name} holds a {type(value).__name__}, not a JSON object; "
                                 f"give {expected}.")

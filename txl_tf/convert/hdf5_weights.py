@@ -6,11 +6,15 @@ The file holds one HDF5 dataset per variable, e.g.
 PyTorch orientation (Dense kernels and projections transposed), so that one mapping
 (`huggingface.py`) serves `.safetensors`, `pytorch_model.bin` and `.h5` alike.
 """
+import os
 import re
 
 import numpy as np
 
 from txl_tf.convert.errors import WeightImportError
+from untrusted_files import reading
+
+MAX_HDF5_BYTES = reading.MAX_WEIGHTS_BYTES
 
 
 def read_datasets(path):
@@ -32,6 +36,7 @@ def read_datasets(path):
                 raise WeightImportError(f"{path}: variable {key!r} appears twice.")
             out[key] = np.asarray(item[()])
 
+    os.close(reading.open_checked(path, max_bytes=MAX_HDF5_BYTES, error=WeightImportError))
     try:
         f = h5py.File(path, "r")
     except OSError as error:

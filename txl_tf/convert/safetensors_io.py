@@ -13,6 +13,9 @@ import tempfile
 import numpy as np
 
 from txl_tf.convert.errors import WeightImportError
+from untrusted_files import reading
+
+MAX_SAFETENSORS_BYTES = reading.MAX_WEIGHTS_BYTES
 
 _DTYPES = {
     "F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
@@ -23,18 +26,18 @@ _NAMES = {np.dtype(v): k for k, v in _DTYPES.items()}
 
 def read(path):
     """{name: numpy array} of a `.safetensors` file (BF16 is widened to float32)."""
-    with open(path, "rb") as f:
-        data = f.read()
+    data = reading.read_bytes(path, max_bytes=MAX_SAFETENSORS_BYTES, error=WeightImportError)
     if len(data) < 8:
         raise WeightImportError(f"{path} is too short to be a safetensors file.")
     (size,) = struct.unpack("<Q", data[:8])
     if size > len(data) - 8:
         raise WeightImportError(f"{path}: header length {size} exceeds the file size; the file "
                                 "is truncated or not a safetensors file.")
-    try:
-        header = json.loads(data[8:8 + size].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise WeightImportError(f"{path}: the safetensors header is not JSON ({error}).") from None
+    header = reading.parse_json(
+        reading.decode_utf8(bytes(data[8:8 + size]), f"{path}'s safetensors header",
+                            WeightImportError),
+        f"{path}'s safetensors header", WeightImportError,
+        fix="give a .safetensors file of the source model")
     if not isinstance(header, dict):
         raise WeightImportError(f"{path}: the safetensors header is not a JSON object.")
     body = memoryview(data)[8 + size:]

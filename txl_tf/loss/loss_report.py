@@ -24,10 +24,11 @@ Example:
   True
 """
 import dataclasses
-import json
 import math
 import os
 from typing import Optional
+
+from untrusted_files import reading, schema
 
 LN2 = math.log(2.0)
 CHAR_LEVELS = ("byte", "char", "character")
@@ -151,11 +152,9 @@ class CorpusFacts:
     def from_model_dir(cls, model_dir: str, split: str = "valid") -> Optional["CorpusFacts"]:
         """The facts of the corpus-info.json a model directory holds (a copy of its data's),
         or None."""
-        try:
-            with open(os.path.join(model_dir, CORPUS_INFO), encoding="utf-8") as fh:
-                return cls.from_info(json.load(fh), split)
-        except (OSError, ValueError):
-            return None
+        info = reading.read_json_or_none(os.path.join(model_dir, CORPUS_INFO),
+                                         schema=schema.INFO_FIELDS_SCHEMA)
+        return None if info is None else cls.from_info(info, split)
 
     @property
     def tokens_per_type(self) -> float:

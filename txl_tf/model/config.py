@@ -12,6 +12,7 @@ from typing import Any, Mapping, Optional, Tuple
 
 from txl_tf.model.attention_variants import attention_variant, attention_variants, attn_type_help
 from txl_tf.runtime.ranges import Range, check_fields
+from untrusted_files import reading
 
 
 CONFIG_FILE = "config.json"  # the configuration in a model directory
@@ -241,6 +242,10 @@ class TransformerXLConfig:
 
     @classmethod
     def from_json(cls, text: str) -> "TransformerXLConfig":
+        if reading.nesting_depth(text) > reading.MAX_JSON_DEPTH:
+            raise ConfigError(f"TransformerXLConfig: JSON nested more than "
+                              f"{reading.MAX_JSON_DEPTH} deep; give the config.json the model "
+                              "was saved with.")
         try:
             values = json.loads(text)
         except json.JSONDecodeError as error:

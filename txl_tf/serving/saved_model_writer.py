@@ -37,6 +37,7 @@ from txl_tf.serving.signatures import signature_count
 from txl_tf.serving.versions import reserved_version, swap_in
 from txl_tf.devices.step_compilation import choose_generation
 from txl_tf.storage.dir_lock import directory_locked
+from untrusted_files import dir_kinds
 
 WARMUP_FILE = os.path.join("assets.extra", serving_warmup.WARMUP_FILE)
 
@@ -48,6 +49,8 @@ def check_export_dir(export_dir):
     if os.path.exists(export_dir) and not os.path.isdir(export_dir):
         raise ExportInputError(f"--export_dir {export_dir} is a file: give a directory (it "
                                "holds one numbered subdirectory per exported version).")
+    dir_kinds.check_kind(export_dir, dir_kinds.EXPORT, f"--export_dir {export_dir}",
+                         ExportInputError)
     existing = export_dir
     while not os.path.exists(existing):
         existing = os.path.dirname(os.path.abspath(existing))

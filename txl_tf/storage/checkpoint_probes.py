@@ -13,6 +13,7 @@ Example:
   True
 """
 import contextlib
+import glob
 import logging
 import os
 import re
@@ -21,6 +22,7 @@ from typing import Dict, List, Optional
 import tensorflow as tf
 
 from txl_tf.runtime.error_text import first_line
+from untrusted_files import reading
 
 # Errors of reading a damaged checkpoint: a missing/garbage .index (NotFoundError, DataLossError
 # "not an sstable"), a truncated .data file (IndexError "Read less bytes than requested"), a
@@ -53,11 +55,31 @@ def quiet_tf_warnings():
 _CHECKPOINT_FILE = re.compile(r"^(?P<name>.+)-(?P<number>\d+)\.(index|data-\d+-of-\d+)$")
 
 
+def file_problem(checkpoint_path: str) -> Optional[str]:
+    """Why a file of the checkpoint `checkpoint_path` (its .index and .data-*) may not be
+    given to TensorFlow: not a regular file inside its directory (a link out, a named pipe,
+    which TensorFlow's reader would block on), or a link to nothing; None when each is."""
+    if "://" in checkpoint_path:
+        return None
+    directory = os.path.dirname(os.path.abspath(checkpoint_path))
+    for path in sorted(glob.glob(glob.escape(checkpoint_path) + ".*")):
+        try:
+            os.close(reading.open_checked(path, inside=directory, max_bytes=2**63 - 1))
+        except reading.UntrustedFileError as error:
+            return str(error).rstrip(".")
+        except OSError as error:
+            return f"{path} cannot be opened ({error.strerror})"
+    return None
+
+
 def checkpoint_problem(checkpoint_path: str) -> Optional[str]:
     """Why the checkpoint `checkpoint_path` (a prefix) cannot be read, or None when every tensor
     of it reads back with its checksum. Reads one tensor at a time; changes no variable."""
     if not tf.io.gfile.exists(checkpoint_path + ".index"):
         return f"{os.path.basename(checkpoint_path)}.index is missing"
+    problem = file_problem(checkpoint_path)
+    if problem:
+        return problem
     try:
         reader = tf.train.load_checkpoint(checkpoint_path)
         for name in reader.get_variable_to_shape_map():

@@ -18,7 +18,6 @@ Which checkpoint a reader takes (`choose_checkpoint`): "latest" (the default), "
 """
 import dataclasses
 import gc
-import json
 import os
 import re
 from typing import Optional
@@ -27,19 +26,21 @@ import tensorflow as tf
 
 from txl_tf.storage.atomic_writes import write_json_atomic
 from txl_tf.storage.lora_record import apply_lora_record
+from txl_tf.storage import checkpoint_probes
 from txl_tf.storage.checkpoint_probes import checkpoint_files, is_damage_error, quiet_tf_warnings
 from txl_tf.runtime.error_text import first_line
 from txl_tf.model.config import (CONFIG_FILE, ConfigError, TransformerXLConfig,
                            missing_config_message)
 from txl_tf.model.transformer_xl import TransformerXL
 from txl_tf.storage.text_files import read_text_file
+from untrusted_files import reading, schema
 from txl_tf.storage.weight_counts import (ExtraWeightsError, check_no_extra_weights,
                                   checkpoint_model_weights)
 
 BEST_DIR = "best"         # model_dir/best/: the best checkpoint on validation of a training run
 BEST_FILE = "best.json"   # best/best.json: {"step", "valid_loss", "bpc" or "ppl"}
 LATEST, BEST = "latest", "best"
-MAX_CONFIG_BYTES = 2**20  # a config.json is about 1 KB
+MAX_CONFIG_BYTES = reading.MAX_CONFIG_BYTES
 
 
 class ModelDirError(FileNotFoundError):
@@ -63,9 +64,15 @@ def load_config(model_dir: str) -> TransformerXLConfig:
     if os.path.exists(model_dir) and not os.path.isdir(model_dir):
         raise ModelDirError(f"{model_dir} is a file, not a txl-tf model directory; give the "
                             "directory that holds config.json and the checkpoints.")
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         raise ModelDirError(missing_config_message(model_dir))
-    text = read_text_file(path, path, ModelDirError, max_bytes=MAX_CONFIG_BYTES)
+    try:
+        text = read_text_file(path, path, ModelDirError, max_bytes=MAX_CONFIG_BYTES,
+                              inside=model_dir)
+    except ModelDirError:
+        raise
+    except FileNotFoundError:  # a link to nothing
+        raise ModelDirError(missing_config_message(model_dir)) from None
     try:
         return TransformerXLConfig.from_json(text)
     except ConfigError as error:
@@ -86,6 +93,23 @@ def save_model(model: TransformerXL, model_dir: str, max_to_keep: int = 3) -> st
     return manager.save()
 
 
+MAX_STATE_BYTES = 1 * reading.MiB  # the `checkpoint` state file: a line per checkpoint kept
+
+
+def state_file_readable(model_dir: str) -> bool:
+    """Whether TensorFlow may read `model_dir`'s `checkpoint` state file: missing (TF says
+    so), or a regular file inside the directory of at most `MAX_STATE_BYTES` (a named pipe
+    there would block TF's read; a link out would name checkpoints elsewhere)."""
+    path = os.path.join(model_dir, "checkpoint")
+    if "://" in model_dir or not os.path.lexists(path):
+        return True
+    try:
+        os.close(reading.open_checked(path, inside=model_dir, max_bytes=MAX_STATE_BYTES))
+    except (OSError, reading.UntrustedFileError):
+        return False
+    return True
+
+
 def latest_checkpoint(model_dir: str) -> Optional[str]:
     """Path prefix of the newest checkpoint in `model_dir`, or None.
 
@@ -93,16 +117,27 @@ def latest_checkpoint(model_dir: str) -> Optional[str]:
     otherwise (state file garbage or missing) the highest-numbered `ckpt-N` with an .index.
     """
     path = None
-    try:
-        with quiet_tf_warnings():  # a state file TF cannot parse: the files are listed below
-            path = tf.train.latest_checkpoint(model_dir)
-    except (ValueError, tf.errors.OpError):  # a state file with an empty path
-        pass
-    if path is not None:
+    if state_file_readable(model_dir):
+        try:
+            with quiet_tf_warnings():  # a state file TF cannot parse: the files are listed below
+                path = tf.train.latest_checkpoint(model_dir)
+        except (ValueError, tf.errors.OpError):  # a state file with an empty path
+            pass
+    if path is not None and ("://" in model_dir or reading.is_inside(path, model_dir)):
         return path
     numbers = [n for n, names in checkpoint_files(model_dir).items()
                if f"ckpt-{n}.index" in names]
     return os.path.join(model_dir, f"ckpt-{max(numbers)}") if numbers else None
+
+
+def check_checkpoint_files(checkpoint_path: str) -> None:
+    """Raises `CheckpointReadError` when a file of the checkpoint (its .index and .data-*) is
+    not a regular file inside its directory (a link out, a named pipe), before TensorFlow
+    reads it."""
+    problem = checkpoint_probes.file_problem(checkpoint_path)
+    if problem:
+        raise CheckpointReadError(f"{problem}; restore the checkpoint's files, or give another "
+                                  "checkpoint.")
 
 
 def restore_weights(model: TransformerXL, checkpoint_path: str) -> None:
@@ -112,6 +147,7 @@ def restore_weights(model: TransformerXL, checkpoint_path: str) -> None:
         raise CheckpointReadError(
             f"{checkpoint_path}.index not found: {checkpoint_path!r} is not a checkpoint "
             "(give a model directory or a checkpoint prefix such as <dir>/ckpt-60).")
+    check_checkpoint_files(checkpoint_path)
     problem = None
     with quiet_tf_warnings():
         try:
@@ -167,18 +203,22 @@ def read_best(model_dir: str) -> Optional[dict]:
     `model_dir` is a best/ directory; None when there is none or it cannot be read."""
     for path in (os.path.join(model_dir, BEST_DIR, BEST_FILE),
                  os.path.join(model_dir, BEST_FILE)):
-        try:
-            with open(path) as f:
-                best = json.load(f)
-        except (OSError, ValueError):
+        if not os.path.lexists(path):
             continue
+        best = reading.read_json_or_none(path)
         return best if isinstance(best, dict) else None
     return None
 
 
 def checkpoint_step(checkpoint_path: str) -> Optional[int]:
     """The training step a checkpoint was saved at: its `step` variable, else the `step` of the
-    best.json beside it; None when neither exists."""
+    best.json beside it; None when neither exists.
+
+    Raises:
+      CheckpointReadError: a file of the checkpoint is not a regular file inside its
+        directory (`check_checkpoint_files`).
+    """
+    check_checkpoint_files(checkpoint_path)
     try:
         reader = tf.train.load_checkpoint(checkpoint_path)
         if reader.has_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"):
@@ -187,11 +227,9 @@ def checkpoint_step(checkpoint_path: str) -> Optional[int]:
         if not is_damage_error(error):
             raise
     best = os.path.join(os.path.dirname(checkpoint_path), BEST_FILE)
-    try:
-        with open(best) as f:
-            return int(json.load(f)["step"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    record = reading.read_json_or_none(best, schema=schema.Obj({"step": schema.Int(0)},
+                                                               required=("step",)))
+    return None if record is None else record["step"]
 
 
 def _available(model_dir: str) -> str:

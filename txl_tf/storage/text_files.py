@@ -7,7 +7,9 @@ without bound. TensorFlow-free.
 import os
 import stat
 
-MAX_TEXT_BYTES = 64 * 2**20  # prompts, flag files, config files: far below this
+from untrusted_files import reading
+
+MAX_TEXT_BYTES = reading.MAX_TEXT_BYTES  # prompts, flag files, config files: far below this
 
 
 def regular_file_problem(path: str):
@@ -17,44 +19,33 @@ def regular_file_problem(path: str):
         mode = os.stat(path).st_mode
     except OSError:
         return None
-    kinds = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-    for test, kind in kinds:
-        if test(mode):
-            return f"is {kind}, not a regular file"
-    return None
+    kind = None if stat.S_ISDIR(mode) else reading.not_regular(mode)
+    return f"is {kind}, not a regular file" if kind else None
 
 
 def read_text_file(path: str, name: str, error=ValueError,
-                   max_bytes: int = MAX_TEXT_BYTES) -> str:
-    """The UTF-8 text of the regular file `path`, at most `max_bytes` bytes.
+                   max_bytes: int = MAX_TEXT_BYTES, inside=None) -> str:
+    """The UTF-8 text of the regular file `path`, at most `max_bytes` bytes
+    (`untrusted_files.reading.read_text`: the size is checked on the opened file before
+    reading).
 
     Args:
       path: the file.
       name: how messages name it (e.g. "--prompt_file=p.txt" or "runs/x/config.json").
       error: the exception class raised for a file that cannot be read as such text.
       max_bytes: the largest file read.
+      inside: the directory the file must lie in (a file of a directory from elsewhere), or
+        None (a file the user names: links are followed).
 
     Returns:
       The text.
 
     Raises:
-      `error`: not a regular file, larger than `max_bytes`, or not UTF-8 (the first bad byte
-        and its offset named). OSError: the file cannot be opened (missing, permissions).
+      `error`: not a regular file, larger than `max_bytes`, outside `inside`, or not UTF-8
+        (the first bad byte and its offset named). OSError: the file cannot be opened
+        (missing, permissions).
     """
-    problem = regular_file_problem(path)
-    if problem:
-        raise error(f"{name} {problem}; give a file.")
-    with open(path, "rb") as f:
-        data = f.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise error(f"{name} is larger than {max_bytes // 2**20} MiB, too large for this "
-                    "input; give a smaller file.")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as bad:
-        raise error(f"{name} is not UTF-8 text (byte {bad.object[bad.start]:#04x} at offset "
-                    f"{bad.start}); save it as UTF-8.") from None
+    return reading.read_text(path, inside=inside, max_bytes=max_bytes, error=error, name=name)
 
 
 def check_utf8_path(path, name: str, error=ValueError) -> str:

@@ -92,3 +92,56 @@ def check_no_extra_weights(saved: List[str], model, weights_file: str,
         f"d_model {config.d_model}, n_token {config.n_token}) has {have} weights: the weights "
         f"were written for another configuration; use the {os.path.basename(config_file)} "
         "they were saved with.")
+
+
+# A weights file's bytes beyond its weights' own (HDF5's headers and names).
+WEIGHTS_FILE_OVERHEAD = 64 * 2**20
+
+
+def check_weights_file(path: str, model, directory: str, config_file: str) -> None:
+    """Refuses a Keras `.weights.h5` file from elsewhere before its weights are read: a link
+    outside `directory`, not a regular file, larger than `model`'s weights can be, or holding a
+    dataset (compressed or not) whose shape would inflate beyond what `config_file` implies
+    (more values than the model's largest weight). More weights than the model has are
+    `check_no_extra_weights`'s, after the read.
+
+    Only HDF5's metadata (dataset shapes and types) is read here, never a dataset's data.
+
+    Args:
+      path: the weights file.
+      model: the model built from `config_file` (its weights define the bound).
+      directory: the directory the file must lie in.
+      config_file: the configuration, for the message.
+
+    Raises:
+      ExtraWeightsError: the file is refused (one line naming it and the fix).
+    """
+    import h5py  # Keras's own dependency for .weights.h5; only the readers of h5 need it
+    from untrusted_files import reading  # pylint: disable=import-outside-toplevel
+
+    weights = [tuple(int(d) for d in w.shape) for w in model.weights]
+    largest = max((int(np_prod(s)) for s in weights), default=0)
+    total = sum(int(np_prod(s)) for s in weights)
+    bound = total * 8 + WEIGHTS_FILE_OVERHEAD  # float64 at most per weight
+    fd = reading.open_checked(path, inside=directory, max_bytes=bound, error=ExtraWeightsError)
+    fix = (f"the weights were written for another configuration; use the "
+           f"{os.path.basename(config_file)} they were saved with")
+    with os.fdopen(fd, "rb") as handle, h5py.File(handle, "r") as f:
+        found = []
+        f.visititems(lambda name, item: found.append((name, item.shape, item.dtype.itemsize))
+                     if isinstance(item, h5py.Dataset) else None)
+    for name, shape, itemsize in found:
+        count = int(np_prod(shape or ()))
+        if count > largest or itemsize > 8:
+            raise ExtraWeightsError(
+                f"{path}: dataset {name} has shape {tuple(shape)} ({count} values of "
+                f"{itemsize} bytes), larger than any weight of a model of {config_file} "
+                f"(the largest has {largest} values); {fix}.")
+
+
+def np_prod(shape) -> int:
+    """The number of values of `shape` (1 for a scalar), as a Python int (no overflow)."""
+    count = 1
+    for d in shape:
+        count *= int(d)
+    return count

@@ -7,7 +7,6 @@ in with `txl_tf.storage.atomic_writes.atomic_directory` (the previous one kept a
 between the two renames). Which evaluation is the best is `KeepBest`'s decision; this class only
 reads and writes the files.
 """
-import json
 import os
 from typing import Callable, Optional
 
@@ -18,6 +17,11 @@ from txl_tf.runtime.error_text import first_line
 from txl_tf.storage import model_files
 from txl_tf.storage.model_files import BEST_DIR, BEST_FILE
 from txl_tf.training.checkpoints.errors import save_error
+from untrusted_files import reading, schema
+
+# best/best.json: the step and loss of the best checkpoint (more fields are shown, not used)
+BEST_SCHEMA = schema.Obj({"step": schema.Int(0), "valid_loss": schema.Num()},
+                         required=("valid_loss",))
 
 BEST_TMP = ".best-tmp-"
 BEST_OLD = ".best-old"
@@ -45,10 +49,11 @@ class BestCheckpoint:
         if not os.path.exists(path):
             return None
         try:
-            with open(path) as f:
-                record = json.load(f)
+            record = reading.read_json(path, inside=self.directory, error=ValueError,
+                                       fix="the next evaluation replaces it",
+                                       schema=BEST_SCHEMA)
             return dict(record, valid_loss=float(record["valid_loss"]))
-        except (ValueError, KeyError, TypeError, OSError) as error:
+        except (ValueError, OSError) as error:
             print(f"warning: {path} cannot be read ({first_line(error)}); the next evaluation "
                   "replaces best/.", flush=True)
             return None

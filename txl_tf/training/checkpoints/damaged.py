@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
+from txl_tf.storage import model_files
 from txl_tf.storage.atomic_writes import write_text_atomic
 from txl_tf.storage.checkpoint_probes import checkpoint_files, quiet_tf_warnings
 from txl_tf.training.checkpoints.errors import CheckpointIOError
@@ -23,8 +24,11 @@ def read_state(model_dir: str) -> Tuple[List[int], Optional[str]]:
     """The checkpoint steps the `checkpoint` state file of `model_dir` lists, and why it cannot
     be parsed or None."""
     path = os.path.join(model_dir, "checkpoint")
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         return [], None
+    if not model_files.state_file_readable(model_dir):
+        return [], ("the 'checkpoint' state file is not a regular file inside the directory "
+                    "of at most 1 MiB")
     try:
         with quiet_tf_warnings():
             state = tf.train.get_checkpoint_state(model_dir)

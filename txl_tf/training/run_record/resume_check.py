@@ -13,13 +13,14 @@ the newest start). A resumed run:
 * restarts the memory from zeros with one warning when the saved memory no longer fits
   (`--mem_len` or the batch changed; `memory_fits`).
 """
-import json
 import os
 import time
 from typing import Dict, List, Optional, Sequence
 
 from txl_tf.model.config import TransformerXLConfig, check_against_saved
 from txl_tf.training.errors import TrainError
+from untrusted_files import reading, schema
+from untrusted_files.errors import UntrustedFileError
 
 FLAGS_FILE = "flags.txt"
 # Config fields a resumed run may change, with a note (mem_len: see `memory_fits`).
@@ -45,10 +46,12 @@ def parse_flags_text(text: str) -> Dict[str, str]:
 
 
 def _read(path: str) -> str:
+    """The text of a file of model_dir (read as one from elsewhere), "" when it is missing,
+    unreadable or refused."""
     try:
-        with open(path) as f:
-            return f.read()
-    except (OSError, UnicodeDecodeError):
+        return reading.read_text(path, inside=os.path.dirname(os.path.abspath(path)),
+                                 max_bytes=reading.MAX_JSON_BYTES)
+    except (OSError, UntrustedFileError):
         return ""
 
 
@@ -93,11 +96,9 @@ CORPUS_INFO = "corpus-info.json"  # written into model_dir by the data source's 
 
 
 def _vocab_checksum(directory: str) -> Optional[str]:
-    try:
-        return json.loads(_read(os.path.join(directory, CORPUS_INFO)) or "{}").get(
-            "vocab_checksum")
-    except (ValueError, AttributeError):
-        return None
+    info = reading.read_json_or_none(os.path.join(directory, CORPUS_INFO),
+                                     schema=schema.INFO_FIELDS_SCHEMA)
+    return None if info is None else info.get("vocab_checksum")
 
 
 def check_data(model_dir: str, data_dir: str) -> None:

@@ -1,6 +1,5 @@
 """`starting_point`: the step and memory a run starts from, restored from model_dir's newest
 checkpoint, warm-started from --init_checkpoint, or fresh."""
-import json
 import os
 from typing import Optional
 
@@ -12,15 +11,13 @@ from txl_tf.training.lr_schedule import schedule_change_notice, schedule_flags
 from txl_tf.training.run_record import resume_check
 from txl_tf.training.run_record.warm_start import warm_start
 from txl_tf.training.training_run import TrainingRun
+from untrusted_files import reading
 
 
 def read_json(path: str):
-    """The JSON value of `path`, or None when it is missing or unreadable."""
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
+    """The JSON value of `path` (a file of model_dir, read as one from elsewhere), or None
+    when it is missing, unreadable or refused."""
+    return reading.read_json_or_none(path)
 
 
 def starting_point(run: TrainingRun, step: Optional[int], memory) -> tuple:
