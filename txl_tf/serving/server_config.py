@@ -20,12 +20,13 @@ import hashlib
 import json
 import math
 import os
-import stat
 import sys
 from typing import Callable, Dict
 
 from txl_tf.serving.limits import ServingLimits
 from txl_tf.storage.atomic_writes import write_json_atomic, write_text_atomic
+from untrusted_files import reading
+from untrusted_files.errors import UntrustedFileError
 
 MODELS_CONFIG = "models.config"
 BATCHING_PARAMETERS = "batching_parameters.txt"
@@ -86,16 +87,12 @@ def _sha256(data: bytes) -> str:
 def _read_small(path: str):
     """The bytes of regular file `path` (not followed through a symbolic link), None when there
     is nothing at `path`, or False when it is something else or larger than `_MAX_READ`."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_READ:
-        return False
     try:
-        with open(path, "rb") as f:
-            return f.read(_MAX_READ + 1)
-    except OSError:
+        return reading.read_bytes(path, inside=os.path.dirname(os.path.abspath(path)),
+                                  max_bytes=_MAX_READ)
+    except (OSError, UntrustedFileError):
         return False
 
 

@@ -5,11 +5,11 @@ config.json; every reader of the directory (`load_model`, so evaluate.py, genera
 export.py and `from_preset`) adds the same adapters before restoring, and a resumed run keeps
 them. Without the file a directory holds a plain model.
 """
-import json
 import os
 from typing import Optional
 
 from txl_tf.storage.atomic_writes import write_json_atomic
+from untrusted_files import reading
 
 LORA_FILE = "lora.json"
 
@@ -21,17 +21,16 @@ def read_lora_record(model_dir: str) -> Optional[dict]:
       ValueError: the file is not such a record (one line naming it).
     """
     path = os.path.join(model_dir, LORA_FILE)
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         return None
+    fix = 'write it again as {"rank": 8, "targets": ["qkv", "o"]} or remove it'
+    record = reading.read_json(path, inside=model_dir, error=ValueError, name=path, fix=fix)
     try:
-        with open(path, encoding="utf-8") as f:
-            record = json.load(f)
         rank, targets = record["rank"], [str(t) for t in record["targets"]]
         if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
             raise ValueError(f"rank {rank!r} is not a positive integer")
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{path} is not a LoRA record ({error}); write it again as "
-                         '{"rank": 8, "targets": ["qkv", "o"]} or remove it.') from None
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path} is not a LoRA record ({error}); {fix}.") from None
     return {"rank": rank, "targets": targets}
 
 
