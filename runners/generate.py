@@ -69,7 +69,7 @@ def main(argv):
         cli.quiet_start()  # load_config reads the model directory with TensorFlow
         from txl_tf.inference.generation import check_generation_fits
         from txl_tf.model.memory_estimate import check_weights_fit
-        from txl_tf.training.step_compilation import choose_generation
+        from txl_tf.devices.step_compilation import choose_generation
         config = txl_tf.load_config(o.model_dir)
         check_weights_fit(config, source=f"{o.model_dir}/config.json")
         compiled = not o.stream and choose_generation(o.jit_compile).mode is not None

@@ -181,7 +181,7 @@ def _recipes(part, record, options, measured, work):
 
 def _top_op_types(logdir, top=12):
     """[[op type or XLA instruction kind, self milliseconds]] of the host's threads in the
-    newest trace under logdir (`txl_tf/training/profile_summary.py`); [] without one."""
+    newest trace under logdir (`txl_tf/training/measurement/profile_summary.py`); [] without one."""
     try:
         _, by_type = profile_summary.self_times(profile_summary.read_newest_trace(logdir))
     except (OSError, ValueError, DecodeError):  # no trace written, or one that does not parse
