@@ -87,8 +87,8 @@ def test_a_trained_variant_is_not_trained_again(first_run):
 
 @pytest.mark.parametrize("flag, message", [
     ("--variants=ours-rec-full,nope", "--variants must be distinct names"),
-    ("--eval_multiples=1,x", "--eval_multiples must be integers >= 1"),
-    ("--eval_multiples=0", "--eval_multiples must be integers >= 1"),
+    ("--eval_multiples=1,x", "--eval_multiples items must each be an integer in [1, "),
+    ("--eval_multiples=0", "--eval_multiples must be an integer in [1, "),
     ("--attn_type=0", "--attn_type is set by each variant"),
     ("--nohalf_loss", "--half_loss is set by each variant"),
 ])

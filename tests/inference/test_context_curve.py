@@ -69,7 +69,7 @@ def test_command_line_prints_one_line_per_length_and_the_json(model_dir, synthet
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--mem_lens=0,-4"], "--mem_lens entries must be integers >= 0, got '-4'"),
+    (["--mem_lens=0,-4"], "--mem_lens must be an integer in [0, 2147483647] (memory lengths), got -4"),
     (["--mem_lens=0,x"], "got 'x'"),
     (["--mem_lens=0,4", "--mem_len=8"], "give --mem_len or --mem_lens, not both"),
 ])
