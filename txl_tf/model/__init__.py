@@ -2,6 +2,7 @@
 
   transformer_xl     TransformerXL: the language model, with memory as explicit state
   config             TransformerXLConfig: every hyperparameter of the reference, validated
+  context_settings   ContextSettings: tgt_len, mem_len, clamp_len, same_length as one value
   config_template    ConfigTemplate: a configuration whose vocabulary is the data's
   attention_variants one record per attention mechanism (Table 6), naming the layer it builds
   flops              model FLOPs of a step, from the configuration (MFU, duration estimate)
@@ -16,6 +17,7 @@ from txl_tf.runtime.lazy_exports import lazy_exports
 # public name -> the module that defines it
 _EXPORTS = {
     "ConfigError": "txl_tf.model.config",
+    "ContextSettings": "txl_tf.model.context_settings",
     "TransformerXLConfig": "txl_tf.model.config",
     "TransformerXL": "txl_tf.model.transformer_xl",
 }
