@@ -18,14 +18,15 @@ import os
 import shlex
 import warnings
 
-from tf_records import atomic
+from tf_records import atomic, data_dir_layout
 from tf_records.errors import VocabularyMismatchError
 from tf_records.vocab import vocabulary
 from untrusted_files import schema as s
 
 FORMAT = "txl-tf-records-v1"
-CORPUS_INFO = "corpus-info.json"
-VOCAB_FILE = "vocab.txt"
+# The names, owned by data_dir_layout, under the names prepared_data.py and others import
+CORPUS_INFO = data_dir_layout.CORPUS_INFO_FILE
+VOCAB_FILE = data_dir_layout.VOCAB_FILE
 CORPUS_INFO_KEYS = ("dataset", "level", "vocab_size")
 CORPUS_INFO_SCHEMA = s.CORPUS_INFO_SCHEMA
 MODEL_INFO_SCHEMA = s.MODEL_INFO_SCHEMA
@@ -40,12 +41,12 @@ def read_corpus_info(data_dir):
     Raises:
       RecordsCorruptError: the file is not JSON or lacks one of `CORPUS_INFO_KEYS`.
     """
-    path = os.path.join(data_dir, CORPUS_INFO)
+    path = os.path.join(data_dir, data_dir_layout.CORPUS_INFO_FILE)
     if not os.path.exists(path):
         return None
     info = atomic.read_json(path, schema=CORPUS_INFO_SCHEMA, fix=(
         f"restore it, or delete {data_dir} and prepare it again with runners/prepare_data.py"))
-    vocab_path = os.path.join(data_dir, VOCAB_FILE)
+    vocab_path = os.path.join(data_dir, data_dir_layout.VOCAB_FILE)
     if "vocab_checksum" not in info and os.path.exists(vocab_path):
         info["vocab_checksum"] = vocabulary.file_checksum(vocab_path, info["level"])
         warnings.warn(f"{path} records no vocab_checksum (prepared by an older version): "
@@ -64,7 +65,7 @@ def check_vocab_file(data_dir, info):
       VocabularyMismatchError: `vocab.txt` is missing, or was edited or replaced after preparing
         (its checksum differs from the recorded `vocab_checksum`).
     """
-    path = os.path.join(data_dir, VOCAB_FILE)
+    path = os.path.join(data_dir, data_dir_layout.VOCAB_FILE)
     command = base_command(data_dir, info)
     if not os.path.exists(path):
         raise VocabularyMismatchError(
@@ -73,7 +74,8 @@ def check_vocab_file(data_dir, info):
     got = vocabulary.file_checksum(path, info["level"])
     if got != info.get("vocab_checksum", got):
         raise VocabularyMismatchError(
-            f"{path} does not match {os.path.join(data_dir, CORPUS_INFO)} (vocabulary checksum "
+            f"{path} does not match "
+            f"{os.path.join(data_dir, data_dir_layout.CORPUS_INFO_FILE)} (vocabulary checksum "
             f"{got}, prepared as {info['vocab_checksum']}): it was edited or replaced. Restore "
             f"the original, or delete {path} and re-make it with: {command}")
 

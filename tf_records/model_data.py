@@ -15,6 +15,7 @@ Example:
 import os
 from typing import Optional
 
+from tf_records import data_dir_layout
 from tf_records.prepared_data import PreparedData, unigram_entropy
 from tf_records.records.reader import dataset_from_tokens
 from tf_records.vocab import model_vocab
@@ -72,7 +73,7 @@ class ModelData:
     """
 
     def has_vocabulary(self, model_dir: str) -> bool:
-        return os.path.isfile(os.path.join(model_dir, model_vocab.VOCAB_FILE))
+        return os.path.isfile(os.path.join(model_dir, data_dir_layout.VOCAB_FILE))
 
     def model_text(self, model_dir: str, vocab_size: Optional[int] = None,
                    vocab_file: Optional[str] = None) -> ModelText:
@@ -101,7 +102,7 @@ class ModelData:
         input_fn = data.input_fn(split, layout, verify="checksum", vocab_size=vocab_size,
                                  make_from_cache=True, progress=progress)
         made_with = input_fn.metadata.get("vocab_checksum")
-        vocab_path = os.path.join(model_dir, model_vocab.VOCAB_FILE)
+        vocab_path = os.path.join(model_dir, data_dir_layout.VOCAB_FILE)
         if os.path.isfile(vocab_path):
             ours = model_vocab.load_model_vocab(model_dir, vocab_size).vocab.checksum()
             if made_with not in (None, ours):

@@ -19,7 +19,7 @@ import os
 import sys
 import time
 
-from tf_records import atomic, corpus_info
+from tf_records import atomic, corpus_info, data_dir_layout
 from tf_records.corpora import get_corpus
 from tf_records.errors import DataError
 from tf_records.records import metadata, store, stream_cache
@@ -97,7 +97,7 @@ def _check_existing(data_dir, dataset, corpus):
     info = corpus_info.read_corpus_info(data_dir)
     if info is None:
         return None
-    if os.path.exists(os.path.join(data_dir, corpus_info.VOCAB_FILE)):
+    if os.path.exists(os.path.join(data_dir, data_dir_layout.VOCAB_FILE)):
         corpus_info.check_vocab_file(data_dir, info)
     if info.get("dataset") != dataset:
         raise DataError(f"{data_dir} already holds {info.get('dataset')}, not {dataset}. Use "
@@ -108,7 +108,7 @@ def _check_existing(data_dir, dataset, corpus):
 
 def _is_cached(data_dir, info, descs) -> bool:
     """Whether the vocabulary and every split's token cache are there and belong together."""
-    return (info is not None and os.path.exists(os.path.join(data_dir, corpus_info.VOCAB_FILE))
+    return (info is not None and os.path.exists(os.path.join(data_dir, data_dir_layout.VOCAB_FILE))
             and all(d is not None and d["vocab_checksum"] == info["vocab_checksum"]
                     for d in descs.values()))
 
@@ -119,7 +119,7 @@ def _build(dataset, corpus, data_dir, raw_path, download, progress, descs):
     built = corpus.build(data_dir, raw_path=raw_path, download=download, progress=progress)
     vocab = built.vocab
     checksum = vocab.checksum()
-    vocab.save(os.path.join(data_dir, corpus_info.VOCAB_FILE))
+    vocab.save(os.path.join(data_dir, data_dir_layout.VOCAB_FILE))
     for split, tokens in built.streams.items():
         descs[split] = stream_cache.save(data_dir, split, tokens, checksum)
     info = {
@@ -138,7 +138,7 @@ def _build(dataset, corpus, data_dir, raw_path, download, progress, descs):
         "num_tokens": {s: d["num_tokens"] for s, d in descs.items()},
         **built.info,
     }
-    atomic.write_json(os.path.join(data_dir, corpus_info.CORPUS_INFO), info)
+    atomic.write_json(os.path.join(data_dir, data_dir_layout.CORPUS_INFO_FILE), info)
     warning = too_small_warning("train", info["num_tokens"].get("train", 0), len(vocab),
                                 vocab.level) if "train" in descs else None
     if warning:

@@ -7,8 +7,8 @@ from typing import Optional
 from absl import app
 
 from tf_records.corpora import CORPORA
-from tf_records.corpus_info import CORPUS_INFO
-from txl_tf.model.config import CONFIG_FILE, missing_config_message
+from tf_records.data_dir_layout import CORPUS_INFO_FILE as DATA_CORPUS_INFO
+from txl_tf.storage import model_dir_layout
 from txl_tf.storage.text_files import regular_file_problem
 from untrusted_files import dir_kinds, reading, schema
 
@@ -77,8 +77,9 @@ def _recorded_data_dir(model_dir: Optional[str]) -> Optional[str]:
     None for a new run."""
     if not model_dir:
         return None
-    info = reading.read_json_or_none(os.path.join(model_dir, CORPUS_INFO),
-                                     schema=schema.INFO_FIELDS_SCHEMA)
+    info = reading.read_json_or_none(
+        model_dir_layout.path(model_dir, model_dir_layout.CORPUS_INFO_FILE),
+        schema=schema.INFO_FIELDS_SCHEMA)
     return None if info is None else info.get("data_dir")
 
 
@@ -106,7 +107,7 @@ def check_data_dir(data_dir: str, dataset_given: bool, default: str,
     if not data_dir or "://" in data_dir:
         return
     dir_kinds.check_kind(data_dir, dir_kinds.DATA, f"--data_dir={data_dir}", app.UsageError)
-    if os.path.isfile(os.path.join(data_dir, CORPUS_INFO)):
+    if os.path.isfile(os.path.join(data_dir, DATA_CORPUS_INFO)):
         return
     recorded = _recorded_data_dir(model_dir)
     if recorded and not _same_path(recorded, data_dir):
@@ -120,7 +121,7 @@ def check_data_dir(data_dir: str, dataset_given: bool, default: str,
     where = (f"did you mean --data_dir={nearest}?" if nearest
              else "no prepared data directory is beside it.")
     raise app.UsageError(
-        f"--data_dir={data_dir} is not a prepared data directory ({CORPUS_INFO} not found); "
+        f"--data_dir={data_dir} is not a prepared data directory ({DATA_CORPUS_INFO} not found); "
         f"{where} To make a new corpus there, say which: --dataset=NAME ({', '.join(CORPORA)}).")
 
 
@@ -138,5 +139,5 @@ def check_model_dirs(**paths) -> None:
                 continue
             if os.path.exists(path) and not os.path.isdir(path):
                 continue  # check_directories says it is a file
-            if not os.path.isfile(os.path.join(path, CONFIG_FILE)):
-                raise app.UsageError(missing_config_message(path))
+            if not os.path.isfile(model_dir_layout.config_path(path)):
+                raise app.UsageError(model_dir_layout.missing_config_message(path))

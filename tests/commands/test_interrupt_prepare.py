@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tf_records.corpus_info import CORPUS_INFO, VOCAB_FILE
+from tf_records.data_dir_layout import CORPUS_INFO_FILE, VOCAB_FILE
 from tf_records.records import stream_cache
 from tiny import TRAIN_FLAGS
 
@@ -62,7 +62,7 @@ def test_sigterm_while_building_leaves_no_half_written_data_dir(tmp_path, comman
     names = os.listdir(data_dir) if data_dir.exists() else []
     assert not [n for n in names if ".tmp" in n], names
     assert not glob.glob(str(data_dir / "record_info-*")), names  # the records were not done
-    if CORPUS_INFO in names:  # looks prepared: then it is
+    if CORPUS_INFO_FILE in names:  # looks prepared: then it is
         assert VOCAB_FILE in names
         for split in ("train", "valid", "test"):
             assert stream_cache.load(str(data_dir), split, verify=True).size > 0

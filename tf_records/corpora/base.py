@@ -14,6 +14,7 @@ import zlib
 import numpy as np
 
 from tf_records import download as download_lib
+from tf_records.data_dir_layout import RAW_DIR
 from tf_records.corpora.options import CorpusOptions
 from tf_records.errors import CorpusError, DataError
 from tf_records.text.tokenize import TextRules
@@ -95,7 +96,7 @@ class Corpus:
         if url == self.OPTIONS.get("url") and self.options.get("verify_checksum", True):
             checks = {**self.ARCHIVE_CHECKS, **checks}  # the published archive's checksum
         name = name or self.archive_name
-        dest = os.path.join(data_dir, "raw", name)
+        dest = os.path.join(data_dir, RAW_DIR, name)
         if os.path.exists(dest):
             return dest
         if not download:

@@ -22,6 +22,7 @@ from tf_records.corpora.base import BuiltCorpus, Corpus, check_nonempty, decoded
 from tf_records.corpora.options import (BACKEND_HELP, BACKENDS, URL_HELP, CorpusOptions,
                                         Option)
 from tf_records import download as download_lib
+from tf_records.data_dir_layout import RAW_DIR
 from tf_records.errors import CorpusError, VocabularyError
 from tf_records.text.tokenize import TextRules, encode_word_lines
 from tf_records.vocab.vocabulary import Vocabulary
@@ -72,7 +73,8 @@ class OneBillionWord(Corpus):
 
     def build(self, data_dir, raw_path=None, download=True, progress=True):
         path = self.obtain_archive(data_dir, raw_path, download, progress)
-        vocab_path = self.options["vocab_path"] or os.path.join(data_dir, "raw", "1b_word_vocab.txt")
+        vocab_path = (self.options["vocab_path"]
+                      or os.path.join(data_dir, RAW_DIR, "1b_word_vocab.txt"))
         if not os.path.exists(vocab_path) and not self.options["vocab_path"] and download:
             download_lib.fetch(self.options["vocab_url"], vocab_path, progress=progress)
         vocab = load_published_vocab(vocab_path)

@@ -26,6 +26,7 @@ import json
 import os
 import shlex
 
+from tf_records import data_dir_layout
 from tf_records.corpus_info import read_corpus_info
 from tf_records.errors import RecordsCorruptError
 from tf_records.records.layout import LAST_SEGMENT_POLICIES, RecordLayout
@@ -55,12 +56,12 @@ LAYOUT_SCHEMA = s.Obj(META_FIELDS, required=LAYOUT_KEYS)
 
 def record_file(layout: RecordLayout, split: str, host: int) -> str:
     """File name (relative to data_dir) of `host`'s records."""
-    return f"{layout.basename(split)}.host-{host:03d}.tfrecords"
+    return data_dir_layout.record_file(layout.basename(split), host)
 
 
 def info_file(layout: RecordLayout, split: str) -> str:
     """Metadata file name (relative to data_dir)."""
-    return f"record_info-{layout.basename(split)}.json"
+    return data_dir_layout.info_file(layout.basename(split))
 
 
 def info_checksum(meta: dict) -> str:

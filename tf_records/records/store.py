@@ -21,8 +21,8 @@ meta["paths"][0], meta["num_steps"], meta["written"]
 import glob
 import os
 
-from tf_records import atomic
-from tf_records.corpus_info import VOCAB_FILE, check_vocab_file, read_corpus_info
+from tf_records import atomic, data_dir_layout
+from tf_records.corpus_info import check_vocab_file, read_corpus_info
 from tf_records.errors import (DataDirError, RecordsCorruptError, RecordsMismatchError,
                                RecordsNotFoundError)
 from tf_records.progress import Progress
@@ -47,7 +47,8 @@ def check_data_dir(data_dir):
 def _missing_error(data_dir, split, layout: RecordLayout, command: str):
     """The error for records of `layout` that do not exist: a `RecordsMismatchError` listing
     how the records of other layouts differ, else a `RecordsNotFoundError`."""
-    others = sorted(glob.glob(os.path.join(glob.escape(data_dir), f"record_info-{split}.*.json")))
+    pattern = data_dir_layout.info_file_pattern(split)
+    others = sorted(glob.glob(os.path.join(glob.escape(data_dir), pattern)))
     if not others:
         return RecordsNotFoundError(
             f"no {split} records in {data_dir} for layout {layout.basename(split)}. Make them "
@@ -115,7 +116,7 @@ def find_records(data_dir, split, layout: RecordLayout, vocab_size=None, verify=
     diffs = metadata.diff(meta, layout, vocab_size)
     if info is not None and info.get("vocab_checksum") != meta["vocab_checksum"]:
         diffs.append(f"vocab_checksum: records have {meta['vocab_checksum']}, {data_dir}/"
-                     f"{VOCAB_FILE} has {info.get('vocab_checksum')}")
+                     f"{data_dir_layout.VOCAB_FILE} has {info.get('vocab_checksum')}")
     if diffs:
         raise _mismatch_error(data_dir, split, diffs, command)
     _with_paths(data_dir, meta)

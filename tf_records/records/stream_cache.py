@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 
-from tf_records import atomic
+from tf_records import atomic, data_dir_layout
 from tf_records.errors import RecordsCorruptError
 from tf_records.records.streams import tokens_sha256
 from untrusted_files import reading
@@ -21,8 +21,8 @@ CACHE_SCHEMA = s.Obj({"num_tokens": s.Int(0, s.INT64_MAX // 4), "sha256": s.Str(
 
 
 def paths(data_dir, split):
-    base = os.path.join(data_dir, f"{split}.ids")
-    return base + ".bin", base + ".json"
+    """(`<split>.ids.bin`, `<split>.ids.json`) of `data_dir` (`data_dir_layout`)."""
+    return data_dir_layout.stream_cache_paths(data_dir, split)
 
 
 def save(data_dir, split, tokens: np.ndarray, vocab_checksum: str) -> dict:

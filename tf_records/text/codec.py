@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from tf_records import corpus_info
+from tf_records import corpus_info, data_dir_layout
 from tf_records.errors import DataError
 from tf_records.vocab.model_vocab import load_vocab
 from tf_records.text.tokenize import TextRules, decode_ids, encode_text
@@ -19,7 +19,8 @@ def _resolve(source, vocab):
     if isinstance(source, (str, os.PathLike)):
         info = corpus_info.read_corpus_info(source)
         if info is None:
-            raise DataError(f"{source} has no {corpus_info.CORPUS_INFO}; run runners/prepare_data.py.")
+            raise DataError(f"{source} has no {data_dir_layout.CORPUS_INFO_FILE}; run "
+                            "runners/prepare_data.py.")
         return info, vocab or load_vocab(source, info)
     if isinstance(source, dict):
         if vocab is None:

@@ -10,7 +10,7 @@ import os
 
 from tf_records import atomic
 from tf_records.errors import VocabularyImportError
-from tf_records.vocab.model_vocab import CORPUS_INFO_FILE, VOCAB_FILE
+from tf_records.data_dir_layout import CORPUS_INFO_FILE, VOCAB_FILE
 from tf_records.vocab.text_rules import TextRules
 from tf_records.vocab.vocabulary import Vocabulary
 

@@ -24,14 +24,12 @@ import os
 from typing import Optional
 
 from tf_records import atomic
-from tf_records.corpus_info import (CORPUS_INFO, MODEL_INFO_SCHEMA, VOCAB_FILE,
-                                    check_vocab_file, read_corpus_info)
+from tf_records.corpus_info import MODEL_INFO_SCHEMA, check_vocab_file, read_corpus_info
+from tf_records.data_dir_layout import CORPUS_INFO_FILE, VOCAB_FILE
 from tf_records.errors import DataError, VocabularyError
 from tf_records.vocab.text_rules import TextRules
 from tf_records.vocab.vocabulary import Vocabulary
 from untrusted_files.schema import INFO_FIELDS_SCHEMA
-
-CORPUS_INFO_FILE = CORPUS_INFO
 
 
 class ModelVocabError(VocabularyError):

@@ -39,6 +39,7 @@ import keras
 import tensorflow as tf
 from keras.src.saving import saving_lib  # the HDF5 store of save_weights: weights_file_bytes
 
+from txl_tf.storage import model_dir_layout as layout
 from txl_tf.storage import model_files
 from txl_tf.storage.atomic_writes import (atomic_directory, recover_directory, swap_names,
                                   write_json_atomic)
@@ -53,12 +54,12 @@ from txl_tf.storage.weight_counts import (ExtraWeightsError, check_no_extra_weig
                                   check_weights_file, keras_file_weights)
 from untrusted_files import dir_kinds, reading
 
-CONFIG_FILE = model_files.CONFIG_FILE
-WEIGHTS_FILE = "model.weights.h5"
-PREPROCESSOR_FILE = "preprocessor.json"
-METADATA_FILE = "metadata.json"
-VOCAB_FILES = ("vocab.txt", "corpus-info.json")
-PRESET_FILES = (CONFIG_FILE, WEIGHTS_FILE, PREPROCESSOR_FILE, METADATA_FILE) + VOCAB_FILES
+CONFIG_FILE = layout.CONFIG_FILE
+WEIGHTS_FILE = layout.PRESET_WEIGHTS_FILE
+PREPROCESSOR_FILE = layout.PRESET_PREPROCESSOR_FILE
+METADATA_FILE = layout.PRESET_METADATA_FILE
+VOCAB_FILES = layout.VOCAB_FILES
+PRESET_FILES = layout.PRESET_FILES
 
 # The preprocessor of a model directory's vocab.txt and corpus-info.json: what a preset's
 # preprocessor.json holds for it. Data, not an import: its module is imported (from
@@ -403,7 +404,7 @@ def model_dir_source(model_dir, checkpoint=model_files.LATEST) -> dict:
     what train_summary.json or import.json record."""
     choice = model_files.choose_checkpoint(model_dir, checkpoint)
     source = {"model_dir": os.path.abspath(model_dir), **choice.to_json()}
-    for name in ("train_summary.json", "import.json"):
+    for name in (layout.TRAIN_SUMMARY_FILE, layout.IMPORT_FILE):
         path = os.path.join(model_dir, name)
         if os.path.lexists(path):
             source[os.path.splitext(name)[0]] = _read_json(path)

@@ -35,8 +35,7 @@ from txl_tf.commands.train import train
 from txl_tf.commands.train_options import TrainOptions
 from txl_tf.model.config_template import ConfigTemplate
 from txl_tf.training.reporting.tensorboard import format_duration, metric_name, metric_value
-
-CURVE_DIR = "eval-attn"
+from txl_tf.storage.model_dir_layout import ATTENTION_CURVE_DIR
 
 
 def train_variant(variant: Variant, options: TrainOptions, template: ConfigTemplate,
@@ -88,7 +87,7 @@ def evaluate_variant(variant: Variant, model_dir: str, rows, multiples: Sequence
 def write_attention_curve(result: dict, model_dir: str) -> None:
     """eval_attn/loss and eval_attn/<bpc|ppl> at step = attention length, in
     model_dir/eval-attn (rewritten on every evaluation)."""
-    directory = os.path.join(model_dir, CURVE_DIR)
+    directory = os.path.join(model_dir, ATTENTION_CURVE_DIR)
     shutil.rmtree(directory, ignore_errors=True)
     writer = tf.summary.create_file_writer(directory)
     with writer.as_default():

@@ -26,6 +26,7 @@ from typing import Optional
 import tensorflow as tf
 
 from txl_tf.storage import model_files
+from txl_tf.storage import model_dir_layout as layout
 from txl_tf.runtime.ranges import check_fields
 from txl_tf.commands.evaluate_options import (LAST_SEGMENTS, SPLITS,  # noqa: F401
                                               EvalInputError, EvalOptions)
@@ -41,14 +42,14 @@ def trained_data_dir(model_dir: str) -> str:
     """The data directory the model in `model_dir` was trained on: `data_dir` of
     MODEL_DIR/corpus-info.json (written by train.py), else `--data_dir` of MODEL_DIR/flags.txt.
     One line on stderr says which; EvalInputError when neither names an existing directory."""
-    info_path = os.path.join(model_dir, "corpus-info.json")
+    info_path = layout.path(model_dir, layout.CORPUS_INFO_FILE)
     data_dir, source = None, None
     if os.path.lexists(info_path):
         info = reading.read_json(info_path, inside=model_dir, error=EvalInputError,
                                  schema=schema.INFO_FIELDS_SCHEMA,
                                  fix="give --data_dir (with --split) or --text_file")
         data_dir, source = info.get("data_dir"), info_path
-    flags_path = os.path.join(model_dir, "flags.txt")
+    flags_path = layout.path(model_dir, layout.FLAGS_FILE)
     if not data_dir and os.path.lexists(flags_path):
         text = reading.read_text(flags_path, inside=model_dir, error=EvalInputError,
                                  max_bytes=reading.MAX_FLAGFILE_BYTES)
@@ -69,7 +70,7 @@ def trained_data_dir(model_dir: str) -> str:
 
 def trained_level(model_dir: str) -> Optional[str]:
     """The level (byte, char, word) MODEL_DIR/corpus-info.json records, or None."""
-    info = reading.read_json_or_none(os.path.join(model_dir, "corpus-info.json"),
+    info = reading.read_json_or_none(layout.path(model_dir, layout.CORPUS_INFO_FILE),
                                      schema=schema.INFO_FIELDS_SCHEMA)
     return None if info is None else info.get("level")
 
@@ -81,7 +82,7 @@ class EvalOutputError(OSError):
 
 def _tb_dir(options: EvalOptions, split: str) -> str:
     return (options.tb_dir if options.tb_dir is not None
-            else os.path.join(options.model_dir, f"eval-{split}"))
+            else layout.eval_dir(options.model_dir, split))
 
 
 def check_tb_dir(tb_dir: str) -> None:
@@ -167,7 +168,7 @@ def split_streams(options: EvalOptions, config, data: TextData) -> EvalStreams:
 
 def write_summaries(out: dict, tb_dir: str, unit: str) -> None:
     """The loss and `unit` scalars and the result as text, at the checkpoint's step."""
-    match = re.search(r"ckpt-(\d+)$", out["checkpoint"] or "")
+    match = re.search(rf"{layout.CHECKPOINT_NAME}-(\d+)$", out["checkpoint"] or "")
     step = out["checkpoint_step"]
     if step is None:
         step = int(match.group(1)) if match else 0

@@ -13,6 +13,7 @@ from typing import Optional
 import tensorflow as tf
 
 from txl_tf.storage import model_files
+from txl_tf.storage import model_dir_layout
 from txl_tf.commands.inference_model import load_inference_model
 from txl_tf.runtime.error_text import one_line
 from txl_tf.model.data_interfaces import TextData
@@ -30,7 +31,7 @@ def check_paths(model_dir, export_dir):
         what = "is not a directory" if os.path.exists(model_dir) else "does not exist"
         raise ExportInputError(f"--model_dir {model_dir} {what}: give the directory of a "
                                "trained (runners/train.py) or imported model.")
-    if not os.path.isfile(os.path.join(model_dir, "config.json")):
+    if not os.path.isfile(model_dir_layout.config_path(model_dir)):
         raise ExportInputError(f"--model_dir {model_dir} has no config.json: it is not a "
                                "txl-tf model directory (train or import a model into it first).")
 

@@ -24,8 +24,7 @@ from txl_tf.model.config import TransformerXLConfig
 from txl_tf.model.transformer_xl import TransformerXL
 from txl_tf.storage.model_files import save_model
 from untrusted_files import dir_kinds
-
-IMPORT_INFO_FILE = "import.json"
+from txl_tf.storage.model_dir_layout import CHECKPOINT_STATE_FILE, IMPORT_FILE
 
 
 def _build(fields, map_fn):
@@ -78,7 +77,7 @@ def check_new_model_dir(model_dir):
 
 
 def _check_no_checkpoint(model_dir):
-    if os.path.exists(os.path.join(model_dir, "checkpoint")):
+    if os.path.exists(os.path.join(model_dir, CHECKPOINT_STATE_FILE)):
         raise WeightImportError(f"{model_dir} already holds a checkpoint; import into a new "
                                 "directory so that load_model cannot pick up another model.")
 
@@ -92,7 +91,7 @@ def write_model_dir(model, model_dir, report):
     _check_no_checkpoint(model_dir)  # its vocabulary is written by now
     path = save_model(model, model_dir)
     info = dict(report, checkpoint=os.path.basename(path))
-    write_text_atomic(os.path.join(model_dir, IMPORT_INFO_FILE),
+    write_text_atomic(os.path.join(model_dir, IMPORT_FILE),
                       json.dumps(info, indent=2, sort_keys=True) + "\n")
     return path
 

@@ -29,13 +29,13 @@ import os
 from typing import Optional
 
 from untrusted_files import reading, schema
+from txl_tf.storage.model_dir_layout import CORPUS_INFO_FILE
 
 LN2 = math.log(2.0)
 CHAR_LEVELS = ("byte", "char", "character")
 WORD_LEVELS = ("word",)
 _DECIMALS = {"bpc": 4, "ppl": 2, "bits_per_token": 4}
 _SYMBOLS = {"byte": "bytes", "char": "characters", "character": "characters", "word": "words"}
-CORPUS_INFO = "corpus-info.json"  # the data's description, copied into a model directory
 # A word-level corpus is starved below this many training tokens per vocabulary entry (the
 # data side warns at the same figure when it prepares one) ...
 MIN_TOKENS_PER_TYPE = 20
@@ -152,7 +152,7 @@ class CorpusFacts:
     def from_model_dir(cls, model_dir: str, split: str = "valid") -> Optional["CorpusFacts"]:
         """The facts of the corpus-info.json a model directory holds (a copy of its data's),
         or None."""
-        info = reading.read_json_or_none(os.path.join(model_dir, CORPUS_INFO),
+        info = reading.read_json_or_none(os.path.join(model_dir, CORPUS_INFO_FILE),
                                          schema=schema.INFO_FIELDS_SCHEMA)
         return None if info is None else cls.from_info(info, split)
 

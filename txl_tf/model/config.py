@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from typing import Any, Mapping, Optional, Tuple
 
 from txl_tf.model.attention_variants import attention_variant, attention_variants, attn_type_help
@@ -15,7 +14,6 @@ from txl_tf.runtime.ranges import Range, check_fields
 from untrusted_files import reading
 
 
-CONFIG_FILE = "config.json"  # the configuration in a model directory
 INT32_MAX = 2**31 - 1
 # The deepest stack built: the paper's largest models have 24 layers.
 MAX_N_LAYER = 1024
@@ -23,14 +21,6 @@ MAX_N_LAYER = 1024
 
 class ConfigError(ValueError):
     """An impossible or inconsistent `TransformerXLConfig`."""
-
-
-def missing_config_message(model_dir: str) -> str:
-    """The line for a model directory without config.json (checked before TensorFlow loads by
-    the runners, and by `model_files.load_config`)."""
-    return (f"{os.path.join(model_dir, CONFIG_FILE)} not found: {model_dir!r} is not a txl-tf "
-            "model directory (train one with runners/train.py, import one with "
-            "runners/import_weights.py, or save one with txl_tf.save_model).")
 
 
 @dataclasses.dataclass(frozen=True)

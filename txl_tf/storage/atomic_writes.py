@@ -15,7 +15,7 @@ import re
 import shutil
 import uuid
 
-TMP_PREFIX = ".tmp-"  # temporary files of an atomic write; a name no other file of model_dir has
+from txl_tf.storage.model_dir_layout import TMP_PREFIX
 
 
 def write_text_atomic(path: str, text: str) -> None:

@@ -22,6 +22,7 @@ from typing import Dict, List, Optional
 import tensorflow as tf
 
 from txl_tf.runtime.error_text import first_line
+from txl_tf.storage.model_dir_layout import CHECKPOINT_NAME
 from untrusted_files import reading
 
 # Errors of reading a damaged checkpoint: a missing/garbage .index (NotFoundError, DataLossError
@@ -91,7 +92,7 @@ def checkpoint_problem(checkpoint_path: str) -> Optional[str]:
     return None
 
 
-def checkpoint_files(directory: str, name: str = "ckpt") -> Dict[int, List[str]]:
+def checkpoint_files(directory: str, name: str = CHECKPOINT_NAME) -> Dict[int, List[str]]:
     """The checkpoint files of `directory` by checkpoint number, found by listing it (the
     `checkpoint` state file is not needed): {60: ["ckpt-60.data-00000-of-00001",
     "ckpt-60.index"], ...}."""

@@ -39,7 +39,7 @@ import stat
 import time
 from typing import Optional, Tuple
 
-LOCK_FILE = ".lock"
+from txl_tf.storage.model_dir_layout import LOCK_FILE
 
 
 class DirectoryInUseError(RuntimeError):

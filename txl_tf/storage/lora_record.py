@@ -10,8 +10,7 @@ from typing import Optional
 
 from txl_tf.storage.atomic_writes import write_json_atomic
 from untrusted_files import reading
-
-LORA_FILE = "lora.json"
+from txl_tf.storage.model_dir_layout import LORA_FILE
 
 
 def read_lora_record(model_dir: str) -> Optional[dict]:

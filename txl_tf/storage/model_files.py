@@ -1,17 +1,13 @@
-"""The files of a txl-tf model directory: what it holds, and saving, choosing and loading them.
+"""The files of a txl-tf model directory: saving, choosing and loading them.
 
-Layout of `model_dir`:
-  config.json           the `TransformerXLConfig` (JSON, written atomically);
-  checkpoint, ckpt-N.*  TF checkpoints (`tf.train.CheckpointManager`) whose root object has the
-                        model under the attribute `model`. Training checkpoints add the
-                        optimizer, step and data position beside it; `load_model` reads the
-                        model part of whichever is newest (the one the `checkpoint` state file
-                        names, or the highest ckpt-N.index when that file is unreadable); a
-                        damaged one is a `CheckpointReadError` naming it.
-  best/                 a training run's best checkpoint on validation, itself a model directory
-                        (config.json, ckpt-<step>.*, best.json: step and valid_loss);
-                        `load_model(model_dir, checkpoint="best")` reads it.
-Runners may add their own files (vocabulary, TensorBoard logs); this module ignores them.
+What the directory holds, and every name in it, is `model_dir_layout`. This module reads and
+writes the model's part: config.json and the TF checkpoints (checkpoint, ckpt-N.*) whose root
+object has the model under the attribute `model`. Training checkpoints add the optimizer, step
+and data position beside it; `load_model` reads the model part of whichever is newest (the one
+the `checkpoint` state file names, or the highest ckpt-N.index when that file is unreadable); a
+damaged one is a `CheckpointReadError` naming it. best/ is a training run's best checkpoint on
+validation, itself a model directory (with best.json: step and valid_loss);
+`load_model(model_dir, checkpoint="best")` reads it. Other files are ignored here.
 
 Which checkpoint a reader takes (`choose_checkpoint`): "latest" (the default), "best", "ckpt-N"
 (in model_dir, else in model_dir/best/), or a checkpoint path prefix.
@@ -27,18 +23,18 @@ import tensorflow as tf
 from txl_tf.storage.atomic_writes import write_json_atomic
 from txl_tf.storage.lora_record import apply_lora_record
 from txl_tf.storage import checkpoint_probes
+from txl_tf.storage import model_dir_layout as layout
+from txl_tf.storage.model_dir_layout import (BEST_DIR, BEST_FILE, CONFIG_FILE,
+                                             missing_config_message)
 from txl_tf.storage.checkpoint_probes import checkpoint_files, is_damage_error, quiet_tf_warnings
 from txl_tf.runtime.error_text import first_line
-from txl_tf.model.config import (CONFIG_FILE, ConfigError, TransformerXLConfig,
-                           missing_config_message)
+from txl_tf.model.config import ConfigError, TransformerXLConfig
 from txl_tf.model.transformer_xl import TransformerXL
 from txl_tf.storage.text_files import read_text_file
 from untrusted_files import reading, schema
 from txl_tf.storage.weight_counts import (ExtraWeightsError, check_no_extra_weights,
                                   checkpoint_model_weights)
 
-BEST_DIR = "best"         # model_dir/best/: the best checkpoint on validation of a training run
-BEST_FILE = "best.json"   # best/best.json: {"step", "valid_loss", "bpc" or "ppl"}
 LATEST, BEST = "latest", "best"
 MAX_CONFIG_BYTES = reading.MAX_CONFIG_BYTES
 
@@ -100,7 +96,7 @@ def state_file_readable(model_dir: str) -> bool:
     """Whether TensorFlow may read `model_dir`'s `checkpoint` state file: missing (TF says
     so), or a regular file inside the directory of at most `MAX_STATE_BYTES` (a named pipe
     there would block TF's read; a link out would name checkpoints elsewhere)."""
-    path = os.path.join(model_dir, "checkpoint")
+    path = os.path.join(model_dir, layout.CHECKPOINT_STATE_FILE)
     if "://" in model_dir or not os.path.lexists(path):
         return True
     try:
@@ -126,8 +122,8 @@ def latest_checkpoint(model_dir: str) -> Optional[str]:
     if path is not None and ("://" in model_dir or reading.is_inside(path, model_dir)):
         return path
     numbers = [n for n, names in checkpoint_files(model_dir).items()
-               if f"ckpt-{n}.index" in names]
-    return os.path.join(model_dir, f"ckpt-{max(numbers)}") if numbers else None
+               if f"{layout.checkpoint_basename(n)}.index" in names]
+    return layout.checkpoint_prefix(model_dir, max(numbers)) if numbers else None
 
 
 def check_checkpoint_files(checkpoint_path: str) -> None:
@@ -234,8 +230,9 @@ def checkpoint_step(checkpoint_path: str) -> Optional[int]:
 
 def _available(model_dir: str) -> str:
     """The checkpoints a --checkpoint value can name in `model_dir`, for error messages."""
-    names = [f"ckpt-{n}" for n, files in sorted(checkpoint_files(model_dir).items())
-             if f"ckpt-{n}.index" in files]
+    names = [layout.checkpoint_basename(n)
+             for n, files in sorted(checkpoint_files(model_dir).items())
+             if f"{layout.checkpoint_basename(n)}.index" in files]
     best = latest_checkpoint(os.path.join(model_dir, BEST_DIR))
     if best:
         names.append(f"best ({os.path.basename(best)})")
@@ -260,7 +257,7 @@ def _checkpoint_path(model_dir: str, which: str) -> str:
             f"--checkpoint=best: {model_dir} has no best/ directory (a training run keeps it "
             "when it evaluates on the valid split, every --eval_steps); use "
             f"--checkpoint=latest or one of: {_available(model_dir)}.")
-    if re.fullmatch(r"ckpt-\d+", which):
+    if re.fullmatch(rf"{layout.CHECKPOINT_NAME}-\d+", which):
         for directory in (model_dir, os.path.join(model_dir, BEST_DIR)):
             if tf.io.gfile.exists(os.path.join(directory, which) + ".index"):
                 return os.path.join(directory, which)

@@ -45,7 +45,5 @@ from txl_tf.training.checkpoints.errors import CheckpointError, CheckpointIOErro
 from txl_tf.training.checkpoints.saving import dropout_rng_state
 from txl_tf.training.checkpoints.train_checkpoints import TrainCheckpoints
 
-SCHEDULE_FILE = "schedule.json"
-
-__all__ = ["BestCheckpoint", "CheckpointError", "CheckpointIOError", "SCHEDULE_FILE",
+__all__ = ["BestCheckpoint", "CheckpointError", "CheckpointIOError",
            "TrainCheckpoints", "dropout_rng_state"]

@@ -15,16 +15,14 @@ import tensorflow as tf
 from txl_tf.storage.atomic_writes import atomic_directory, write_json_atomic
 from txl_tf.runtime.error_text import first_line
 from txl_tf.storage import model_files
-from txl_tf.storage.model_files import BEST_DIR, BEST_FILE
+from txl_tf.storage.model_dir_layout import (BEST_DIR, BEST_FILE, BEST_OLD, BEST_TMP_PREFIX,
+                                             CHECKPOINT_NAME)
 from txl_tf.training.checkpoints.errors import save_error
 from untrusted_files import reading, schema
 
 # best/best.json: the step and loss of the best checkpoint (more fields are shown, not used)
 BEST_SCHEMA = schema.Obj({"step": schema.Int(0), "valid_loss": schema.Num()},
                          required=("valid_loss",))
-
-BEST_TMP = ".best-tmp-"
-BEST_OLD = ".best-old"
 
 
 class BestCheckpoint:
@@ -75,11 +73,11 @@ class BestCheckpoint:
         if not self.is_chief:
             return
         try:
-            with atomic_directory(self.directory, f"{BEST_TMP}{step}-{os.getpid()}",
+            with atomic_directory(self.directory, f"{BEST_TMP_PREFIX}{step}-{os.getpid()}",
                                   BEST_OLD) as tmp:
                 model_files.save_config(self.model.config, tmp)
                 tf.train.CheckpointManager(tf.train.Checkpoint(model=self.model), tmp,
-                                           max_to_keep=1, checkpoint_name="ckpt"
+                                           max_to_keep=1, checkpoint_name=CHECKPOINT_NAME
                                            ).save(checkpoint_number=step)
                 write_json_atomic(os.path.join(tmp, BEST_FILE), record)
                 if copy_data_files is not None:

@@ -11,19 +11,18 @@ from typing import Dict, List, Optional, Tuple
 import tensorflow as tf
 
 from txl_tf.storage import model_files
+from txl_tf.storage import model_dir_layout as layout
+from txl_tf.storage.model_dir_layout import DAMAGED_DIR
 from txl_tf.storage.atomic_writes import write_text_atomic
 from txl_tf.storage.checkpoint_probes import checkpoint_files, quiet_tf_warnings
 from txl_tf.training.checkpoints.errors import CheckpointIOError
 from txl_tf.training.checkpoints.saving import ckpt_prefix
 from txl_tf.training.checkpoints.worker_memory import memory_step_dir, memory_workers
 
-DAMAGED_DIR = "damaged"
-
-
 def read_state(model_dir: str) -> Tuple[List[int], Optional[str]]:
     """The checkpoint steps the `checkpoint` state file of `model_dir` lists, and why it cannot
     be parsed or None."""
-    path = os.path.join(model_dir, "checkpoint")
+    path = os.path.join(model_dir, layout.CHECKPOINT_STATE_FILE)
     if not os.path.lexists(path):
         return [], None
     if not model_files.state_file_readable(model_dir):
@@ -38,9 +37,9 @@ def read_state(model_dir: str) -> Tuple[List[int], Optional[str]]:
         return [], "the 'checkpoint' state file cannot be parsed"
     numbers = []
     for name in list(state.all_model_checkpoint_paths) + [state.model_checkpoint_path]:
-        tail = os.path.basename(name)
-        if tail.startswith("ckpt-") and tail[5:].isdigit():
-            numbers.append(int(tail[5:]))
+        number = layout.checkpoint_step(name)
+        if number is not None:
+            numbers.append(number)
     return sorted(set(numbers)), None
 
 
@@ -88,7 +87,7 @@ def _report_and_move_aside(model_dir: str, step: int, newer: List[Tuple[int, str
     where = f"; moved to {os.path.join(model_dir, DAMAGED_DIR)}" if any(moved) else ""
     print(f"warning: resuming from {ckpt_prefix(model_dir, step)}, the newest "
           "readable checkpoint; skipped "
-          + ", ".join(f"ckpt-{n} ({p})" for n, p in newer) + where + ".", flush=True)
+          + ", ".join(f"{layout.checkpoint_basename(n)} ({p})" for n, p in newer) + where + ".", flush=True)
 
 
 def _move_aside(model_dir: str, number: int) -> Optional[str]:
@@ -99,10 +98,10 @@ def _move_aside(model_dir: str, number: int) -> Optional[str]:
     for worker in memory_workers(model_dir):
         source = memory_step_dir(model_dir, worker, number)
         if os.path.isdir(source):
-            moves.append((source, f"memory-worker-{worker}"))
+            moves.append((source, f"{layout.DAMAGED_MEMORY_PREFIX}{worker}"))
     if not moves:
         return None
-    target = _unique(os.path.join(model_dir, DAMAGED_DIR, f"ckpt-{number}"))
+    target = _unique(layout.checkpoint_prefix(os.path.join(model_dir, DAMAGED_DIR), number))
     os.makedirs(target)
     for source, name in moves:
         os.replace(source, os.path.join(target, name))
@@ -113,16 +112,18 @@ def _rebuild_state(model_dir: str, step: int, files: Dict[int, List[str]],
                    state_problem: Optional[str]) -> None:
     """Rewrite the `checkpoint` state file from the files found (latest: ckpt-`step`), the
     unparsable one moved into damaged/."""
-    state = os.path.join(model_dir, "checkpoint")
+    state = os.path.join(model_dir, layout.CHECKPOINT_STATE_FILE)
     if state_problem and os.path.exists(state):
         os.makedirs(os.path.join(model_dir, DAMAGED_DIR), exist_ok=True)
-        kept = _unique(os.path.join(model_dir, DAMAGED_DIR, "checkpoint"))
+        kept = _unique(os.path.join(model_dir, DAMAGED_DIR, layout.CHECKPOINT_STATE_FILE))
         os.replace(state, kept)
         print(f"warning: {state_problem}; moved to {kept} and rebuilt from the ckpt-N "
               "files.", flush=True)
-    numbers = [n for n in sorted(files) if n <= step and f"ckpt-{n}.index" in files[n]]
-    lines = [f'model_checkpoint_path: "ckpt-{step}"']
-    lines += [f'all_model_checkpoint_paths: "ckpt-{n}"' for n in numbers]
+    numbers = [n for n in sorted(files)
+               if n <= step and f"{layout.checkpoint_basename(n)}.index" in files[n]]
+    lines = [f'model_checkpoint_path: "{layout.checkpoint_basename(step)}"']
+    lines += [f'all_model_checkpoint_paths: "{layout.checkpoint_basename(n)}"'
+              for n in numbers]
     lines += [f"all_model_checkpoint_timestamps: "
               f"{os.path.getmtime(ckpt_prefix(model_dir, n) + '.index')}" for n in numbers]
     # The text format of tf.train.CheckpointManager (TF's own writer of it is deprecated).

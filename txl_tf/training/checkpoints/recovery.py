@@ -8,7 +8,6 @@ readable weights has damaged memory, the newest of them is taken with the memory
 """
 import dataclasses
 import gc
-import os
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -18,6 +17,7 @@ from absl import logging
 from txl_tf.storage.checkpoint_probes import (checkpoint_files, checkpoint_problem, is_damage_error,
                                               quiet_tf_warnings)
 from txl_tf.runtime.error_text import first_line
+from txl_tf.storage.model_dir_layout import checkpoint_basename, config_path
 from txl_tf.training.checkpoints.damaged import read_state, set_aside
 from txl_tf.training.checkpoints.errors import CheckpointError, CheckpointIOError
 from txl_tf.training.checkpoints.saving import ckpt_prefix, clean_temporary
@@ -107,7 +107,7 @@ class CheckpointRecovery:
         if weights_only is None:
             raise CheckpointIOError(
                 f"no readable checkpoint in {self.model_dir}: "
-                + "; ".join(f"ckpt-{n}: {p}" for n, p in skipped)
+                + "; ".join(f"{checkpoint_basename(n)}: {p}" for n, p in skipped)
                 + ". Move the damaged ckpt-* files away to start from scratch, or use a new "
                 "--model_dir.", filename=self.model_dir)
         if self.is_chief:
@@ -152,7 +152,7 @@ class CheckpointRecovery:
         if problem is None and getattr(self.checkpoint, "model", None) is not None:
             try:  # a checkpoint of more layers than config.json reads without an error
                 check_no_extra_weights(checkpoint_model_weights(path), self.checkpoint.model,
-                                       path, os.path.join(self.model_dir, "config.json"))
+                                       path, config_path(self.model_dir))
             except ExtraWeightsError as error:
                 problem = CheckpointError(f"{error} Or use a new --model_dir.")
         if problem is not None:

@@ -15,21 +15,18 @@ from typing import List, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from txl_tf.storage.atomic_writes import TMP_PREFIX
 from txl_tf.storage.checkpoint_probes import checkpoint_files, quiet_tf_warnings
-from txl_tf.storage.model_files import BEST_DIR
-from txl_tf.training.checkpoints.best_checkpoint import BEST_OLD, BEST_TMP
+from txl_tf.storage import model_dir_layout as layout
+from txl_tf.storage.model_dir_layout import (BEST_DIR, BEST_OLD, BEST_TMP_PREFIX, CHECKPOINT_NAME,
+                                             TMP_PREFIX)
 from txl_tf.training.checkpoints.errors import save_error
 from txl_tf.training.checkpoints.worker_memory import (memory_dir, memory_step_dir,
                                                        memory_workers, prune_memory,
                                                        write_memory)
 
-CHECKPOINT_NAME = "ckpt"
-
-
 def ckpt_prefix(directory: str, step: int) -> str:
     """The path prefix of the training checkpoint of `step` in `directory` (`<dir>/ckpt-<step>`)."""
-    return os.path.join(directory, f"{CHECKPOINT_NAME}-{step}")
+    return layout.checkpoint_prefix(directory, step)
 
 
 def dropout_rng_state(model) -> tf.train.Checkpoint:
@@ -41,9 +38,11 @@ def dropout_rng_state(model) -> tf.train.Checkpoint:
 
 def _is_leftover(directory: str, name: str) -> bool:
     """Whether `name` in `directory` is what an interrupted or failed save left behind."""
-    if name.startswith("ckpt-") and name.endswith("_temp"):  # sharded TF saves
+    sharded = name.startswith(f"{CHECKPOINT_NAME}-") and name.endswith(layout.SHARDED_TEMP_SUFFIX)
+    if sharded:  # sharded TF saves
         return True
-    if name.startswith((".tmp-step-", BEST_TMP, BEST_OLD, "checkpoint.tmp")):
+    if name.startswith((layout.MEMORY_STEP_TMP_PREFIX, BEST_TMP_PREFIX, BEST_OLD,
+                         layout.CHECKPOINT_STATE_TEMP)):
         return True
     return name.startswith(TMP_PREFIX) and os.path.isfile(os.path.join(directory, name))
 

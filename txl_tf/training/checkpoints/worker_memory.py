@@ -16,10 +16,10 @@ import tensorflow as tf
 
 from txl_tf.storage.atomic_writes import atomic_directory
 from txl_tf.storage.checkpoint_probes import is_damage_error
+from txl_tf.storage import model_dir_layout as layout
 from txl_tf.runtime.error_text import first_line
 from txl_tf.training.checkpoints.errors import CheckpointIOError
 
-MEMORY_DIR = "memory"
 # Memory is kept for every kept training checkpoint, so each one resumes exactly. It can
 # outweigh the weights (enwik8-large: 24 x 64 x 768 x 1024 floats = 4.8 GB per checkpoint);
 # --nocheckpoint_memory (runners/train.py) saves none.
@@ -27,25 +27,26 @@ MEMORY_DIR = "memory"
 
 def memory_dir(model_dir: str, worker: int) -> str:
     """The directory of worker `worker`'s memory steps."""
-    return os.path.join(model_dir, MEMORY_DIR, f"worker-{worker}")
+    return layout.memory_worker_dir(model_dir, worker)
 
 
 def memory_step_dir(model_dir: str, worker: int, step: int) -> str:
     """The directory of worker `worker`'s memory after `step`."""
-    return os.path.join(memory_dir(model_dir, worker), f"step-{step}")
+    return layout.memory_step_dir(model_dir, worker, step)
 
 
 def _memory_prefix(model_dir: str, worker: int, step: int) -> str:
-    return os.path.join(memory_step_dir(model_dir, worker, step), "memory")
+    return os.path.join(memory_step_dir(model_dir, worker, step), layout.MEMORY_PREFIX)
 
 
 def memory_workers(model_dir: str) -> List[int]:
     """The workers that have a memory directory in `model_dir`."""
-    directory = os.path.join(model_dir, MEMORY_DIR)
+    directory = os.path.join(model_dir, layout.MEMORY_DIR)
     if not os.path.isdir(directory):
         return []
-    return sorted(int(n[7:]) for n in os.listdir(directory)
-                  if n.startswith("worker-") and n[7:].isdigit())
+    prefix = layout.MEMORY_WORKER_PREFIX
+    return sorted(int(n[len(prefix):]) for n in os.listdir(directory)
+                  if n.startswith(prefix) and n[len(prefix):].isdigit())
 
 
 def write_memory(model_dir: str, worker: int, step: int, arrays: Sequence[np.ndarray],
@@ -53,14 +54,15 @@ def write_memory(model_dir: str, worker: int, step: int, arrays: Sequence[np.nda
     """Atomically write worker `worker`'s memory after `step` (a temporary directory renamed
     to `step-<step>`). With `keep`, only the newest `keep` steps are kept (`CheckpointSaver`
     prunes after the training checkpoint landed instead)."""
-    final = os.path.join(memory_dir(model_dir, worker), f"step-{step}")
+    final = memory_step_dir(model_dir, worker, step)
     # A step-<step> already there is from an earlier attempt whose checkpoint never landed.
     tag = f"{step}-{uuid.uuid4().hex}"
-    with atomic_directory(final, f".tmp-step-{tag}", f".tmp-step-old-{tag}") as tmp:
+    with atomic_directory(final, f"{layout.MEMORY_STEP_TMP_PREFIX}{tag}",
+                          f"{layout.MEMORY_STEP_TMP_PREFIX}old-{tag}") as tmp:
         with tf.device("/CPU:0"):
             variables = {f"layer_{i}": tf.Variable(a, trainable=False)
                          for i, a in enumerate(arrays)}
-        tf.train.Checkpoint(**variables).write(os.path.join(tmp, "memory"))
+        tf.train.Checkpoint(**variables).write(os.path.join(tmp, layout.MEMORY_PREFIX))
     if keep is not None:
         prune_memory(model_dir, worker, sorted(memory_steps(model_dir, worker))[-keep:])
     return final
@@ -69,7 +71,7 @@ def write_memory(model_dir: str, worker: int, step: int, arrays: Sequence[np.nda
 def prune_memory(model_dir: str, worker: int, keep_steps: Sequence[int]) -> None:
     """Delete worker `worker`'s memory of every step not in `keep_steps`."""
     for old in set(memory_steps(model_dir, worker)) - set(keep_steps):
-        shutil.rmtree(os.path.join(memory_dir(model_dir, worker), f"step-{old}"),
+        shutil.rmtree(memory_step_dir(model_dir, worker, old),
                       ignore_errors=True)
 
 
@@ -101,8 +103,9 @@ def memory_steps(model_dir: str, worker: int) -> List[int]:
     directory = memory_dir(model_dir, worker)
     if not os.path.isdir(directory):
         return []
-    return [int(n[5:]) for n in os.listdir(directory)
-            if n.startswith("step-") and n[5:].isdigit()]
+    prefix = layout.MEMORY_STEP_PREFIX
+    return [int(n[len(prefix):]) for n in os.listdir(directory)
+            if n.startswith(prefix) and n[len(prefix):].isdigit()]
 
 
 def read_memory(model_dir: str, worker: int, step: int) -> Optional[List[np.ndarray]]:

@@ -15,6 +15,7 @@ from txl_tf.loss.loss_report import format_loss
 # The unit of a level (bpc, ppl or bits_per_token) and a loss in it: txl_tf/loss/loss_report.py.
 from txl_tf.loss.loss_report import unit_name as metric_name  # noqa: F401
 from txl_tf.loss.loss_report import unit_value as metric_value
+from txl_tf.storage.model_dir_layout import TRAIN_EVENTS_DIR, VALID_EVENTS_DIR
 
 
 def format_duration(seconds: float) -> str:
@@ -31,8 +32,8 @@ class RunSummaries:
         self.level = level
         self.metric = metric_name(level)
         self.enabled = enabled
-        self.train_dir = os.path.join(model_dir, "train")
-        self.valid_dir = os.path.join(model_dir, "valid")
+        self.train_dir = os.path.join(model_dir, TRAIN_EVENTS_DIR)
+        self.valid_dir = os.path.join(model_dir, VALID_EVENTS_DIR)
         if enabled:
             self._train = tf.summary.create_file_writer(self.train_dir)
             self._valid = tf.summary.create_file_writer(self.valid_dir)

@@ -12,12 +12,11 @@ from txl_tf.loss.loss_report import CorpusFacts, corpus_verdict, loss_fields, ve
 from txl_tf.training.measurement import duration
 from txl_tf.training.controller import Controller
 from txl_tf.training.measurement.device_memory import peak_memory
-from txl_tf.training.run_record.start import read_json
 from txl_tf.devices.step_compilation import strategy_devices
 from txl_tf.training.reporting.tensorboard import format_duration
 from txl_tf.training.training_run import TrainingRun
-
-SUMMARY_FILE = "train_summary.json"
+from txl_tf.storage.model_dir_layout import TRAIN_SUMMARY_FILE
+from untrusted_files import reading
 
 
 def run_summary(run: TrainingRun, controller: Controller, resumed: bool, baselines: dict,
@@ -81,7 +80,7 @@ def finish(run: TrainingRun, summary: dict) -> None:
         strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(1.0)),
                         axis=None)
     if run.place.is_chief:
-        write_json_atomic(os.path.join(o.model_dir, SUMMARY_FILE), summary)
+        write_json_atomic(os.path.join(o.model_dir, TRAIN_SUMMARY_FILE), summary)
         print("train_summary " + json.dumps(summary, sort_keys=True), flush=True)
         print(f"wall time {format_duration(summary['wall_seconds'])}; model in {o.model_dir}; "
               f"TensorBoard: tensorboard --logdir {o.model_dir}", flush=True)
@@ -94,7 +93,7 @@ def already_trained(o, step: int) -> dict:
     `step` >= --train_steps: its train_summary.json, or the little known without one."""
     print(f"{o.model_dir} is already trained to step {step} (--train_steps={o.train_steps}); "
           "nothing to do. Raise --train_steps to train on.", flush=True)
-    summary = read_json(os.path.join(o.model_dir, SUMMARY_FILE))
+    summary = reading.read_json_or_none(os.path.join(o.model_dir, TRAIN_SUMMARY_FILE))
     if summary is not None:
         return summary
     return {"model_dir": os.path.abspath(o.model_dir), "step": step, "resumed": True}

@@ -4,6 +4,7 @@ import os
 from typing import Optional
 
 from txl_tf.storage import model_files
+from txl_tf.storage.model_dir_layout import CONFIG_FILE, FLAGS_FILE
 from txl_tf.storage.atomic_writes import write_text_atomic
 from txl_tf.storage.checkpoint_probes import checkpoint_problem
 from txl_tf.model.config import ConfigError, check_against_saved
@@ -18,7 +19,7 @@ def check_init_checkpoint(path: str, config) -> None:
     `config` or damaged, before anything is written."""
     checkpoint = checkpoint_prefix(path, config)
     directory = os.path.dirname(checkpoint)
-    if os.path.isfile(os.path.join(directory, model_files.CONFIG_FILE)):
+    if os.path.isfile(os.path.join(directory, CONFIG_FILE)):
         try:
             check_against_saved(config, model_files.load_config(directory), "its config.json")
         except ConfigError as error:
@@ -36,7 +37,7 @@ def check_against_record(run: TrainingRun) -> Optional[int]:
     against model_dir's record (`resume_check`): a changed shape or --tgt_len is refused, a
     changed training setting noted in one line each, before anything is written."""
     o = run.options
-    config_path = os.path.join(o.model_dir, model_files.CONFIG_FILE)
+    config_path = os.path.join(o.model_dir, CONFIG_FILE)
     latest = (model_files.latest_checkpoint(o.model_dir)
               if os.path.exists(config_path) else None)
     if latest is None and o.init_checkpoint:  # a new run: its warm start is checked first
@@ -65,5 +66,5 @@ def write_record(run: TrainingRun) -> None:
         model_files.save_config(run.config, o.model_dir)
         run.data.copy_to(o.model_dir)
         if o.flags_text:
-            write_text_atomic(os.path.join(o.model_dir, resume_check.FLAGS_FILE),
+            write_text_atomic(os.path.join(o.model_dir, FLAGS_FILE),
                               resume_check.flags_history(o.model_dir, o.flags_text, resumed_at))

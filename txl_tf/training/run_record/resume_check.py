@@ -18,11 +18,13 @@ import time
 from typing import Dict, List, Optional, Sequence
 
 from txl_tf.model.config import TransformerXLConfig, check_against_saved
+# model_dir's corpus-info.json is the data's copy (the data source's copy_to), so one name
+# serves both directories (tests/storage/test_model_dir_layout.py checks tf_records agrees)
+from txl_tf.storage.model_dir_layout import CORPUS_INFO_FILE, FLAGS_FILE
 from txl_tf.training.errors import TrainError
 from untrusted_files import reading, schema
 from untrusted_files.errors import UntrustedFileError
 
-FLAGS_FILE = "flags.txt"
 # Config fields a resumed run may change, with a note (mem_len: see `memory_fits`).
 NOTED_CONFIG_FIELDS = ("dropout", "dropatt", "clamp_len", "same_length")
 # TrainOptions fields a resumed run may change, with a note (the schedule's fields, the batch
@@ -92,11 +94,8 @@ def resume_notes(o, config: TransformerXLConfig, saved: TransformerXLConfig,
             for name, new, old in changed]
 
 
-CORPUS_INFO = "corpus-info.json"  # written into model_dir by the data source's copy_to
-
-
 def _vocab_checksum(directory: str) -> Optional[str]:
-    info = reading.read_json_or_none(os.path.join(directory, CORPUS_INFO),
+    info = reading.read_json_or_none(os.path.join(directory, CORPUS_INFO_FILE),
                                      schema=schema.INFO_FIELDS_SCHEMA)
     return None if info is None else info.get("vocab_checksum")
 
@@ -109,7 +108,7 @@ def check_data(model_dir: str, data_dir: str) -> None:
     if ours and theirs and ours != theirs:
         raise TrainError(
             f"--data_dir={data_dir} holds vocabulary {theirs}, the run in {model_dir} was "
-            f"trained on {ours} ({os.path.join(model_dir, CORPUS_INFO)}); give the run's "
+            f"trained on {ours} ({os.path.join(model_dir, CORPUS_INFO_FILE)}); give the run's "
             "--data_dir, or a new --model_dir.")
 
 

@@ -6,18 +6,12 @@ from typing import Optional
 from absl import logging
 
 from txl_tf.storage.atomic_writes import write_json_atomic
-from txl_tf.training import checkpoints as checkpoints_lib
+from txl_tf.storage.model_dir_layout import SCHEDULE_FILE
 from txl_tf.training.lr_schedule import schedule_change_notice, schedule_flags
 from txl_tf.training.run_record import resume_check
 from txl_tf.training.run_record.warm_start import warm_start
 from txl_tf.training.training_run import TrainingRun
 from untrusted_files import reading
-
-
-def read_json(path: str):
-    """The JSON value of `path` (a file of model_dir, read as one from elsewhere), or None
-    when it is missing, unreadable or refused."""
-    return reading.read_json_or_none(path)
 
 
 def starting_point(run: TrainingRun, step: Optional[int], memory) -> tuple:
@@ -26,11 +20,12 @@ def starting_point(run: TrainingRun, step: Optional[int], memory) -> tuple:
     zeros; a saved memory that no longer fits [rows, mem_len, d_model] restarts from zeros with
     one line. The chief records this run's schedule (model_dir/schedule.json)."""
     o, ckpts = run.options, run.checkpoints
-    schedule_path = os.path.join(o.model_dir, checkpoints_lib.SCHEDULE_FILE)
+    schedule_path = os.path.join(o.model_dir, SCHEDULE_FILE)
     if step is not None:
         logging.info("resumed from %s at step %d (memory %s)", ckpts.restored_path, step,
                      "restored" if memory is not None else "reset to zeros")
-        notice = schedule_change_notice(read_json(schedule_path), schedule_flags(o), step)
+        notice = schedule_change_notice(reading.read_json_or_none(schedule_path),
+                                        schedule_flags(o), step)
         if notice and run.place.is_chief:
             print(notice, flush=True)
     else:

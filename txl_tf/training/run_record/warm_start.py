@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from txl_tf.model.lora import copy_weights, has_adapters
 from txl_tf.storage import model_files
+from txl_tf.storage.model_dir_layout import CONFIG_FILE
 from txl_tf.model.config import check_against_saved
 from txl_tf.training.errors import TrainError
 
@@ -20,7 +21,7 @@ def checkpoint_prefix(path: str, config) -> str:
     """
     flag = f"--init_checkpoint={path}"
     if os.path.isdir(path):
-        if os.path.exists(os.path.join(path, model_files.CONFIG_FILE)):
+        if os.path.exists(os.path.join(path, CONFIG_FILE)):
             check_against_saved(config, model_files.load_config(path), flag)
         checkpoint = model_files.latest_checkpoint(path)
         if checkpoint is None:

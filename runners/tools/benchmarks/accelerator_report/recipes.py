@@ -22,6 +22,7 @@ import keras
 import tensorflow as tf
 
 import tf_records
+from tf_records import data_dir_layout
 from runners.tools.benchmarks.configuration import FLAGS, REPO_ROOT, model_config
 from runners.tools.benchmarks.configuration import strategy_and_compilation
 from runners.tools.benchmarks.steps import Steps
@@ -94,7 +95,7 @@ def vocabulary(dataset, data_dir, recipe="the recipe"):
     """(vocabulary size, where it comes from): the prepared corpus's when `data_dir` holds
     one, else the paper corpus's; `RecipeError` when neither is known."""
     path = data_dir if os.path.isabs(data_dir or "") else os.path.join(REPO_ROOT, data_dir or "")
-    if data_dir and os.path.exists(os.path.join(path, "corpus-info.json")):
+    if data_dir and os.path.exists(os.path.join(path, data_dir_layout.CORPUS_INFO_FILE)):
         try:
             return int(tf_records.read_corpus_info(path)["vocab_size"]), f"corpus in {data_dir}"
         except (OSError, ValueError, KeyError, TypeError):
