@@ -5,7 +5,7 @@ word with `<unk>`/`<eos>`) and applies them as generation does (`model_text.Mode
 prompt becomes ids, generated ids become the text of the continuation. It is a Keras-serializable
 layer without weights: `keras.saving.serialize_keras_object(preprocessor)` is its
 `preprocessor.json` (naming this module and class, one of the fixed few a preset may name:
-`txl_tf.causal_lm.presets.PREPROCESSOR_CLASSES`),
+`txl_tf/causal_lm/presets/preprocessor_classes.py`),
 and its vocabulary is saved beside it as `vocab.txt` and `corpus-info.json` by `save_assets`
 (the same pair as a model directory's, read back by `load_assets`). Keras' own `.keras` format
 calls the same two hooks.

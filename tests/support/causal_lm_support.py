@@ -12,6 +12,9 @@ import os
 import subprocess
 import sys
 
+import numpy as np
+import tensorflow as tf
+
 import txl_tf
 from tf_records.causal_lm_preprocessor import CausalLMPreprocessor
 from tf_records.vocab.model_vocab import write_model_vocab
@@ -24,6 +27,15 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 WORDS = ["<eos>", "<unk>"] + [f"w{i}" for i in range(21)]  # 23 ids
 CHARS = ["\n", " "] + [chr(c) for c in range(ord("a"), ord("z") + 1)] + ["é"]
+
+
+# The ids the preset tests compare log-probabilities on: [2, 20], within every tiny vocabulary
+PRESET_IDS = np.arange(1, 41, dtype=np.int32).reshape(2, 20) * 3
+
+
+def log_probs(backbone):
+    """The log-probabilities [2, 20, V] of `PRESET_IDS` from zero memory."""
+    return backbone(tf.constant(PRESET_IDS), mems=None, training=False)["log_probs"].numpy()
 
 
 def causal_lm(backbone, preprocessor=None):

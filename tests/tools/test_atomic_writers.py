@@ -22,8 +22,9 @@ ALLOWED = {
     "txl_tf/storage/atomic_writes.py": "the atomic writer itself (temporary name, then rename)",
     "tf_records/atomic.py": "the atomic writer itself (temporary name, then rename)",
     "txl_tf/convert/safetensors_io.py": "mkstemp beside the target, then os.replace",
-    "txl_tf/causal_lm/presets.py": "written inside the preset's temporary directory, swapped in "
-                                   "whole; the HDF5 store is in memory",
+    "txl_tf/causal_lm/presets/writing.py": "written inside the preset's temporary directory, "
+                                           "swapped in whole",
+    "txl_tf/causal_lm/presets/weight_bytes.py": "the HDF5 store is in memory (no file)",
     "txl_tf/serving/warmup.py": "written inside the version's temporary directory, swapped in",
     "tf_records/records/writer.py": "into the temporary paths of atomic.atomic_paths",
     "tf_records/download.py": "into the temporary path of atomic.atomic_path",

@@ -15,7 +15,8 @@ from tf_records.errors import DataDirError
 from tf_records.prepared_data import PreparedData
 from tf_records.records.layout import RecordLayout
 from tiny import SYNTHETIC
-from txl_tf.causal_lm import presets
+from txl_tf.causal_lm.presets.from_model_dir import preset_from_model_dir
+from txl_tf.causal_lm.presets.writing import check_target
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.commands.import_weights import check_new_model_dir
 from txl_tf.convert.errors import WeightImportError
@@ -34,7 +35,7 @@ def made(tmp_path_factory):
     tf_records.prepare("synthetic", str(root / "data"), download=False, progress=False,
                        **SYNTHETIC)
     make_model_dir(root / "model")
-    presets.preset_from_model_dir(str(root / "model"), str(root / "preset"))
+    preset_from_model_dir(str(root / "model"), str(root / "preset"))
     (root / "export" / "1").mkdir(parents=True)
     (root / "export" / "1" / "saved_model.pb").write_bytes(b"")
     (root / "export" / "models.config").write_text("")
@@ -66,7 +67,7 @@ WRITERS = [
      lambda d: check_new_model_dir(str(d))),
     ("export_dir", dir_kinds.EXPORT, ExportInputError, lambda d: check_export_dir(str(d))),
     ("save_to_preset", dir_kinds.PRESET, CausalLMInputError,
-     lambda d: presets._check_target(str(d), str(d))),  # noqa: SLF001
+     lambda d: check_target(str(d), str(d))),
 ] + [(f"runner --{flag}", kind, app.UsageError,
       lambda d, flag=flag: check_directories(**{flag: str(d)}))
      for flag, kind in (("data_dir", dir_kinds.DATA), ("model_dir", dir_kinds.MODEL),

@@ -59,19 +59,19 @@ class CausalLMTaskMethods:
 
     def save_to_preset(self, preset_dir, training_data=None):
         """Writes a preset (config.json, model.weights.h5, the preprocessor and its vocabulary,
-        metadata.json); see `txl_tf.causal_lm.presets.save_to_preset`."""
-        from txl_tf.causal_lm import presets
+        metadata.json); see `txl_tf.causal_lm.presets.writing.save_to_preset`."""
+        from txl_tf.causal_lm.presets.writing import save_to_preset
         check_utf8_path(preset_dir, "preset_dir", CausalLMInputError)
-        return presets.save_to_preset(self, preset_dir, training_data)
+        return save_to_preset(self, preset_dir, training_data)
 
     @classmethod
     def from_preset(cls, preset, checkpoint="latest", preprocessor=None, load_weights=True):
         """The causal LM of a preset or of a txl-tf model directory (`checkpoint`: latest,
         best or ckpt-N); `load_weights=False`: its config and vocabulary with fresh weights.
-        See `txl_tf.causal_lm.presets.load_preset`."""
-        from txl_tf.causal_lm import presets
-        backbone, preprocessor = presets.load_preset(preset, checkpoint, preprocessor,
-                                                     load_weights=load_weights)
+        See `txl_tf.causal_lm.presets.loading.load_preset`."""
+        from txl_tf.causal_lm.presets.loading import load_preset
+        backbone, preprocessor = load_preset(preset, checkpoint, preprocessor,
+                                             load_weights=load_weights)
         return cls(backbone, preprocessor=preprocessor)
 
     def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None,

@@ -141,6 +141,6 @@ def import_into_model_dir(options: ImportOptions,
                          c.cutoffs, c.n_token)
     imported = Imported(model, report, write_model_dir(model, options.model_dir, report))
     if options.preset_dir:
-        from txl_tf.causal_lm.presets import preset_from_model_dir
+        from txl_tf.causal_lm.presets.from_model_dir import preset_from_model_dir
         imported.preset = preset_from_model_dir(options.model_dir, options.preset_dir)
     return imported

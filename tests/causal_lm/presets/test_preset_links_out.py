@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from causal_lm_support import WORDS, from_preset, model_dir
-from txl_tf.causal_lm import presets
+from txl_tf.causal_lm.presets.from_model_dir import preset_from_model_dir
 from txl_tf.causal_lm.errors import CausalLMInputError
+from txl_tf.storage.model_dir_layout import PRESET_WEIGHTS_FILE
 
 SECRET = "SECRET-OUTSIDE-LINE"
 
@@ -36,7 +37,7 @@ def linked(tmp_path):
     """A model directory and its preset, each with vocab.txt linked to a file outside and no
     vocab_checksum."""
     model, _ = model_dir(tmp_path / "model")
-    preset = presets.preset_from_model_dir(model, str(tmp_path / "preset"))
+    preset = preset_from_model_dir(model, str(tmp_path / "preset"))
     secret = outside_vocab(tmp_path)
     for directory in (tmp_path / "model", tmp_path / "preset"):
         (directory / "vocab.txt").unlink()
@@ -65,7 +66,7 @@ def test_a_vocab_link_out_is_refused_and_nothing_is_copied(linked, which):
         from_preset(source).save_to_preset(str(root / "copy"))
     assert "\n" not in str(error.value) and SECRET not in str(error.value)
     with pytest.raises(CausalLMInputError, match="leads outside"):
-        presets.preset_from_model_dir(model, str(root / "copy2"))
+        preset_from_model_dir(model, str(root / "copy2"))
     assert not (root / "copy").exists() and not (root / "copy2").exists()
     assert files_holding(root, SECRET) == []
 
@@ -82,8 +83,8 @@ def test_a_weights_file_that_would_inflate_is_refused_before_reading(tmp_path):
     """A compressed dataset of zeros far larger than any weight of config.json's model: the
     file is small, its dataset's shape is compared before one value is read."""
     model, _ = model_dir(tmp_path / "model")
-    preset = presets.preset_from_model_dir(model, str(tmp_path / "preset"))
-    weights = os.path.join(preset, presets.WEIGHTS_FILE)
+    preset = preset_from_model_dir(model, str(tmp_path / "preset"))
+    weights = os.path.join(preset, PRESET_WEIGHTS_FILE)
     with h5py.File(weights, "a") as f:
         name = next(n for n in f.keys())
         f.create_dataset(f"{name}/inflated", shape=(2**16, 2**14), dtype=np.float32,
