@@ -14,7 +14,8 @@ This module is the façade; the work is done in concept folders:
   making a split's records);
 - `corpora/`: the corpora;
 - here: `prepare`, `prepared_data`, `corpus_info` (corpus-info.json), `download`, and what
-  every folder shares: `errors`, `atomic` (file writes), `progress`.
+  every folder shares: `errors`, `atomic` (file writes), `progress`, `vocab_checksum` (a
+  vocabulary file's checksum).
 
 Public API (see each module's docstring):
 
