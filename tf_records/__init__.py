@@ -13,8 +13,9 @@ This module is the façade; the work is done in concept folders:
   `writer`, `reader`, `metadata`, `stream_cache` (token caches) and `store` (finding or
   making a split's records);
 - `corpora/`: the corpora;
-- here: `prepare`, `prepared_data`, `corpus_info` (corpus-info.json), `download`, and what
-  every folder shares: `errors`, `atomic` (file writes), `progress`, `vocab_checksum` (a
+- here: `prepare`, `prepared_data` (with `data_options`, `record_building`: finding and making
+  a run's records, `token_statistics`: the unigram baseline), `corpus_info` (corpus-info.json),
+  `download`, and what every folder shares: `errors`, `atomic` (file writes), `progress`, `vocab_checksum` (a
   vocabulary file's checksum).
 
 Public API (see each module's docstring):
@@ -53,7 +54,8 @@ from tf_records.errors import (CorpusError, DataDirError, DataError, DownloadErr
                                StorageError, UnsafePickleError, VocabularyError,
                                VocabularyImportError, VocabularyMismatchError)
 from tf_records.prepare import prepare, recorded_corpus
-from tf_records.prepared_data import DataOptions, PreparedData, unigram_entropy
+from tf_records.data_options import DataOptions
+from tf_records.prepared_data import PreparedData
 from tf_records.records.layout import RecordLayout
 from tf_records.records.metadata import prepare_command
 from tf_records.records.reader import dataset_from_tokens, make_input_fn
@@ -61,6 +63,7 @@ from tf_records.records.store import find_records
 from tf_records.records.stream_cache import load as load_token_stream
 from tf_records.text.codec import detokenize, tokenize_text
 from tf_records.text.tokenize import TextRules
+from tf_records.token_statistics import unigram_entropy
 from tf_records.vocab.model_vocab import load_vocab
 from tf_records.vocab.vocabulary import Vocabulary
 
