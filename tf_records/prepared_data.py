@@ -27,7 +27,7 @@ from tf_records.data_options import DataOptions, resolve
 from tf_records.errors import DataDirError
 from tf_records.prepare import prepare
 from tf_records.records import store
-from tf_records.records.layout import RecordLayout
+from tf_records.records.layout import RecordLayout, RecordPlan
 from tf_records.records.reader import records_input_fn
 from tf_records.records.stream_cache import load as load_token_stream
 from tf_records.token_statistics import split_unigram_entropy
@@ -112,8 +112,8 @@ class PreparedData:
           The summary dict of `tf_records.prepare`.
         """
         o = self.options
-        return prepare(o.dataset, self.data_dir, layouts=layouts, raw_path=o.raw_path,
-                       download=o.download, progress=progress, seed=seed,
+        return prepare(o.dataset, self.data_dir, RecordPlan(layouts or {}, seed),
+                       raw_path=o.raw_path, download=o.download, progress=progress,
                        corpus_options=o.corpus_options)
 
     def ensure_records(self, layouts: dict, may_prepare: bool = True,

@@ -54,7 +54,8 @@ def found_or_made(data_dir, layouts: dict, vocab_size, make: bool, progress: boo
     for split, layout in layouts.items():
         try:
             metas[split] = store.find_or_make(data_dir, split, layout, vocab_size=vocab_size,
-                                              make=make, progress=progress)
+                                              make=make,
+                                              making=store.RecordMaking(progress=progress))
         except MISSING_RECORDS as error:
             missing[split] = error
     return metas, missing
@@ -88,7 +89,8 @@ def make_from_cache(data_dir, split: str, layout: RecordLayout, vocab_size, erro
     """The records made from the token cache; `error` (that of the missing records) when
     they cannot be made."""
     try:
-        meta = store.find_or_make(data_dir, split, layout, make=True, progress=progress)
+        meta = store.find_or_make(data_dir, split, layout, make=True,
+                                  making=store.RecordMaking(progress=progress))
     except DataError:
         raise error from None
     store.check_vocab_size(data_dir, split, layout, meta, vocab_size)
