@@ -13,8 +13,10 @@ This module is the façade; the work is done in concept folders:
   `writer`, `reader`, `metadata`, `stream_cache` (token caches) and `store` (finding or
   making a split's records);
 - `corpora/`: the corpora;
-- here: `prepare`, `prepared_data`, `corpus_info` (corpus-info.json), `download`, and what
-  every folder shares: `errors`, `atomic` (file writes), `progress`.
+- here: `prepare`, `prepared_data` (with `data_options`, `record_building`: finding and making
+  a run's records, `token_statistics`: the unigram baseline), `corpus_info` (corpus-info.json),
+  `download`, and what every folder shares: `errors`, `atomic` (file writes), `progress`, `vocab_checksum` (a
+  vocabulary file's checksum).
 
 Public API (see each module's docstring):
 
@@ -25,13 +27,14 @@ Public API (see each module's docstring):
   last_segment="drop")`: how streams are laid out (`num_streams`, `per_host_batch`).
 - `CORPORA` / `get_corpus(name, **options)`: enwik8, text8, wt103, wt2, ptb, lm1b, text,
   builtin, synthetic.
-- `prepare(dataset, data_dir, layouts={split: RecordLayout}, raw_path=None, download=True,
-  corpus_options={...}, **more_corpus_options) -> dict`.
+- `prepare(dataset, data_dir, RecordPlan({split: RecordLayout}, seed=0), raw_path=None,
+  download=True, corpus_options={...}, **more_corpus_options) -> dict`.
 - `find_records(data_dir, split, layout, vocab_size=None, verify="size") -> metadata dict`.
 - `make_input_fn(data_dir, split, layout, repeat=True, start_step=0, vocab_size=None)
   -> input_fn(input_context) -> tf.data.Dataset` of `{"inputs", "labels"}`, int32 `[B, Q]`
   (B = per_replica_batch, Q = tgt_len).
-- `dataset_from_tokens(tokens, per_replica_batch, tgt_len, ...)`: the same from memory.
+- `dataset_from_tokens(tokens, per_replica_batch, tgt_len, ..., reading=TokenReading(host,
+  repeat, start_step, pass_offsets))`: the same from memory.
 - `Vocabulary`, `load_vocab(data_dir)`, `tokenize_text`, `detokenize`, `TextRules`.
 - `load_token_stream(data_dir, split, verify=True)`: int32 `[N]` ids of a prepared split
   (the token cache `prepare` wrote).
@@ -52,23 +55,25 @@ from tf_records.errors import (CorpusError, DataDirError, DataError, DownloadErr
                                StorageError, UnsafePickleError, VocabularyError,
                                VocabularyImportError, VocabularyMismatchError)
 from tf_records.prepare import prepare, recorded_corpus
-from tf_records.prepared_data import DataOptions, PreparedData, unigram_entropy
-from tf_records.records.layout import RecordLayout
+from tf_records.data_options import DataOptions
+from tf_records.prepared_data import PreparedData
+from tf_records.records.layout import RecordLayout, RecordPlan
 from tf_records.records.metadata import prepare_command
-from tf_records.records.reader import dataset_from_tokens, make_input_fn
+from tf_records.records.reader import TokenReading, dataset_from_tokens, make_input_fn
 from tf_records.records.store import find_records
 from tf_records.records.stream_cache import load as load_token_stream
 from tf_records.text.codec import detokenize, tokenize_text
 from tf_records.text.tokenize import TextRules
+from tf_records.token_statistics import unigram_entropy
 from tf_records.vocab.model_vocab import load_vocab
 from tf_records.vocab.vocabulary import Vocabulary
 
 __all__ = [
     "CORPORA", "CorpusError", "DataDirError", "DataError", "DataOptions", "DownloadError",
-    "LayoutError", "PreparedData", "RecordLayout", "RecordsCorruptError", "RecordsMismatchError",
-    "RecordsNotFoundError", "StorageError", "SyntheticCorpus", "TextRules", "UnsafePickleError",
-    "Vocabulary", "VocabularyError", "VocabularyImportError", "VocabularyMismatchError",
-    "dataset_from_tokens", "detokenize", "find_records", "get_corpus", "load_token_stream",
-    "load_vocab", "make_input_fn", "prepare", "prepare_command", "read_corpus_info",
-    "recorded_corpus", "tokenize_text", "unigram_entropy",
+    "LayoutError", "PreparedData", "RecordLayout", "RecordPlan", "RecordsCorruptError",
+    "RecordsMismatchError", "RecordsNotFoundError", "StorageError", "SyntheticCorpus", "TextRules",
+    "TokenReading", "UnsafePickleError", "Vocabulary", "VocabularyError", "VocabularyImportError",
+    "VocabularyMismatchError", "dataset_from_tokens", "detokenize", "find_records", "get_corpus",
+    "load_token_stream", "load_vocab", "make_input_fn", "prepare", "prepare_command",
+    "read_corpus_info", "recorded_corpus", "tokenize_text", "unigram_entropy",
 ]

@@ -20,13 +20,10 @@ import warnings
 
 from tf_records import atomic, data_dir_layout
 from tf_records.errors import VocabularyMismatchError
-from tf_records.vocab import vocabulary
+from tf_records.vocab_checksum import file_checksum
 from untrusted_files import schema as s
 
 FORMAT = "txl-tf-records-v1"
-# The names, owned by data_dir_layout, under the names prepared_data.py and others import
-CORPUS_INFO = data_dir_layout.CORPUS_INFO_FILE
-VOCAB_FILE = data_dir_layout.VOCAB_FILE
 CORPUS_INFO_KEYS = ("dataset", "level", "vocab_size")
 CORPUS_INFO_SCHEMA = s.CORPUS_INFO_SCHEMA
 MODEL_INFO_SCHEMA = s.MODEL_INFO_SCHEMA
@@ -48,7 +45,7 @@ def read_corpus_info(data_dir):
         f"restore it, or delete {data_dir} and prepare it again with runners/prepare_data.py"))
     vocab_path = os.path.join(data_dir, data_dir_layout.VOCAB_FILE)
     if "vocab_checksum" not in info and os.path.exists(vocab_path):
-        info["vocab_checksum"] = vocabulary.file_checksum(vocab_path, info["level"])
+        info["vocab_checksum"] = file_checksum(vocab_path, info["level"])
         warnings.warn(f"{path} records no vocab_checksum (prepared by an older version): "
                       f"{vocab_path} is taken as it is ({info['vocab_checksum']}).")
     return info
@@ -71,7 +68,7 @@ def check_vocab_file(data_dir, info):
         raise VocabularyMismatchError(
             f"{path} is missing: {data_dir} cannot be used without the vocabulary it was prepared "
             f"with. Re-make it with: {command}")
-    got = vocabulary.file_checksum(path, info["level"])
+    got = file_checksum(path, info["level"])
     if got != info.get("vocab_checksum", got):
         raise VocabularyMismatchError(
             f"{path} does not match "

@@ -16,7 +16,8 @@ import os
 from typing import Optional
 
 from tf_records import data_dir_layout
-from tf_records.prepared_data import PreparedData, unigram_entropy
+from tf_records.prepared_data import PreparedData
+from tf_records.token_statistics import unigram_entropy
 from tf_records.records.reader import dataset_from_tokens
 from tf_records.vocab import model_vocab
 from tf_records.text.prompt import PromptText, TextStreamer

@@ -18,12 +18,13 @@ directory).
 import os
 import sys
 import time
+from typing import Optional
 
 from tf_records import atomic, corpus_info, data_dir_layout
 from tf_records.corpora import get_corpus
 from tf_records.errors import DataError
 from tf_records.records import metadata, store, stream_cache
-from tf_records.records.layout import RecordLayout
+from tf_records.records.layout import RecordLayout, RecordPlan
 from tf_records.vocab.choice import too_small_warning
 
 
@@ -149,25 +150,26 @@ def _build(dataset, corpus, data_dir, raw_path, download, progress, descs):
 def _records(data_dir, split, layout, tokens, seed, progress) -> dict:
     """The summary of `split`'s records for `layout`: the current ones, else written now (from
     `tokens`, or the token cache when None)."""
-    meta = store.find_or_make(data_dir, split, layout, make=True, remake_damaged=True,
-                              tokens=tokens, seed=seed, progress=progress)
+    meta = store.find_or_make(data_dir, split, layout, make=True, tokens=tokens,
+                              making=store.RecordMaking(remake_damaged=True, seed=seed,
+                                                        progress=progress))
     return {"info_file": metadata.info_file(layout, split), "files": meta["files"],
             "num_steps": meta["num_steps"], "written": meta["written"]}
 
 
-def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progress=True,
-            seed=0, corpus_options=None, **options) -> dict:
+def prepare(dataset, data_dir, records: Optional[RecordPlan] = None, raw_path=None,
+            download=True, progress=True, corpus_options=None, **options) -> dict:
     """Prepares `dataset` in `data_dir` and returns a summary dict.
 
     Args:
       dataset: a name in `tf_records.CORPORA`.
       data_dir: output directory (created).
-      layouts: `{split: RecordLayout}`; records are written for each (None/{}: vocabulary,
-        corpus info and token caches only).
+      records: the records to write (`RecordPlan`: `{split: RecordLayout}` and the seed of the
+        rotation offsets for `num_passes > 1`); None: vocabulary, corpus info and token caches
+        only.
       raw_path: an archive / text file already on disk (no download).
       download: allow downloading the canonical archive when it is not in `data_dir/raw`.
       progress: show progress on stderr.
-      seed: seed of the rotation offsets for `num_passes > 1`.
       corpus_options: {option: value} of the corpus (see each corpus module), e.g.
         `{"full_bytes": True}`; the way to give a corpus' own `seed`.
       **options: more corpus options, e.g. `full_bytes=True`.
@@ -186,7 +188,7 @@ def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progr
 
     ```python
     tf_records.prepare("enwik8", "data/enwik8",
-                       layouts={"train": tf_records.RecordLayout(512, 22)})
+                       tf_records.RecordPlan({"train": tf_records.RecordLayout(512, 22)}))
     ```
     """
     start = time.time()
@@ -196,7 +198,8 @@ def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progr
         # For the text corpus the file is the data: make it part of the options (fingerprint).
         corpus_options["train_path"], raw_path = os.path.abspath(raw_path), None
     corpus = get_corpus(dataset, **corpus_options)
-    layouts = dict(layouts or {})
+    records = records or RecordPlan()
+    layouts = dict(records.layouts)
     _check_layouts(dataset, corpus, layouts)
     store.check_data_dir(data_dir)
     atomic.ensure_dir(data_dir)
@@ -209,11 +212,11 @@ def prepare(dataset, data_dir, layouts=None, raw_path=None, download=True, progr
         _log(progress, f"building {dataset} in {data_dir} ...")
         info, streams_in_memory = _build(dataset, corpus, data_dir, raw_path, download,
                                          progress, descs)
-    records = {split: _records(data_dir, split, layout, streams_in_memory.get(split), seed,
-                               progress)
+    written = {split: _records(data_dir, split, layout, streams_in_memory.get(split),
+                               records.seed, progress)
                for split, layout in layouts.items()}
     return {"dataset": dataset, "data_dir": data_dir, "level": info["level"],
             "vocab_size": info["vocab_size"], "vocab_checksum": info["vocab_checksum"],
-            "num_tokens": info["num_tokens"], "records": records,
+            "num_tokens": info["num_tokens"], "records": written,
             **{k: info[k] for k in ("min_freq_chosen", "unk_tokens") if k in info},
             "seconds": round(time.time() - start, 3)}

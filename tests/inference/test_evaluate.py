@@ -157,7 +157,8 @@ def synthetic_run(tmp_path_factory):
     data_dir, model_dir = str(root / "data"), str(root / "model")
     options = dict(num_symbols=16, period=12, repeats=3, train_tokens=40000, eval_tokens=6000)
     tf_records.prepare("synthetic", data_dir,
-                       layouts={"valid": tf_records.RecordLayout(tgt_len=8, per_replica_batch=8)},
+                       tf_records.RecordPlan(
+                           {"valid": tf_records.RecordLayout(tgt_len=8, per_replica_batch=8)}),
                        progress=False, **options)
     train = stream_cache.load(data_dir, "train")
     keras.utils.set_random_seed(0)

@@ -103,7 +103,8 @@ def test_unknown_words_in_evaluation_splits(tmp_path):
 def test_corpus_too_short_for_one_batch(tmp_path):
     layout = tf_records.RecordLayout(tgt_len=64, per_replica_batch=8, replicas_per_host=2)
     with pytest.raises(tf_records.LayoutError, match=r"too short for one batch.*1040"):
-        tf_records.prepare("synthetic", tmp_path, layouts={"test": layout}, train_tokens=5000,
+        tf_records.prepare("synthetic", tmp_path, tf_records.RecordPlan({"test": layout}),
+                           train_tokens=5000,
                            eval_tokens=1000, progress=False)
     assert not [f for f in os.listdir(tmp_path) if "tfrecords" in f or f.startswith("record_info")]
     assert no_temp_files(tmp_path)
@@ -113,8 +114,8 @@ def test_missing_and_mismatched_records_name_the_fix(tmp_path):
     layout = tf_records.RecordLayout(tgt_len=16, per_replica_batch=2)
     with pytest.raises(tf_records.RecordsNotFoundError, match="python runners/prepare_data.py"):
         tf_records.find_records(tmp_path, "train", layout)
-    tf_records.prepare("synthetic", tmp_path, layouts={"train": layout}, train_tokens=3000,
-                       eval_tokens=500, period=20, progress=False)
+    tf_records.prepare("synthetic", tmp_path, tf_records.RecordPlan({"train": layout}),
+                       train_tokens=3000, eval_tokens=500, period=20, progress=False)
     other = tf_records.RecordLayout(tgt_len=32, per_replica_batch=2, replicas_per_host=2)
     with pytest.raises(tf_records.RecordsMismatchError) as e:
         tf_records.make_input_fn(tmp_path, "train", other)
@@ -138,8 +139,8 @@ def test_missing_and_mismatched_records_name_the_fix(tmp_path):
 
 def test_corrupted_and_truncated_record_files(tmp_path):
     layout = tf_records.RecordLayout(tgt_len=16, per_replica_batch=2)
-    tf_records.prepare("synthetic", tmp_path, layouts={"train": layout}, train_tokens=3000,
-                       eval_tokens=500, progress=False)
+    tf_records.prepare("synthetic", tmp_path, tf_records.RecordPlan({"train": layout}),
+                       train_tokens=3000, eval_tokens=500, progress=False)
     meta = tf_records.find_records(tmp_path, "train", layout)
     path = meta["paths"][0][0]
     data = bytearray(open(path, "rb").read())
@@ -151,14 +152,14 @@ def test_corrupted_and_truncated_record_files(tmp_path):
     with pytest.raises(Exception, match="(?i)corrupt"):
         list(tf_records.make_input_fn(tmp_path, "train", layout, verify="none")())
     # Re-running prepare notices and rewrites the damaged records.
-    summary = tf_records.prepare("synthetic", tmp_path, layouts={"train": layout}, train_tokens=3000,
-                                 eval_tokens=500, progress=False)
+    summary = tf_records.prepare("synthetic", tmp_path, tf_records.RecordPlan({"train": layout}),
+                                 train_tokens=3000, eval_tokens=500, progress=False)
     assert summary["records"]["train"]["written"]
     open(path, "wb").write(open(path, "rb").read()[:-100])
     with pytest.raises(tf_records.RecordsCorruptError, match="truncated"):
         tf_records.find_records(tmp_path, "train", layout)
-    summary = tf_records.prepare("synthetic", tmp_path, layouts={"train": layout}, train_tokens=3000,
-                                 eval_tokens=500, progress=False)
+    summary = tf_records.prepare("synthetic", tmp_path, tf_records.RecordPlan({"train": layout}),
+                                 train_tokens=3000, eval_tokens=500, progress=False)
     assert summary["records"]["train"]["written"]
     assert len(list(tf_records.make_input_fn(tmp_path, "train", layout, repeat=False)())) == meta["num_steps"]
 

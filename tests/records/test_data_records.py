@@ -12,7 +12,8 @@ import tf_records
 
 def prepare_synthetic(data_dir, layouts, **opts):
     opts = {"train_tokens": 5000, "eval_tokens": 700, "num_symbols": 50, "period": 40, **opts}
-    tf_records.prepare("synthetic", data_dir, layouts=layouts, progress=False, **opts)
+    tf_records.prepare("synthetic", data_dir, tf_records.RecordPlan(layouts or {}), progress=False,
+                       **opts)
     return np.fromfile(os.path.join(data_dir, "train.ids.bin"), "<i4")
 
 
@@ -139,8 +140,9 @@ def test_records_equal_in_memory_dataset(tmp_path, last_segment, num_passes):
     meta = tf_records.find_records(tmp_path, "valid", layout)
     tokens = np.fromfile(tmp_path / "valid.ids.bin", "<i4")
     from_records = [e for e in tf_records.make_input_fn(tmp_path, "valid", layout, repeat=False)()]
-    mem = tf_records.dataset_from_tokens(tokens, 3, 7, replicas_per_host=2, last_segment=last_segment,
-                                         num_passes=num_passes, pass_offsets=meta["pass_offsets"])
+    mem = tf_records.dataset_from_tokens(
+        tokens, 3, 7, replicas_per_host=2, last_segment=last_segment, num_passes=num_passes,
+        reading=tf_records.TokenReading(pass_offsets=meta["pass_offsets"]))
     from_memory = list(mem)
     assert len(from_records) == len(from_memory) == 2 * meta["num_steps"] == 2 * mem.num_steps
     for a, b in zip(from_records, from_memory):
@@ -178,7 +180,8 @@ def test_metadata_contents_and_fast_noop(tmp_path):
     assert meta["best_loss_nats"] == pytest.approx(math.log(50) / 4)  # ln K / (repeats + 1)
     assert meta["files"] == [["train.bsz-2.tlen-12.core-1.hosts-1.passes-1.host-000.tfrecords"]]
     mtime = os.path.getmtime(tmp_path / meta["files"][0][0])
-    summary = tf_records.prepare("synthetic", tmp_path, layouts={"train": layout}, progress=False,
+    summary = tf_records.prepare("synthetic", tmp_path, tf_records.RecordPlan({"train": layout}),
+                                 progress=False,
                                  train_tokens=5000, eval_tokens=700, num_symbols=50, period=40)
     assert summary["records"]["train"]["written"] is False
     assert os.path.getmtime(tmp_path / meta["files"][0][0]) == mtime

@@ -18,7 +18,7 @@ LAYOUT = RecordLayout(8, 2)
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
     root = tmp_path_factory.mktemp("names") / "data"
-    tf_records.prepare("synthetic", str(root), layouts={"train": LAYOUT, "valid": LAYOUT},
+    tf_records.prepare("synthetic", str(root), tf_records.RecordPlan({"train": LAYOUT, "valid": LAYOUT}),
                        download=False, progress=False, **SYNTHETIC)
     return root
 

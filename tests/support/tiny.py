@@ -102,6 +102,7 @@ def train_config(**changes):
 def prepare_synthetic(data_dir, layouts=None):
     """Prepares the `SYNTHETIC` corpus in `data_dir` (vocabulary, corpus info, token caches and
     the records of `layouts`, `{split: RecordLayout}`); returns `data_dir` as a string."""
-    tf_records.prepare("synthetic", data_dir, layouts=layouts, download=False, progress=False,
+    tf_records.prepare("synthetic", data_dir, tf_records.RecordPlan(layouts or {}),
+                       download=False, progress=False,
                        **SYNTHETIC)
     return str(data_dir)

@@ -3,7 +3,7 @@
 `txl_tf` never imports `tf_records`, `runners` or `absl.flags` (absl.logging is fine);
 `tf_records` never imports `txl_tf` or `runners`; inside it, `vocab/` never imports `text/` (text
 is encoded with a vocabulary, not the reverse). No module of either imports its own package root
-(it imports the module that defines a name), and no two folders import each other, at any depth.
+(it imports the module that defines a name), and no two folders import each other, at any depth (nor a folder and a module of its parent).
 Every module is parsed, and every import in it counts: module level, inside functions, and
 `importlib.import_module("...")` with a literal name.
 Under Bazel the files are those of the test's runfiles, i.e. the libraries' sources.
@@ -25,12 +25,12 @@ FORBIDDEN = {
 }
 
 
-def modules(package):
-    """Repository-relative paths of the package's .py files."""
+def modules(package, root=REPO):
+    """Repository-relative (`root`-relative) paths of the package's .py files."""
     found = []
-    for directory, dirs, names in os.walk(os.path.join(REPO, package)):
+    for directory, dirs, names in os.walk(os.path.join(root, package)):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        rel = os.path.relpath(directory, REPO).replace(os.sep, "/")
+        rel = os.path.relpath(directory, root).replace(os.sep, "/")
         found += [f"{rel}/{n}" for n in sorted(names) if n.endswith(".py")]
     return found
 
@@ -220,25 +220,44 @@ def test_the_root_check_sees_root_imports(tmp_path):
         "tf_records.PreparedData"]
 
 
-def folder_edges(package):
-    """{(folder, sibling folder): first import line} for every import from a module under one
-    folder of `package` to a module under a sibling folder (same parent), at every depth:
-    txl_tf/inference -> txl_tf/devices, txl_tf/training/reporting -> txl_tf/training/checkpoints."""
+def resolved(name, root=REPO):
+    """The repository-relative path of what the dotted `name` imports: the deepest module
+    (`a/b.py`) or folder (`a/b`) it names; None for a name outside the repository."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        path = "/".join(parts[:end])
+        if os.path.isfile(os.path.join(root, path + ".py")):
+            return path + ".py"
+        if os.path.isdir(os.path.join(root, path)):
+            return path
+    return None
+
+
+def folder_edges(package, root=REPO):
+    """{(node, sibling node): first import line} for every import from a module under one child
+    of a folder of `package` to a module under another child of the same folder, at every
+    depth; a child is a folder or a module: txl_tf/inference -> txl_tf/devices,
+    txl_tf/training/reporting -> txl_tf/training/checkpoints, tf_records/vocab ->
+    tf_records/corpus_info.py (a folder importing a module of its parent, whose folder is then
+    below it) and tf_records/prepare.py -> tf_records/records."""
     edges = {}
-    for path in modules(package):
-        folders = path.split("/")[:-1]
-        with open(os.path.join(REPO, path), encoding="utf-8") as f:
+    for path in modules(package, root):
+        with open(os.path.join(root, path), encoding="utf-8") as f:
             tree = ast.parse(f.read(), path)
+        source = path.split("/")
         for line, name in imported_names(tree):
-            target = name.split(".")
-            for depth in range(1, len(folders)):
-                if target[:depth] != folders[:depth] or len(target) <= depth + 1:
-                    break  # the name leaves the parent folder, or is a module of the parent
-                source, sibling = "/".join(folders[:depth + 1]), "/".join(target[:depth + 1])
-                if source != sibling:
-                    if os.path.isdir(os.path.join(REPO, sibling)):
-                        edges.setdefault((source, sibling), f"{path}:{line} imports {name}")
-                    break
+            target = resolved(name, root)
+            if target is None:
+                continue
+            target = target.split("/")
+            common = 0
+            while (common < min(len(source), len(target)) - 1
+                   and source[common] == target[common]):
+                common += 1
+            if common == 0 or source[common] == target[common]:
+                continue  # another package, or the module's own folder or an ancestor of it
+            edges.setdefault(("/".join(source[:common + 1]), "/".join(target[:common + 1])),
+                             f"{path}:{line} imports {name}")
     return edges
 
 
@@ -268,9 +287,9 @@ def folder_cycles(edges):
 @pytest.mark.parametrize("package", LIBRARIES)
 def test_no_import_cycle_between_folders(package):
     """Folders that import each other are one concept in two places: each folder of txl_tf/
-    and tf_records/ (at every depth) imports its sibling folders in one direction only, so that
-    one of the two lies below the other (the compilation choice in txl_tf/devices/, below
-    training/ and inference/)."""
+    and tf_records/ (at every depth) imports its sibling folders and the modules beside it in
+    one direction only, so that one of the two lies below the other (the compilation choice in
+    txl_tf/devices/, below training/ and inference/; tf_records/corpus_info.py below vocab/)."""
     cycles = folder_cycles(folder_edges(package))
     assert not cycles, "folders that import each other:\n" + "\n".join(
         " -> ".join(cycle) for cycle in cycles)
@@ -281,3 +300,28 @@ def test_the_folder_check_sees_a_cycle():
              ("p/a/c", "p/a/d"): "p/a/c/z.py:3 imports p.a.d.w"}
     assert folder_cycles(edges) == [["p/a/x.py:1 imports p.b.y", "p/b/y.py:2 imports p.a.x"]]
     assert folder_cycles({key: line for key, line in edges.items() if key[0] != "p/b"}) == []
+
+
+def test_the_folder_check_sees_a_folder_and_a_module_of_its_parent(tmp_path):
+    """A module of a folder and a subfolder beside it that import each other are a cycle (the
+    one tf_records/corpus_info.py and tf_records/vocab/ had); one direction is not, and neither
+    are imports of a module's own folder or of another package."""
+    files = {"p/__init__.py": "",
+             "p/info.py": "from p.vocab import words\nimport os\n",
+             "p/vocab/__init__.py": "",
+             "p/vocab/words.py": "from p.info import FILE\nfrom p.vocab import rules\n"
+                                 "import q.other\n",
+             "p/vocab/rules.py": "import p\n",
+             "q/other.py": ""}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    edges = folder_edges("p", str(tmp_path))
+    assert edges == {("p/info.py", "p/vocab"): "p/info.py:1 imports p.vocab.words",
+                     ("p/vocab", "p/info.py"): "p/vocab/words.py:1 imports p.info.FILE",
+                     ("p/vocab/words.py", "p/vocab/rules.py"):
+                         "p/vocab/words.py:2 imports p.vocab.rules"}
+    assert folder_cycles(edges) == [["p/info.py:1 imports p.vocab.words",
+                                     "p/vocab/words.py:1 imports p.info.FILE"]]
+    (tmp_path / "p/info.py").write_text("import os\n")
+    assert folder_cycles(folder_edges("p", str(tmp_path))) == []

@@ -68,7 +68,8 @@ def run_steps(jit_compile):
 def records(tmp_path_factory):
     data_dir = str(tmp_path_factory.mktemp("tpu_ready") / "data")
     layout = tf_records.RecordLayout(tgt_len=8, per_replica_batch=2, replicas_per_host=2)
-    tf_records.prepare("synthetic", data_dir, layouts={"train": layout}, download=False,
+    tf_records.prepare("synthetic", data_dir, tf_records.RecordPlan({"train": layout}),
+                       download=False,
                        progress=False, train_tokens=4000, eval_tokens=500, num_symbols=12,
                        period=10)
     return data_dir, layout

@@ -44,7 +44,7 @@ ERRORS = (ValueError, model_files.ModelDirError)  # ModelDirError is a FileNotFo
 def pristine(tmp_path_factory):
     """Good directories of each kind: data (prepared, valid records), model, preset."""
     root = tmp_path_factory.mktemp("pristine")
-    tf_records.prepare("synthetic", str(root / "data"), layouts={"valid": LAYOUT},
+    tf_records.prepare("synthetic", str(root / "data"), tf_records.RecordPlan({"valid": LAYOUT}),
                        download=False, progress=False, **SYNTHETIC)
     make_model_dir(root / "model")
     presets.preset_from_model_dir(str(root / "model"), str(root / "preset"))

@@ -6,7 +6,7 @@ import numpy as np
 from tf_records.corpora.base import BuiltCorpus, counts_of_ids, log
 from tf_records.errors import CorpusError, VocabularyError
 from tf_records.text.tokenize import TextRules, encode_word_lines, word_symbols
-from tf_records.vocab.choice import TOKENS_PER_ENTRY, auto_min_freq
+from tf_records.vocab.choice import TOKENS_PER_ENTRY, VocabCounting, auto_min_freq
 from tf_records.vocab.vocabulary import Vocabulary
 
 
@@ -32,39 +32,43 @@ def byte_corpus(raw: dict, drop_bytes=(), full_bytes=True, vocab=None, info=None
                        dict(info or {}))
 
 
-def char_corpus(texts: dict, lower_case=False, count_splits=None, vocab=None, min_freq=0,
-                max_size=None, unk_symbol=None, unk_policy="error", info=None) -> BuiltCorpus:
-    """Char level. `texts`: split -> str. The vocabulary counts `count_splits` (default all)."""
+def char_corpus(texts: dict, lower_case=False, counting: VocabCounting = VocabCounting(),
+                vocab=None, info=None) -> BuiltCorpus:
+    """Char level. `texts`: split -> str. The vocabulary is `vocab`, else built as `counting`
+    says (`count_splits`, min_freq, max_size, unk_symbol, unk_policy; no specials)."""
     if lower_case:
         texts = {s: t.lower() for s, t in texts.items()}
     for s, t in texts.items():
         if not t:
             raise CorpusError(f"the {s} split is empty.")
     if vocab is None:
+        c = counting
         counter = collections.Counter()
-        for s in count_splits or texts:
+        for s in c.count_splits or texts:
             counter.update(texts[s])
-        if unk_symbol is not None and len(unk_symbol) != 1:
-            raise CorpusError(f"a char-level unk symbol must be one character, got {unk_symbol!r}.")
-        vocab = Vocabulary.build(counter, "char", min_freq=min_freq or 0, max_size=max_size,
-                                 unk_symbol=unk_symbol, unk_policy=unk_policy)
+        if c.unk_symbol is not None and len(c.unk_symbol) != 1:
+            raise CorpusError(f"a char-level unk symbol must be one character, got {c.unk_symbol!r}.")
+        vocab = Vocabulary.build(counter, "char", min_freq=c.min_freq or 0, max_size=c.max_size,
+                                 unk_symbol=c.unk_symbol, unk_policy=c.unk_policy)
     streams = {s: vocab.encode_chars(t) for s, t in texts.items()}
     return BuiltCorpus(vocab, TextRules("char", lower_case=lower_case), streams,
                        with_unk_counts(info, streams, vocab))
 
 
-def word_corpus(line_sources: dict, rules: TextRules, count_splits, specials=(), vocab=None,
-                min_freq=0, max_size=None, unk_symbol=None, unk_policy="error", backend="python",
-                info=None, progress=None) -> BuiltCorpus:
+def word_corpus(line_sources: dict, rules: TextRules, counting: VocabCounting, vocab=None,
+                backend="python", info=None, progress=None) -> BuiltCorpus:
     """Word level. `line_sources`: split -> zero-argument callable yielding the split's lines.
 
-    The vocabulary counts the splits in `count_splits` with the reference rule (specials first,
-    then by count); `backend` picks the encoder (ids are identical either way). `progress`
-    prints stage messages on stderr. `min_freq=None` and no `max_size` (with an unk symbol):
-    the minimum count is chosen from the corpus (`tf_records.vocab.choice.auto_min_freq`),
-    recorded in the corpus info as `min_freq_chosen` and reported.
+    The vocabulary (unless `vocab` is given) counts the splits `counting.count_splits` (None:
+    all) with the reference rule (specials first, then by count); `backend` picks the encoder
+    (ids are identical either way). `progress` prints stage messages on stderr.
+    `counting.min_freq=None` and no `max_size` (with an unk symbol): the minimum count is
+    chosen from the corpus (`tf_records.vocab.choice.auto_min_freq`), recorded in the corpus
+    info as `min_freq_chosen` and reported.
     """
     info = dict(info or {})
+    c = counting
+    count_splits = list(line_sources) if c.count_splits is None else c.count_splits
     if vocab is None:
         counter = collections.Counter()
         for s in count_splits:
@@ -72,13 +76,15 @@ def word_corpus(line_sources: dict, rules: TextRules, count_splits, specials=(),
             for line in line_sources[s]():
                 counter.update(word_symbols(line, rules))
         num_tokens = sum(counter.values())
-        for sym in specials:
+        for sym in c.specials:
             counter.pop(sym, None)
+        min_freq = c.min_freq
         if min_freq is None:
-            min_freq = _chosen_min_freq(counter, num_tokens, specials, max_size, unk_symbol,
-                                        info, progress)
-        vocab = Vocabulary.build(counter, "word", specials=specials, min_freq=min_freq,
-                                 max_size=max_size, unk_symbol=unk_symbol, unk_policy=unk_policy)
+            min_freq = _chosen_min_freq(counter, num_tokens, c.specials, c.max_size,
+                                        c.unk_symbol, info, progress)
+        vocab = Vocabulary.build(counter, "word", specials=c.specials, min_freq=min_freq,
+                                 max_size=c.max_size, unk_symbol=c.unk_symbol,
+                                 unk_policy=c.unk_policy)
     streams = {}
     for s, lines in line_sources.items():
         log(progress, f"encoding {s} ({backend}) ...")

@@ -13,6 +13,7 @@ from tf_records.corpora.common import word_corpus
 from tf_records.corpora.options import BACKEND_HELP, BACKENDS, URL_HELP, CorpusOptions, Option
 from tf_records.errors import CorpusError
 from tf_records.text.tokenize import TextRules
+from tf_records.vocab.choice import VocabCounting
 
 URL = "http://www.fit.vutbr.cz/~imikolov/rnnlm/simple-examples.tgz"
 MEMBERS = {"train": "data/ptb.train.txt", "valid": "data/ptb.valid.txt", "test": "data/ptb.test.txt"}
@@ -55,5 +56,6 @@ class PennTreebank(Corpus):
 
         sources = {s: (lambda m=m: lines(m)) for s, m in MEMBERS.items()}
         return word_corpus(sources, TextRules("word", lower_case=True, eos="<eos>"),
-                           count_splits=["train", "valid", "test"], specials=["<eos>"],
+                           VocabCounting(count_splits=["train", "valid", "test"],
+                                         specials=["<eos>"]),
                            backend=self.options["backend"], info={"source": URL}, progress=progress)

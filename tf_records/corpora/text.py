@@ -19,6 +19,7 @@ Options:
     only the bytes that occur, by count.
   vocab_path: use this existing vocabulary file instead of building one.
 """
+import dataclasses
 import os
 
 import numpy as np
@@ -30,6 +31,7 @@ from tf_records.corpora.options import (BACKEND_HELP, BACKENDS, EVAL_FRACTION_HE
                                         CorpusOptions, Option)
 from tf_records.errors import CorpusError, DataError
 from tf_records.text.tokenize import TextRules
+from tf_records.vocab.choice import VocabCounting
 from tf_records.vocab.vocabulary import Vocabulary
 
 
@@ -98,6 +100,9 @@ class TextFiles(Corpus):
         vocab = (Vocabulary.load(o["vocab_path"], self.level, unk_symbol=unk, unk_policy=o["unk_policy"])
                  if o["vocab_path"] else None)
         info = {"files": {k: os.path.abspath(v) for k, v in paths.items() if v}}
+        counting = VocabCounting(count_splits=count, min_freq=o["min_freq"],
+                                 max_size=o["max_size"], unk_symbol=unk,
+                                 unk_policy=o["unk_policy"])
         if self.level == "byte":
             raw = {}
             for s, p in paths.items():
@@ -110,9 +115,8 @@ class TextFiles(Corpus):
             texts = {s: "".join(text_file_lines(p)) for s, p in paths.items() if p}
             if not split_given:
                 texts = self._split(texts["train"], paths["train"])
-            return char_corpus(texts, lower_case=o["lower_case"], count_splits=count, vocab=vocab,
-                               min_freq=o["min_freq"], max_size=o["max_size"], unk_symbol=unk,
-                               unk_policy=o["unk_policy"], info=info)
+            return char_corpus(texts, lower_case=o["lower_case"], counting=counting, vocab=vocab,
+                               info=info)
         rules = TextRules("word", lower_case=o["lower_case"], eos="<eos>" if o["add_eos"] else None)
         if split_given:
             sources = {s: (lambda p=p: text_file_lines(p)) for s, p in paths.items()}
@@ -121,7 +125,5 @@ class TextFiles(Corpus):
             parts = self._split(lines, paths["train"] + " (lines)")
             sources = {s: (lambda ls=ls: iter(ls)) for s, ls in parts.items()}
         specials = ["<eos>"] if o["add_eos"] else []
-        return word_corpus(sources, rules, count_splits=count, specials=specials, vocab=vocab,
-                           min_freq=o["min_freq"], max_size=o["max_size"], unk_symbol=unk,
-                           unk_policy=o["unk_policy"], backend=o["backend"], info=info,
-                           progress=progress)
+        return word_corpus(sources, rules, dataclasses.replace(counting, specials=specials),
+                           vocab=vocab, backend=o["backend"], info=info, progress=progress)

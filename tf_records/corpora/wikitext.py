@@ -11,6 +11,7 @@ from tf_records.corpora.base import Corpus, zip_member_lines
 from tf_records.corpora.common import word_corpus
 from tf_records.corpora.options import BACKEND_HELP, BACKENDS, URL_HELP, CorpusOptions, Option
 from tf_records.text.tokenize import TextRules
+from tf_records.vocab.choice import VocabCounting
 
 URL_WT103 = "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-103-v1.zip"
 URL_WT2 = "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-2-v1.zip"
@@ -24,8 +25,9 @@ class _WikiText(Corpus):
     def build(self, data_dir, raw_path=None, download=True, progress=True):
         path = self.obtain_archive(data_dir, raw_path, download, progress)
         sources = {s: (lambda m=m: zip_member_lines(path, m)) for s, m in MEMBERS.items()}
-        return word_corpus(sources, TextRules("word", eos="<eos>"), count_splits=["train"],
-                           specials=["<eos>"], backend=self.options["backend"],
+        return word_corpus(sources, TextRules("word", eos="<eos>"),
+                           VocabCounting(count_splits=["train"], specials=["<eos>"]),
+                           backend=self.options["backend"],
                            info={"source": self.options.get("url")}, progress=progress)
 
 

@@ -7,9 +7,11 @@ per_replica_batch` streams: host `h` owns streams `[h * per_host_batch, (h + 1) 
 per_host_batch)`, and local replica `r` of a host owns `per_replica_batch` consecutive ones
 of them. Records serve only a run of the same layout, so the layout names their files
 (`basename`) and the `runners/prepare_data.py` flags that make them (`flags`). How a token
-stream is cut into the streams is `tf_records.records.streams`.
+stream is cut into the streams is `tf_records.records.streams`. `RecordPlan` is what
+`tf_records.prepare` writes: a layout per split, and the seed of their rotation offsets.
 """
 import dataclasses
+from typing import Mapping
 
 from tf_records.errors import LayoutError
 
@@ -105,3 +107,22 @@ class RecordLayout:
         if self.last_segment != "drop":
             text += f" --last_segment={self.last_segment}"
         return text
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordPlan:
+    """The records `tf_records.prepare` writes.
+
+    Attributes:
+      layouts: `{split: RecordLayout}`; the records of each split for its layout.
+      seed: seed of the rotation offsets of the layouts with `num_passes > 1` (recorded as
+        `pass_seed`).
+
+    Example:
+
+    ```python
+    RecordPlan({"train": RecordLayout(512, 22), "valid": RecordLayout(512, 10)})
+    ```
+    """
+    layouts: Mapping[str, RecordLayout] = dataclasses.field(default_factory=dict)
+    seed: int = 0

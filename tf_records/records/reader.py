@@ -8,6 +8,9 @@ consecutive elements to its local replicas in order, so replica `r` receives its
 every step (a test checks this with `MirroredStrategy` on two logical CPUs). There is no
 shuffling inside a stream; the order is deterministic.
 """
+import dataclasses
+from typing import Optional, Sequence
+
 import numpy as np
 
 from tf_records.records import metadata, store, streams
@@ -142,18 +145,33 @@ def records_input_fn(data_dir, split, layout: RecordLayout, meta: dict, repeat=T
     return input_fn
 
 
+@dataclasses.dataclass(frozen=True)
+class TokenReading:
+    """What `dataset_from_tokens` yields of a layout's streams, and from where.
+
+    Attributes:
+      host: which host's streams to yield.
+      repeat, start_step: as in `make_input_fn`.
+      pass_offsets: rotation offsets of the passes (None: the seeded ones of
+        `streams.pass_offsets`, those of records written with seed 0).
+    """
+    host: int = 0
+    repeat: bool = False
+    start_step: int = 0
+    pass_offsets: Optional[Sequence[int]] = None
+
+
 def dataset_from_tokens(tokens, per_replica_batch, tgt_len, replicas_per_host=1, num_hosts=1,
-                        host=0, repeat=False, start_step=0, last_segment="drop", num_passes=1,
-                        pass_offsets=None):
+                        last_segment="drop", num_passes=1,
+                        reading: TokenReading = TokenReading()):
     """An in-memory dataset with exactly the element order of the records for the same layout.
 
     Args:
       tokens: int `[N]` token ids (e.g. `tokenize_text` of an arbitrary text file).
       per_replica_batch, tgt_len, replicas_per_host, num_hosts, last_segment, num_passes: as in
         `RecordLayout`.
-      host: which host's streams to yield.
-      repeat, start_step: as in `make_input_fn`.
-      pass_offsets: rotation offsets (default: the seeded ones of `streams.pass_offsets`).
+      reading: which host's streams, from which step, repeated or not, with which rotation
+        offsets (`TokenReading`).
 
     Returns:
       A `tf.data.Dataset` of `{"inputs", "labels"}`, int32 `[B, Q]` (B = per_replica_batch,
@@ -165,12 +183,14 @@ def dataset_from_tokens(tokens, per_replica_batch, tgt_len, replicas_per_host=1,
                           replicas_per_host=replicas_per_host, num_hosts=num_hosts,
                           num_passes=num_passes, last_segment=last_segment)
     tokens = np.asarray(tokens, np.int32)
+    pass_offsets = reading.pass_offsets
     if pass_offsets is None:
         pass_offsets = streams.pass_offsets(tokens.size, num_passes)
     matrix, num_steps = streams.stream_matrix(tokens, layout, pass_offsets)
-    inputs, labels = streams.step_windows(matrix, tgt_len, 0, num_steps, streams.host_streams(layout, host))
+    inputs, labels = streams.step_windows(matrix, tgt_len, 0, num_steps,
+                                          streams.host_streams(layout, reading.host))
     shape = [num_steps * replicas_per_host, per_replica_batch, tgt_len]
     ds = tf.data.Dataset.from_tensor_slices({"inputs": inputs.reshape(shape), "labels": labels.reshape(shape)})
-    ds = _finish(ds, replicas_per_host, num_steps, repeat, start_step)
+    ds = _finish(ds, replicas_per_host, num_steps, reading.repeat, reading.start_step)
     ds.num_steps = num_steps
     return ds

@@ -18,6 +18,7 @@ meta = find_or_make("data/builtin", "train", RecordLayout(64, 8), make=True)
 meta["paths"][0], meta["num_steps"], meta["written"]
 ```
 """
+import dataclasses
 import glob
 import os
 
@@ -32,6 +33,23 @@ from untrusted_files import dir_kinds
 from untrusted_files.reading import MAX_RECORD_INFO_BYTES
 
 _MISSING = (RecordsNotFoundError, RecordsMismatchError)
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordMaking:
+    """How `find_or_make` makes records (with `make`).
+
+    Attributes:
+      remake_damaged: check found records (every file's sha256, and their token stream against
+        the token cache) and rewrite damaged or stale ones (what `prepare` does); False uses
+        found records as their metadata describes them (each host checks its files when it
+        reads them).
+      seed: seed of the rotation offsets when `layout.num_passes > 1`.
+      progress: show a progress bar while writing.
+    """
+    remake_damaged: bool = False
+    seed: int = 0
+    progress: bool = False
 
 
 def check_data_dir(data_dir):
@@ -160,7 +178,7 @@ def _found(data_dir, split, layout, remake_damaged):
 
 
 def find_or_make(data_dir, split, layout: RecordLayout, *, vocab_size=None, make=False,
-                 remake_damaged=False, tokens=None, seed=0, progress=False) -> dict:
+                 tokens=None, making: RecordMaking = RecordMaking()) -> dict:
     """The records of `split` for `layout`: found, else made from the split's token cache.
 
     Args:
@@ -171,13 +189,9 @@ def find_or_make(data_dir, split, layout: RecordLayout, *, vocab_size=None, make
         are found or made: their vocabulary is the directory's).
       make: write missing records (or records of another layout or vocabulary) from `tokens`
         or the token cache; False only finds them.
-      remake_damaged: check found records (every file's sha256, and their token stream against
-        the token cache) and rewrite damaged or stale ones (what `prepare` does); False uses
-        found records as their metadata describes them (each host checks its files when it
-        reads them).
       tokens: int32 `[N]` ids of the split, when they are in memory (default: the token cache).
-      seed: seed of the rotation offsets when `layout.num_passes > 1`.
-      progress: show a progress bar while writing.
+      making: how records are checked and made (`RecordMaking`: remake_damaged, seed,
+        progress).
 
     Returns:
       The metadata dict of `find_records` (with `paths`), and `written`: whether the records
@@ -193,15 +207,15 @@ def find_or_make(data_dir, split, layout: RecordLayout, *, vocab_size=None, make
     """
     data_dir = os.fspath(data_dir)
     check_data_dir(data_dir)
-    meta, error = _found(data_dir, split, layout, remake_damaged)
+    meta, error = _found(data_dir, split, layout, making.remake_damaged)
     written = meta is None
     if written:
-        meta = _make(data_dir, split, layout, error, make, tokens, seed, progress)
+        meta = _make(data_dir, split, layout, error, make, tokens, making)
     check_vocab_size(data_dir, split, layout, meta, vocab_size)
     return dict(meta, written=written)
 
 
-def _make(data_dir, split, layout, error, make, tokens, seed, progress) -> dict:
+def _make(data_dir, split, layout, error, make, tokens, making: RecordMaking) -> dict:
     """Writes the records from `tokens` or the token cache; raises `error` (why they are
     needed) when not `make` or there is no token cache of the directory's vocabulary."""
     if not make:
@@ -213,8 +227,9 @@ def _make(data_dir, split, layout, error, make, tokens, seed, progress) -> dict:
     if tokens is None:
         tokens = stream_cache.load(data_dir, split)
     bar = Progress(f"records {layout.basename(split)}", unit="k records", scale=1e3,
-                   enabled=bool(progress))
+                   enabled=bool(making.progress))
     meta = writer.write_records(data_dir, split, tokens, layout, corpus_info=info,
-                                stream_sha256=cache["sha256"], seed=seed, progress=bar.update)
+                                stream_sha256=cache["sha256"], seed=making.seed,
+                                progress=bar.update)
     bar.close()
     return _with_paths(data_dir, meta)

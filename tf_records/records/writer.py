@@ -11,6 +11,7 @@ Files are written under temporary names and renamed when complete; the metadata 
 last, so a failure never leaves records that look valid.
 """
 import concurrent.futures
+import dataclasses
 import os
 import time
 
@@ -107,9 +108,21 @@ def _num_labels(matrix, num_steps, layout: RecordLayout) -> int:
     return int(num_steps * layout.num_streams * layout.tgt_len)
 
 
-def _metadata(split, tokens, layout, corpus_info, offsets, seed, matrix, num_steps, names,
-              paths, stream_sha256):
-    """The metadata dict of the records (see `tf_records.records.metadata`)."""
+@dataclasses.dataclass(frozen=True)
+class _Cut:
+    """A split's tokens cut for a layout: the stream matrix (int32 [S, T], S = num_streams),
+    its number of steps, and the rotation offsets of its passes with their seed."""
+    matrix: np.ndarray
+    num_steps: int
+    pass_offsets: list
+    pass_seed: int
+
+
+def _metadata(split, tokens, layout, corpus_info, cut: _Cut, files: dict,
+              stream_sha256) -> dict:
+    """The metadata dict of the records (see `tf_records.records.metadata`); `files`:
+    {file name: path}, hosts in order."""
+    matrix, num_steps = cut.matrix, cut.num_steps
     num_labels = _num_labels(matrix, num_steps, layout)
     return {
         "format": FORMAT,
@@ -119,17 +132,17 @@ def _metadata(split, tokens, layout, corpus_info, offsets, seed, matrix, num_ste
         **layout.to_dict(),
         "per_host_batch": layout.per_host_batch,
         "num_streams": layout.num_streams,
-        "pass_offsets": offsets,
-        "pass_seed": seed,
+        "pass_offsets": cut.pass_offsets,
+        "pass_seed": cut.pass_seed,
         "num_steps": int(num_steps),
         "stream_length": int(matrix.shape[1]),
         "num_tokens": int(tokens.size),
         "num_labels": num_labels,
         "tokens_dropped": int(tokens.size * layout.num_passes - num_labels),
         "stream_sha256": stream_sha256 or streams.tokens_sha256(tokens),
-        "files": [[n] for n in names],
-        "file_bytes": {n: os.path.getsize(p) for n, p in zip(names, paths)},
-        "file_sha256": {n: metadata.file_sha256(p) for n, p in zip(names, paths)},
+        "files": [[n] for n in files],
+        "file_bytes": {n: os.path.getsize(p) for n, p in files.items()},
+        "file_sha256": {n: metadata.file_sha256(p) for n, p in files.items()},
         "records_per_host": int(num_steps * layout.per_host_batch),
         # corpus facts worth having beside the records (builtin: which Python made the corpus)
         **{k: corpus_info[k] for k in ("python_version", "best_loss_nats") if k in corpus_info},
@@ -166,8 +179,8 @@ def write_records(data_dir, split, tokens: np.ndarray, layout: RecordLayout, *, 
     _clear_metadata(info_path)
     names = [metadata.record_file(layout, split, h) for h in range(layout.num_hosts)]
     paths = _write_host_files(data_dir, names, matrix, num_steps, layout, progress)
-    meta = _metadata(split, tokens, layout, corpus_info, offsets, seed, matrix, num_steps, names,
-                     paths, stream_sha256)
+    meta = _metadata(split, tokens, layout, corpus_info, _Cut(matrix, num_steps, offsets, seed),
+                     dict(zip(names, paths)), stream_sha256)
     meta["write_seconds"] = round(time.time() - start, 3)
     meta["info_sha256"] = metadata.info_checksum(meta)
     atomic.write_json(info_path, meta)

@@ -6,18 +6,41 @@ twice: a model cannot learn them, and it spends its softmax on them. `auto_min_f
 words seen at least k times, with the smallest k that leaves at least `TOKENS_PER_ENTRY`
 training tokens per vocabulary entry (every word of a large corpus; fewer of a small one).
 `too_small_warning` is the line `prepare` prints when a split has fewer than
-`MIN_TOKENS_PER_ENTRY` tokens per entry.
+`MIN_TOKENS_PER_ENTRY` tokens per entry. `VocabCounting` is how a corpus counts and cuts its
+char or word vocabulary.
 
 Example:
   >>> auto_min_freq({"the": 150, "cat": 3, "zebra": 1}, num_tokens=154, specials=1)
   2
 """
-from typing import Mapping, Optional
+import dataclasses
+from typing import Mapping, Optional, Sequence
 
 # Training tokens per vocabulary entry the automatic minimum count aims at.
 TOKENS_PER_ENTRY = 40
 # Below this many training tokens per vocabulary entry a corpus is too small for its vocabulary.
 MIN_TOKENS_PER_ENTRY = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class VocabCounting:
+    """How a char or word corpus builds its vocabulary from its splits' counts.
+
+    Attributes:
+      count_splits: the splits whose symbols are counted (None: every split).
+      specials: special symbols put first (words only), e.g. ("<eos>",).
+      min_freq: keep symbols seen at least this often; None (words, no `max_size`, an
+        `unk_symbol`): chosen from the corpus (`auto_min_freq`).
+      max_size: cap of the vocabulary's size, specials included (None: no cap).
+      unk_symbol: the symbol unknown ones become (None: none).
+      unk_policy: "error" (an unknown symbol is an error) or "unk" (it becomes `unk_symbol`).
+    """
+    count_splits: Optional[Sequence[str]] = None
+    specials: Sequence[str] = ()
+    min_freq: Optional[int] = 0
+    max_size: Optional[int] = None
+    unk_symbol: Optional[str] = None
+    unk_policy: str = "error"
 
 
 def auto_min_freq(counts: Mapping, num_tokens: int, specials: int = 0,

@@ -19,13 +19,13 @@ first unknown symbol; `"unk"` maps unknown symbols to `unk_symbol` (which must b
 vocabulary).
 """
 import collections
-import hashlib
 import os
 
 import numpy as np
 
 from tf_records import atomic
 from tf_records.errors import VocabularyError
+from tf_records.vocab_checksum import content_checksum, read_vocab_bytes
 from untrusted_files import reading
 
 LEVELS = ("byte", "char", "word")
@@ -167,7 +167,7 @@ class Vocabulary:
         if not os.path.lexists(path):
             raise VocabularyError(f"vocabulary file {path} does not exist.")
         try:
-            text = reading.decode_utf8(_read_vocab_bytes(path), f"vocabulary file {path}",
+            text = reading.decode_utf8(read_vocab_bytes(path), f"vocabulary file {path}",
                                        VocabularyError)
         except FileNotFoundError:
             raise VocabularyError(f"vocabulary file {path} is a link to nothing; give the "
@@ -288,34 +288,6 @@ class Vocabulary:
         if self.level == "char":
             return "".join(self.symbols[i] for i in ids)
         return [self.symbols[i] for i in ids]
-
-
-def content_checksum(level, content: bytes) -> str:
-    """sha256 (hex, first 16 digits) of `level=<level>\\n` followed by a vocabulary file's bytes.
-
-    Equals `Vocabulary.checksum` of the vocabulary a file written by
-    `Vocabulary.save` holds; any edit of the file changes it.
-    """
-    return hashlib.sha256(f"level={level}\n".encode("utf-8") + content).hexdigest()[:16]
-
-
-def file_checksum(path, level) -> str:
-    """`content_checksum` of the vocabulary file `path` (read as bytes, not parsed; a file from
-    elsewhere: inside its directory, at most `MAX_VOCAB_BYTES`).
-
-    Raises:
-      VocabularyError: a link outside its directory, not a regular file, or too large.
-    """
-    return content_checksum(level, _read_vocab_bytes(path))
-
-
-def _read_vocab_bytes(path) -> bytes:
-    """The bytes of the vocabulary file `path`, read as `untrusted_files.reading` reads a file
-    from elsewhere (inside its own directory)."""
-    path = os.fspath(path)
-    return reading.read_bytes(path, inside=os.path.dirname(os.path.abspath(path)),
-                              max_bytes=reading.MAX_VOCAB_BYTES, error=VocabularyError,
-                              name=f"vocabulary file {path}")
 
 
 def count_symbols(iterable_of_sequences) -> collections.Counter:

@@ -40,6 +40,7 @@ from txl_tf.causal_lm.arguments import COMPILE_RANGES, FIT_RANGES, check_argumen
 from txl_tf.causal_lm.contiguous_batches import ContiguousBatchError, check_contiguous
 from txl_tf.causal_lm.multi_step import multi_step_function
 from txl_tf.causal_lm.replica_memory import ReplicaMemory
+from txl_tf.causal_lm.training_state import read_training_state, write_training_state
 from txl_tf.causal_lm.task_methods import CausalLMTaskMethods, compile_sampler, sampler_config
 from txl_tf.inference.evaluation import Evaluator
 from txl_tf.training.replica_step import ReplicaStep
@@ -300,22 +301,14 @@ class TransformerXLCausalLM(CausalLMTaskMethods, BackboneAdaptation, keras.Model
     # ------------------------------------------------------------------------- saved state
     def save_own_variables(self, store):
         """Writes the training memory and the loss-scaling state (the weights are the
-        backbone's and the optimizer's own)."""
-        if self.memory.variable is not None:
-            store["memory"] = self.memory.to_host()
-        if self._replica_step is not None:
-            store["loss_scale"] = np.asarray(self._replica_step.loss_scale.numpy())
-            store["good_steps"] = np.asarray(self._replica_step.good_steps.numpy())
+        backbone's and the optimizer's own); see `training_state.py`."""
+        write_training_state(self.memory, self._replica_step, store)
 
     def load_own_variables(self, store):
         """Restores what `save_own_variables` wrote (the memory of every local replica)."""
-        keys = set(store.keys())
-        if "memory" in keys:
-            if self.memory.from_host(np.asarray(store["memory"]), self.distribute_strategy):
-                self.train_function = None  # traced on the previous variable
-        if self._replica_step is not None and "loss_scale" in keys:
-            self._replica_step.loss_scale.assign(np.asarray(store["loss_scale"]))
-            self._replica_step.good_steps.assign(np.asarray(store["good_steps"]))
+        if read_training_state(self.memory, self._replica_step, store,
+                               self.distribute_strategy):
+            self.train_function = None  # traced on the previous variable
 
     def get_config(self):
         config = {"name": self.name, "trainable": self.trainable,

@@ -40,7 +40,7 @@ from txl_tf.training.interruption import StopOnSignal, TrainingInterrupted
 from txl_tf.training.lora_run import add_adapters
 from txl_tf.training.lr_schedule import WarmupCosineSchedule
 from txl_tf.training.optimizer import make_optimizer
-from txl_tf.training.reporting import announce, train_summary as reporting
+from txl_tf.training import announce, train_summary as reporting
 from txl_tf.training.run_record.record import write_record
 from txl_tf.training.run_record.start import starting_point
 from txl_tf.devices.step_compilation import strategy_devices

@@ -16,6 +16,8 @@ from txl_tf.layers.adaptive_softmax import AdaptiveSoftmax
 from txl_tf.layers.attention_mask import attention_mask
 from txl_tf.model.config import ConfigError, TransformerXLConfig
 from txl_tf.model.memory_estimate import check_weights_fit
+from txl_tf.model.position_inputs import (add_input_sinusoids, add_layer_embedding, layer_biases,
+                                          relative_sinusoids)
 from txl_tf.layers.dropout import ReplicaDropout
 from txl_tf.layers.initializers import main_initializer, projection_initializer
 from txl_tf.layers.memory import update_memory
@@ -29,41 +31,11 @@ class TransformerXL(keras.Model):
 
     `config.attention_variant` chooses the position encoding of the paper's ablation (Table 6),
     with the reference PyTorch semantics: one record of `txl_tf/model/attention_variants.py`. Every
-    block builds the attention layer the record names (`attention`, `attention_options`) and
-    the model builds and feeds the mechanisms the record marks; every one works with memory
-    (mem_len > 0) and without (mem_len = 0):
-      relative_sinusoids (Transformer-XL): sinusoids of the distances K-1 .. 0 and the model's
-         u/v biases, fed to every block's attention.
-      learned_relative (Shaw et al.): each block's `LearnedRelativeMultiHeadAttention` reads
-         its own tables; the model feeds it clamp_len.
-      input_sinusoids (Vaswani et al.): absolute sinusoids added to the input of layer 0.
-         Positions count backwards over the K keys of the call: key j of [memory; segment] has
-         position K-1-j, clipped to at most clamp_len when clamp_len > 0, so the newest token
-         has position 0 (also without memory). The segment's word embeddings get the encodings
-         of the last Q positions (Q-1 .. 0) before dropout; the layer-0 memory gets those of the
-         first M (K-1 .. Q) added where it is read. The stored layer-0 memory is layer 0's input
-         as computed for its own segment: dropout(word embedding + encoding of its position
-         within that segment); the read-time encoding is not stored. Upper layers carry no
-         position encoding.
-      layer_embeddings (Al-Rfou et al.): learned absolute embeddings, one table per layer
-         (`LearnedPositionEmbedding`, weights `pos_emb_{i}`), added to the memory and the
-         segment at the input of every layer. The memory is still each layer's input without
-         the embedding: the embedding is added where it is used, for the key positions of this
-         call.
-    The reference adds the memory encodings of the absolute encodings in place to tensors it
-    also caches, so when mem_len > Q its kept-over states carry the encodings of earlier reads
-    as well; that is not reproduced.
-
-    Temporal confusion (the paper's section 3.3) of the absolute encodings with memory: a state
-    in the memory was computed at its position within its own segment (with input sinusoids,
-    offset k of a segment of length Q has position Q-1-k), so the tokens at the same offset of
-    every segment carry the same encoding; input sinusoids read the layer-0 memory with a
-    second encoding (of K-1-j) added on top, and the memories of the upper layers with none.
-    The segments read with memory therefore differ from one long pass over the same tokens,
-    which the relative encodings reproduce exactly. Without memory, positions count back from
-    the segment's end, so a prefix of a segment is not read as it would be alone. The zero
-    memory of `init_mems` is read like any other: with input sinusoids its layer-0 states are
-    read as the bare encodings.
+    block builds the attention layer the record names; the model builds and feeds the
+    mechanisms the record marks (relative sinusoids with u/v biases, learned relative tables,
+    input sinusoids, per-layer embeddings), each working with memory and without. What each
+    feeds, and how the absolute ones read the memory (temporal confusion), is
+    `txl_tf/model/position_inputs.py`.
 
     Args:
       config: a `TransformerXLConfig`.
@@ -223,10 +195,9 @@ class TransformerXL(keras.Model):
                 mem = tf.cast(mem, tf.float32) + mem_positions
             u = v = None
             if self.relative:
-                u = self.r_w_bias[i] if c.untie_r else self.r_w_bias
-                v = self.r_r_bias[i] if c.untie_r else self.r_r_bias
+                u, v = layer_biases(self.r_w_bias, self.r_r_bias, i, c.untie_r)
             if absolute_embeddings:
-                h, mem = self._add_absolute(absolute_embeddings[i], h, mem, mlen, klen, padding)
+                h, mem = add_layer_embedding(absolute_embeddings[i], h, mem, mlen, klen, padding)
             h = block(h, mem=mem, pos_emb=pos_emb, r_w_bias=u, r_r_bias=v, allowed=allowed,
                       training=training, clamp_len=clamp_len)
         h = self.dropout(h, training=training)
@@ -245,26 +216,12 @@ class TransformerXL(keras.Model):
         word_emb = self.embedding(tokens)  # [B, Q, D]
         pos_emb = mem_positions = None
         if self.relative:
-            pos_emb = self.dropout(
-                tf.cast(self.positional_encoding(klen, clamp_len=clamp_len), self.compute_dtype),
-                training=training)  # [K, D]
+            pos_emb = self.dropout(relative_sinusoids(self.positional_encoding, klen, clamp_len,
+                                                      self.compute_dtype), training=training)
         if self.variant.input_sinusoids:
-            # The same descending, clamped positions K-1 .. 0 as the relative encoding.
-            absolute = self.positional_encoding(klen, clamp_len=clamp_len,
-                                                offset=padding)  # [K, D] float32
-            word_emb = word_emb + tf.cast(absolute[mlen:], word_emb.dtype)
-            mem_positions = absolute[:mlen]
+            word_emb, mem_positions = add_input_sinusoids(word_emb, self.positional_encoding,
+                                                          mlen, klen, clamp_len, padding)
         return self.dropout(word_emb, training=training), pos_emb, mem_positions
-
-    @staticmethod
-    def _add_absolute(embedding, h, mem, mlen, klen, padding=0):
-        """`layer_embeddings`: the layer's learned positions added to memory [B, M, D] and
-        segment [B, Q, D] (`padding` trailing padding tokens not counted)."""
-        positions = embedding(klen, offset=padding)  # [K, D]
-        h = h + tf.cast(positions[mlen:], h.dtype)
-        if mem is not None:
-            mem = tf.cast(mem, tf.float32) + tf.cast(positions[:mlen], tf.float32)
-        return h, mem
 
     # ------------------------------------------------------------------------------------------
     def quantize(self, mode=None, config=None, **kwargs):

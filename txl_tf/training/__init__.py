@@ -5,8 +5,9 @@ checkpoints, distribution strategies and `DataSource` (what a run needs of the d
 parts a run is assembled from: `placement` (strategy, replicas, the batch per replica),
 `training_run` (`TrainingRun`: the parts handed from step to step), `run_record/` (model_dir's
 record, resume checks, warm start, the starting point), `measurement/` (pace, duration, matmul
-peak, device memory, profiles) and `reporting/` (the opening lines, TensorBoard, the heartbeat,
-train_summary.json and its verdict). The run itself, `train`, is a command that
+peak, device memory, profiles) and `reporting/` (TensorBoard, the heartbeat), and the
+run's opening lines (`announce`) and closing summary (`train_summary`: train_summary.json and its
+verdict). The run itself, `train`, is a command that
 assembles them: `txl_tf/commands/train.py`.
 
 The names are loaded on first use (see `txl_tf/__init__.py`): `DataSource` imports TensorFlow.

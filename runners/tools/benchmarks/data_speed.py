@@ -62,7 +62,7 @@ def measure(work):
                                      replicas_per_host=FLAGS.replicas_per_host)
     data_dir = os.path.join(work, "data")
     prepare_seconds, prepare_cpu = _timed(lambda: tf_records.prepare(
-        "text", data_dir, layouts={"train": layout}, raw_path=text_path, level="byte",
+        "text", data_dir, tf_records.RecordPlan({"train": layout}), raw_path=text_path, level="byte",
         eval_fraction=0.0001, progress=False))
     tokens = stream_cache.load(data_dir, "train")
     info = tf_records.read_corpus_info(data_dir)

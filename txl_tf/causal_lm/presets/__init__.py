@@ -24,7 +24,7 @@ The modules, one job each:
   preprocessor_classes.py  the classes a preprocessor.json may name, and building one
   weight_bytes.py          model.weights.h5's bytes through Keras' private HDF5 store
   metadata_file.py         metadata.json
-  vocab_checksum.py        a given preprocessor's vocabulary checked against the directory's
+  preprocessor_check.py    a given preprocessor's vocabulary checked against the directory's
 
 `TransformerXLCausalLM.save_to_preset` / `from_preset` (causal_lm/task_methods.py) call
 `save_to_preset` and `load_preset`; this package also offers them, and the names below, as

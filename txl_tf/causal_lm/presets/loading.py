@@ -17,7 +17,7 @@ from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.presets.metadata_file import QUANTIZATION_FIELD
 from txl_tf.causal_lm.presets.preprocessor_classes import (MODEL_DIR_PREPROCESSOR,
                                                            deserialize_preprocessor)
-from txl_tf.causal_lm.presets.vocab_checksum import check_vocab_checksum
+from txl_tf.causal_lm.presets.preprocessor_check import check_vocab_checksum
 from txl_tf.causal_lm.presets.weight_bytes import built
 from txl_tf.causal_lm.presets.writing import recover_preset
 from txl_tf.model.config import ConfigError

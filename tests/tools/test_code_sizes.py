@@ -1,0 +1,96 @@
+"""Classes small enough to read (CONTRIBUTING.md: one concept per file): no class of txl_tf/,
+tf_records/, runners/ or untrusted_files/ spans more than MAX_CLASS_LINES lines, docstring and
+methods included (ast: end_lineno - lineno + 1). A class that grows past it has more than one
+job: its parts go to collaborators whose names say what they hold.
+No function of tf_records/ takes more than MAX_PARAMETERS parameters (self, cls excluded;
+*args and **kwargs count one each): values that travel together are a typed settings
+dataclass (RecordLayout, RecordPlan, RecordMaking, TokenReading, VocabCounting).
+Under Bazel the files are those of the test's runfiles, i.e. the libraries' sources.
+"""
+import ast
+import os
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PACKAGES = ("txl_tf", "tf_records", "runners", "untrusted_files")
+MAX_CLASS_LINES = 250
+
+
+def modules(package):
+    """Repository-relative paths of the package's .py files."""
+    found = []
+    for directory, dirs, names in os.walk(os.path.join(REPO, package)):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        rel = os.path.relpath(directory, REPO).replace(os.sep, "/")
+        found += [f"{rel}/{n}" for n in sorted(names) if n.endswith(".py")]
+    return found
+
+
+def class_spans(source, path="<source>"):
+    """[(class name, first line, lines)] of every class in `source`, nested ones included."""
+    tree = ast.parse(source, path)
+    return [(node.name, node.lineno, node.end_lineno - node.lineno + 1)
+            for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+
+
+def long_classes(path):
+    """`path:line NAME spans N lines` for each class of the module over MAX_CLASS_LINES."""
+    with open(os.path.join(REPO, path), encoding="utf-8") as f:
+        spans = class_spans(f.read(), path)
+    return [f"{path}:{line} {name} spans {lines} lines" for name, line, lines in spans
+            if lines > MAX_CLASS_LINES]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_class_spans_more_than_250_lines(package):
+    paths = modules(package)
+    assert f"{package}/__init__.py" in paths, package
+    found = [line for path in paths for line in long_classes(path)]
+    assert not found, (f"classes over {MAX_CLASS_LINES} lines (split them by job):\n"
+                       + "\n".join(found))
+
+
+def test_the_check_measures_a_class_from_its_line_to_its_last():
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_CLASS_LINES - 1))
+    source = (f"import os\n\n\nclass Big:\n{body}\n\nclass Small:\n"
+              "    class Inner:\n        pass\n")
+    assert class_spans(source) == [("Big", 4, MAX_CLASS_LINES), ("Small", 6 + MAX_CLASS_LINES, 3),
+                                   ("Inner", 7 + MAX_CLASS_LINES, 2)]
+    longer = source.replace("class Big:\n", "class Big:\n    y = 0\n")
+    assert [name for name, _, lines in class_spans(longer) if lines > MAX_CLASS_LINES] == ["Big"]
+
+
+MAX_PARAMETERS = 8
+SIGNATURE_PACKAGES = ("tf_records",)
+
+
+def parameter_counts(source, path="<source>"):
+    """[(function name, line, parameters)] of every function in `source` (self and cls not
+    counted; *args and **kwargs one each)."""
+    found = []
+    for node in ast.walk(ast.parse(source, path)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            names = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+            count = len([n for n in names if n not in ("self", "cls")])
+            count += (a.vararg is not None) + (a.kwarg is not None)
+            found.append((node.name, node.lineno, count))
+    return found
+
+
+@pytest.mark.parametrize("package", SIGNATURE_PACKAGES)
+def test_no_function_takes_more_than_8_parameters(package):
+    found = []
+    for path in modules(package):
+        with open(os.path.join(REPO, path), encoding="utf-8") as f:
+            found += [f"{path}:{line} {name} takes {count}" for name, line, count
+                      in parameter_counts(f.read(), path) if count > MAX_PARAMETERS]
+    assert not found, (f"functions over {MAX_PARAMETERS} parameters (group the values into a "
+                       "typed settings dataclass):\n" + "\n".join(found))
+
+
+def test_the_parameter_check_counts_what_a_caller_passes():
+    source = ("def f(a, b=1, *args, c, **kwargs): pass\n"
+              "class A:\n    def g(self, x): pass\n    @classmethod\n    def h(cls, /, y): pass\n")
+    assert parameter_counts(source) == [("f", 1, 5), ("g", 3, 1), ("h", 5, 1)]
