@@ -1,6 +1,6 @@
 """`--xla_fusion` (txl_tf/training/xla_clustering.py): XLA auto-clusters the element-wise ops, oneDNN
-keeps the matmuls. The setting is process-wide and read when TensorFlow loads, so everything
-here runs in child processes."""
+keeps the matmuls. The setting is process-wide and read when TensorFlow loads, so every run with
+it is a child process (the plain runs it is compared with are not)."""
 import json
 import os
 import re
@@ -9,7 +9,11 @@ import sys
 
 import pytest
 
-from tiny import SYNTHETIC_FLAGS, TRAIN_FLAGS
+from tf_records import DataOptions, PreparedData
+from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, TRAIN_SIZES, train_flags
+from txl_tf.commands.train import train
+from txl_tf.commands.train_options import TrainOptions
+from txl_tf.model.config_template import ConfigTemplate
 from txl_tf.training import xla_clustering
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -54,14 +58,21 @@ def test_enabling_reexecutes_with_the_flags_and_clusters():
     assert "Compiled cluster using XLA" in result.stderr
 
 
-def _train(tmp_path, data_dir, name, *extra):
+# Wide enough dropout tensors (2 layers, d_inner 256, 4 x 32 tokens) once made Grappler's
+# constant folding and the fusible clustering leave a graph with a cycle.
+WIDE = dict(TRAIN_SIZES, d_model=64, d_head=8, d_inner=256, tgt_len=32, mem_len=32,
+            dropout=0.1, dropatt=0.1)
+RUN = dict(per_host_train_bsz=4, learning_rate=1e-2, warmup_steps=2, train_steps=4,
+           steps_per_loop=1, log_steps=1, save_steps=4, eval_steps=0, max_eval_batches=2)
+
+
+def _train_fused(tmp_path, data_dir, name):
+    """`runners/train.py --xla_fusion` on the WIDE model in a child process; its summary."""
     model_dir = tmp_path / name
     command = [sys.executable, os.path.join(REPO, "runners", "train.py"),
-               f"--model_dir={model_dir}", f"--data_dir={data_dir}",
-               "--dataset=synthetic", "--per_host_train_bsz=4", "--learning_rate=1e-2",
-               "--warmup_steps=2", "--train_steps=10", "--steps_per_loop=5", "--log_steps=5",
-               "--save_steps=10", "--eval_steps=0", "--max_eval_batches=2", *TRAIN_FLAGS,
-               *SYNTHETIC_FLAGS, *extra]
+               f"--model_dir={model_dir}", f"--data_dir={data_dir}", "--dataset=synthetic",
+               *[f"--{k}={v}" for k, v in RUN.items()], *train_flags(**WIDE),
+               *SYNTHETIC_FLAGS, "--xla_fusion"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
     env.pop("TF_XLA_FLAGS", None)
     result = subprocess.run(command, cwd=str(tmp_path), env=env, capture_output=True,
@@ -73,22 +84,20 @@ def _train(tmp_path, data_dir, name, *extra):
 
 def test_training_with_xla_fusion_follows_the_plain_run(tmp_path, synthetic_data_dir):
     """Same data, seed and dropout masks (the hashed masks do not depend on XLA): the fused run
-    differs from the plain one only by float32 rounding."""
-    plain = _train(tmp_path, synthetic_data_dir, "plain", "--dropout=0.1")
-    fused = _train(tmp_path, synthetic_data_dir, "fused", "--dropout=0.1", "--xla_fusion")
-    assert fused["step"] == plain["step"] == 10
+    of `runners/train.py --xla_fusion` differs from the plain one (the same options through
+    `train`, in this process, which has no XLA flags) only by float32 rounding; the WIDE model
+    trains under the fusible clustering."""
+    if os.environ.get("TF_XLA_FLAGS"):
+        pytest.skip("TF_XLA_FLAGS is set in the test process: its plain run would be clustered")
+    plain = train(TrainOptions(model_dir=str(tmp_path / "plain"), **RUN),
+                  ConfigTemplate.of(**WIDE),
+                  PreparedData(DataOptions(data_dir=synthetic_data_dir, dataset="synthetic",
+                                           corpus_options=SYNTHETIC)))
+    fused = _train_fused(tmp_path, synthetic_data_dir, "fused")
+    assert fused["step"] == plain["step"] == RUN["train_steps"]
+    assert fused["train_loss"] > 0
     assert fused["train_loss"] == pytest.approx(plain["train_loss"], rel=1e-4)
     assert fused["valid_loss"] == pytest.approx(plain["valid_loss"], rel=1e-4)
-
-
-def test_xla_fusion_trains_a_model_with_dropout_and_wider_layers(tmp_path, synthetic_data_dir):
-    """Wide enough dropout tensors (2 layers, d_inner 256, 4 x 32 tokens) once made Grappler's
-    constant folding and the fusible clustering leave a graph with a cycle."""
-    sizes = ["--n_layer=2", "--d_model=64", "--d_head=8", "--d_inner=256", "--tgt_len=32",
-             "--mem_len=32", "--dropout=0.1", "--dropatt=0.1", "--train_steps=2",
-             "--save_steps=2", "--log_steps=1", "--steps_per_loop=1"]
-    summary = _train(tmp_path, synthetic_data_dir, "wide", *sizes, "--xla_fusion")
-    assert summary["step"] == 2 and summary["train_loss"] > 0
 
 
 def test_benchmark_with_xla_fusion(tmp_path):

@@ -2,9 +2,10 @@
 
 A tiny run leaves ckpt-4, ckpt-8 and ckpt-12 (with their memory) in a model directory; each test
 damages a copy of it the way a crash, a full disk or a user would, then resumes:
-* through `runners/train.py` as a user does (exit code, one line naming the problem, no
-  traceback), checking that the older checkpoints' files keep their bytes and mtimes and that
-  the damaged ones are moved into damaged/, never written over;
+* through `train` with the options of runners/train.py's flags, the error sorted as the runner
+  sorts it (exit code, one line naming the problem, no traceback; one case through
+  `runners/train.py` itself), checking that the older checkpoints' files keep their bytes and
+  mtimes and that the damaged ones are moved into damaged/, never written over;
 * through `TrainCheckpoints.restore` where finer checks are needed: after the fallback, the
   restored variables are those of the older checkpoint, tensor for tensor.
 The disk-full case mounts a 3 MB tmpfs as model_dir (skipped when mounting is not permitted).
@@ -22,6 +23,7 @@ import pytest
 import tensorflow as tf
 
 import txl_tf
+from runners.cli import errors
 from tf_records import DataOptions, PreparedData
 from txl_tf.storage.checkpoint_probes import checkpoint_files, checkpoint_problem
 from txl_tf.commands.train import train
@@ -134,40 +136,58 @@ def error_line(result):
     return lines[0]
 
 
-def test_deleted_newest_index_resumes_from_the_older_one(base, tmp_path):
+def options_of(model_dir, **changes):
+    """The `TrainOptions` of `train_command`'s flags (RUN, 16 steps) with `changes`."""
+    return TrainOptions(model_dir=model_dir, **{**RUN, "train_steps": 16, **changes})
+
+
+def refusal(options, data_dir, template=None):
+    """(exit code, error line) that runners/train.py gives for the error `train` raises with
+    `options` (`runners/cli/errors.classify`: an expected failure, so no traceback)."""
+    with pytest.raises(Exception) as raised:
+        run_training(options, data_dir, template or train_config())
+    result = errors.classify(raised.value)
+    assert result is not None, raised.value  # a bug: the runner would print its traceback
+    code, message = result
+    return code, "error: " + " ".join(message.split())
+
+
+def test_deleted_newest_index_resumes_from_the_older_one(base, tmp_path, capsys):
     model_dir = copy_of(base, tmp_path)
     before = snapshot(model_dir, [4, 8])
     damaged_data = open(os.path.join(model_dir, DATA_FILE.format(12)), "rb").read()
     os.remove(os.path.join(model_dir, "ckpt-12.index"))
-    result = run(train_command(base, model_dir), tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
+    summary = run_training(options_of(model_dir), base.data_dir, train_config())
+    out = capsys.readouterr().out
     assert (f"resuming from {model_dir}/ckpt-8, the newest readable checkpoint; skipped "
-            "ckpt-12 (ckpt-12.index is missing)") in result.stdout
-    assert "resuming at step 8" in result.stdout
+            "ckpt-12 (ckpt-12.index is missing)") in out
+    assert "resuming at step 8" in out
     # A changed --train_steps re-stretches the learning-rate schedule: one line says so.
-    assert "note: resuming with --train_steps=16 (was 12)" in result.stdout
+    assert "note: resuming with --train_steps=16 (was 12)" in out
     assert snapshot(model_dir, [4, 8]) == before  # nothing older was written over
     # The damaged files were moved aside, never overwritten by the new ckpt-12.
     kept = os.path.join(model_dir, "damaged", "ckpt-12")
     assert sorted(os.listdir(kept)) == [DATA_FILE.format(12), "memory-worker-0"]
     assert open(os.path.join(kept, DATA_FILE.format(12)), "rb").read() == damaged_data
     assert sorted(checkpoint_files(model_dir)) == [4, 8, 12, 16]
+    assert summary["step"] == 16
     assert json.load(open(os.path.join(model_dir, "train_summary.json")))["step"] == 16
 
 
-def test_garbage_state_file_does_not_hide_the_checkpoints(base, tmp_path):
+def test_garbage_state_file_does_not_hide_the_checkpoints(base, tmp_path, capfd):
     model_dir = copy_of(base, tmp_path)
     before = snapshot(model_dir, [4, 8, 12])
     with open(os.path.join(model_dir, "checkpoint"), "w") as f:
         f.write("garbage\n")
-    result = run(train_command(base, model_dir, train_steps=12), tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "already trained to step 12" in result.stdout
-    assert "'checkpoint' state file cannot be parsed" in result.stdout
+    capfd.readouterr()
+    run_training(options_of(model_dir, train_steps=12), base.data_dir, train_config())
+    out, err = capfd.readouterr()
+    assert "already trained to step 12" in out
+    assert "'checkpoint' state file cannot be parsed" in out
     assert open(os.path.join(model_dir, "damaged", "checkpoint")).read() == "garbage\n"
     assert snapshot(model_dir, [4, 8, 12]) == before
     assert tf.train.latest_checkpoint(model_dir) == os.path.join(model_dir, "ckpt-12")
-    assert "ParseError" not in result.stderr  # TensorFlow's own warnings stay quiet
+    assert "ParseError" not in err  # TensorFlow's own warnings stay quiet
 
 
 def test_every_checkpoint_damaged_is_one_error_and_nothing_is_touched(base, tmp_path):
@@ -175,9 +195,8 @@ def test_every_checkpoint_damaged_is_one_error_and_nothing_is_touched(base, tmp_
     for number in (4, 8, 12):
         os.truncate(os.path.join(model_dir, DATA_FILE.format(number)), 100)
     before = snapshot(model_dir, [4, 8, 12])
-    result = run(train_command(base, model_dir), tmp_path)
-    assert result.returncode == 1
-    line = error_line(result)
+    code, line = refusal(options_of(model_dir), base.data_dir)
+    assert code == 1
     assert f"no readable checkpoint in {model_dir}: ckpt-12:" in line and "ckpt-4:" in line
     assert snapshot(model_dir, [4, 8, 12]) == before  # no fresh start over them
     assert sorted(checkpoint_files(model_dir)) == [4, 8, 12]
@@ -187,6 +206,8 @@ def test_every_checkpoint_damaged_is_one_error_and_nothing_is_touched(base, tmp_
 @pytest.mark.parametrize("case", ["garbage file", "missing", "empty directory",
                                   "other shapes"])
 def test_bad_init_checkpoint_is_one_line(base, tmp_path, case):
+    """One case through runners/train.py as a user types it; the others through `train`, with
+    the exit code and line the runner gives that error (`runners/cli/errors.classify`)."""
     path = str(tmp_path / "init")
     if case == "garbage file":
         with open(path, "wb") as f:
@@ -201,11 +222,15 @@ def test_bad_init_checkpoint_is_one_line(base, tmp_path, case):
         path = os.path.join(base.model_dir, "ckpt-12")
         expected = "does not fit a model of this configuration"
     model_dir = str(tmp_path / "warm")
-    result = run(train_command(base, model_dir, f"--init_checkpoint={path}", train_steps=4,
-                               tiny=dict(TINY, d_model=48)
-                               if case == "other shapes" else TINY), tmp_path)
-    assert result.returncode == 2
-    line = error_line(result)
+    sizes = dict(d_model=48) if case == "other shapes" else {}
+    if case == "garbage file":
+        result = run(train_command(base, model_dir, f"--init_checkpoint={path}", train_steps=4,
+                                   tiny=dict(TINY, **sizes)), tmp_path)
+        code, line = result.returncode, error_line(result)
+    else:
+        code, line = refusal(options_of(model_dir, init_checkpoint=path, train_steps=4),
+                             base.data_dir, train_config(**sizes))
+    assert code == 2
     assert line.startswith(f"error: --init_checkpoint={path}: ") and expected in line, line
     assert not os.path.exists(model_dir)  # refused before anything was written
 
@@ -229,25 +254,24 @@ def mount_tmpfs(path, size):
         pytest.skip(f"cannot mount a tmpfs for the disk-full case: {result.stderr.strip()}")
 
 
-def test_disk_full_keeps_the_previous_checkpoint(base, tmp_path):
+def test_disk_full_keeps_the_previous_checkpoint(base, tmp_path, capsys):
     """About 2 MB per checkpoint on a 3 MB tmpfs: ckpt-2 fits, ckpt-4 does not (the manager writes
     the new checkpoint before deleting the old one)."""
     mount = str(tmp_path / "small")
     mount_tmpfs(mount, "3m")
     try:
         model_dir = os.path.join(mount, "m")
-        bigger = dict(TINY, d_model=64, d_head=32, d_inner=512)
-        command = train_command(base, model_dir, "--keep_checkpoints=1", "--save_steps=2",
-                                "--steps_per_loop=2", "--log_steps=2", train_steps=6,
-                                tiny=bigger)
+        options = options_of(model_dir, keep_checkpoints=1, save_steps=2, steps_per_loop=2,
+                             log_steps=2, train_steps=6)
+        bigger = train_config(d_model=64, d_head=32, d_inner=512)
         for attempt in range(2):  # the resumed run meets the same full disk
-            result = run(command, tmp_path)
-            assert result.returncode == 1, result.stderr[-3000:]
-            line = error_line(result)
+            capsys.readouterr()
+            code, line = refusal(options, base.data_dir, bigger)
+            assert code == 1
             assert line.startswith(f"error: no space left on {model_dir}: the checkpoint of "
                                    "step 4 could not be written; the previous checkpoint "
                                    f"{model_dir}/ckpt-2 is intact"), line
-            assert ("resuming at step 2" in result.stdout) == (attempt == 1)
+            assert ("resuming at step 2" in capsys.readouterr().out) == (attempt == 1)
             names = os.listdir(model_dir)
             assert sorted(checkpoint_files(model_dir)) == [2], names
             assert not [n for n in names if n.endswith("_temp") or n.startswith(".tmp")], names
@@ -255,7 +279,7 @@ def test_disk_full_keeps_the_previous_checkpoint(base, tmp_path):
             assert checkpoint_problem(os.path.join(model_dir, "ckpt-2")) is None
             assert tf.train.latest_checkpoint(model_dir) == os.path.join(model_dir, "ckpt-2")
     finally:
-        subprocess.run(["umount", mount], check=False)
+        subprocess.run(["umount", "-l", mount], check=False)
 
 
 def test_read_only_model_dir_with_a_damaged_newest_checkpoint(base, tmp_path):
@@ -411,22 +435,20 @@ def test_one_loop_run_reports_tokens_per_sec(base, tmp_path, capsys):
     options = TrainOptions(model_dir=str(tmp_path / "short"), **dict(RUN, train_steps=4))
     summary = run_training(options, base.data_dir, train_config())
     assert summary["tokens_per_sec"] > 0 and summary["tokens_per_sec_includes_tracing"]
-    again = run_training(TrainOptions(**dict(options.__dict__, train_steps=8)), base.data_dir,
-                         train_config())
-    assert "note: resuming with --train_steps=8 (was 4): the learning-rate schedule is " \
-           "recomputed over 8 steps from step 4 on" in capsys.readouterr().out
-    longer = run_training(TrainOptions(**dict(options.__dict__, train_steps=16)), base.data_dir,
-                          train_config())
-    assert longer["tokens_per_sec"] > 0 and not longer["tokens_per_sec_includes_tracing"]
-    assert again["resumed"] and longer["resumed"]
     capsys.readouterr()
-    twenty = TrainOptions(**dict(options.__dict__, train_steps=20))
-    assert run_training(twenty, base.data_dir, train_config(), stop_after_steps=18)["step"] == 18
-    assert "note: resuming with --train_steps=20 (was 16)" in capsys.readouterr().out
-    # Resumed again (from step 16) with the same flags: nothing to say.
-    assert run_training(twenty, base.data_dir, train_config())["step"] == 20
+    longer = run_training(TrainOptions(**dict(options.__dict__, train_steps=12)), base.data_dir,
+                          train_config())
+    assert "note: resuming with --train_steps=12 (was 4): the learning-rate schedule is " \
+           "recomputed over 12 steps from step 4 on" in capsys.readouterr().out
+    assert longer["tokens_per_sec"] > 0 and not longer["tokens_per_sec_includes_tracing"]
+    assert longer["resumed"]
+    sixteen = TrainOptions(**dict(options.__dict__, train_steps=16))
+    assert run_training(sixteen, base.data_dir, train_config(), stop_after_steps=14)["step"] == 14
+    assert "note: resuming with --train_steps=16 (was 12)" in capsys.readouterr().out
+    # Resumed again (from step 12) with the same flags: nothing to say.
+    assert run_training(sixteen, base.data_dir, train_config())["step"] == 16
     out = capsys.readouterr().out
-    assert "resuming at step 16" in out and "note:" not in out
+    assert "resuming at step 12" in out and "note:" not in out
 
 
 def test_files_of_the_model_dir_respect_the_umask(base):

@@ -143,13 +143,22 @@ def test_replica_gradients_compiled_equal_the_plain_step_mirrored(two_cpu_device
     assert 0 < plain["skipped"] < STEPS
 
 
+@pytest.fixture(scope="module")
+def float32_compiled():
+    """The float32 step compiled whole by XLA (default strategy): the reference of both
+    precisions below, read only."""
+    return run(tf.distribute.get_strategy(), True)
+
+
 @pytest.mark.parametrize("precision,dtype", [("mixed_float16", "f16"), ("mixed_bfloat16", "bf16")])
-def test_mixed_precision_with_the_adaptive_softmax_compiles_and_trains(precision, dtype):
+def test_mixed_precision_with_the_adaptive_softmax_compiles_and_trains(precision, dtype,
+                                                                       float32_compiled):
     """Half-precision matmuls, the adaptive softmax's cutoffs (two tail bins, div_val 2) and
-    (mixed_float16) the loss scaling, compiled whole by XLA: the losses follow the float32
-    compiled step's within half-precision rounding (test_tpu_readiness.py's 2e-2)."""
+    (mixed_float16) the loss scaling, compiled whole by XLA (mixed_bfloat16: the TPU
+    precision): the losses follow the float32 compiled step's within half-precision rounding
+    (2e-2); weights and memory stay float32, and differ from float32's."""
     strategy = tf.distribute.get_strategy()
-    reference = run(strategy, True)
+    reference = float32_compiled
     half = run(strategy, True, precision=precision)
     trainer = half["trainer"]
     data = batches()[0]
@@ -167,6 +176,11 @@ def test_mixed_precision_with_the_adaptive_softmax_compiles_and_trains(precision
     assert half["skipped"] < STEPS
     np.testing.assert_allclose(half["losses"], reference["losses"], rtol=2e-2)
     assert all(w.dtype == np.float32 for w in half["weights"])
+    assert all(m.dtype == np.float32 for m in half["mems"])  # the memory stays float32
+    # Half precision really computed something else than float32 (Adam's first steps move
+    # every weight by about the learning rate, in a direction set by the rounding).
+    assert max(np.abs(a - b).max()
+               for a, b in zip(half["weights"], reference["weights"])) > 1e-3
     keras.utils.set_random_seed(3)
     initial = txl_tf.TransformerXL(CONFIG)
     initial(tf.zeros([1, CONFIG.tgt_len], tf.int32))

@@ -1,22 +1,24 @@
 """`--strategy=multi_worker_mirrored`: two `runners/train.py` processes on 127.0.0.1 train together.
 
-Two workers (TF_CONFIG, one CPU replica each, records for 2 hosts x 1 replica) are compared with
-one process holding two replicas (MirroredStrategy on two logical CPUs, records for 1 host x 2
-replicas) and with one replica (1 host x 1 replica), all on the same global batch of 4 streams:
+One job of two workers (TF_CONFIG, one CPU replica each, records for 2 hosts x 1 replica,
+dropout on) is compared with one process holding two replicas (MirroredStrategy on two logical
+CPUs, records for 1 host x 2 replicas), on the same global batch of 4 streams. Worker 1 of the
+job is killed with SIGKILL after the first checkpoint; the job is then stopped and started
+again, as a scheduler does:
 
 * the 2 x 1 and 1 x 2 layouts give global replica r the same streams (host h's replica 0 holds
   what replica h holds in the single-host file);
-* the two workers' per-step losses, final weights, Adam slots and memory equal those of one process
-  with two replicas (and, within summation-order rounding, one replica);
+* the two workers' per-step losses (up to the kill, those of the undisturbed job), final
+  validation loss, weights, Adam slots and memory equal those of one process with two replicas:
+  with dropout on, replica w draws its own masks, in either setting (two replicas equal one
+  replica within summation order: test_train_loop.py);
+* the killed job resumes from its last checkpoint and continues the undisturbed losses step for
+  step (weights, optimizer state, data position, memory and dropout RNG restored);
 * each worker reads only its own host's files: worker w's data directory holds garbage (zeros of
   the right size) in place of the other host's records;
 * only the chief writes into model_dir: when mount namespaces are available (root), worker 1
-  runs with model_dir mounted read-only, so any write there would fail the run;
-* with dropout on, the two workers still equal the two replicas of one process (replica w draws
-  its own masks, in either setting);
-* a worker killed with SIGKILL in the middle of training (the job then killed and restarted, as a
-  scheduler does; dropout on) resumes from the last checkpoint and ends with the weights,
-  optimizer state and memory of the undisturbed run;
+  of the restarted job (which restores from model_dir) runs with model_dir mounted read-only, so
+  any write there would fail the run;
 * a non-chief worker waits for the records the chief makes.
 """
 import json
@@ -43,7 +45,7 @@ from tiny import (SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, TRAIN_SIZES, prepare_
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN = os.path.join(REPO, "runners", "train.py")
-GLOBAL_BATCH, STEPS, SAVE_STEPS = 4, 24, 8
+GLOBAL_BATCH, STEPS, SAVE_STEPS = 4, 12, 4
 RUN = dict(learning_rate=3e-3, warmup_steps=2, train_steps=STEPS, steps_per_loop=4, log_steps=1,
            save_steps=SAVE_STEPS, eval_steps=0, max_eval_batches=2)
 TIMEOUT = 240  # seconds per two-worker job (about 30 s on an idle 2-core machine)
@@ -61,11 +63,11 @@ DROPOUT = 0.1  # the dropout runs: replicas draw their own masks, which must sur
 # ------------------------------------------------------------------------------------ fixtures
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    """One prepared corpus (layouts 2x1, 1x2, 1x1) and, per worker, a copy in which the other
+    """One prepared corpus (layouts 2x1, 1x2) and, per worker, a copy in which the other
     host's 2x1 records are zeros of the same size (reading them would fail)."""
     root = tmp_path_factory.mktemp("multi_worker")
     full = str(root / "data")
-    for hosts, replicas in ((2, 1), (1, 2), (1, 1)):
+    for hosts, replicas in ((2, 1), (1, 2)):
         for split in ("train", "valid"):
             prepare_synthetic(full, layouts={split: layout(hosts, replicas)})
     per_worker = []
@@ -115,7 +117,7 @@ def start_job(data, model_dir, log_name, read_only_nonchief=False, dropout=0.0):
             worker_env = dict(env, TF_CONFIG=config)
             if w == 1:
                 # Its temporary files go to a directory of the test (checked afterwards).
-                worker_env["TMPDIR"] = os.path.join(model_dir + "-tmp-worker1")
+                worker_env["TMPDIR"] = f"{model_dir}-tmp-{log_name}-worker1"
                 os.makedirs(worker_env["TMPDIR"], exist_ok=True)
                 if wrapper:
                     command = wrapper + command
@@ -178,15 +180,6 @@ def assert_same_state(a, b, atol, rtol=1e-5):
         np.testing.assert_allclose(a[name], b[name], atol=atol, rtol=rtol, err_msg=name)
 
 
-@pytest.fixture(scope="module")
-def two_workers(data):
-    model_dir = str(data["root"] / "two_workers")
-    processes, logs, read_only = start_job(data, model_dir, "two_workers",
-                                           read_only_nonchief=True)
-    wait_job(processes, logs)
-    return dict(model_dir=model_dir, logs=logs, read_only=read_only)
-
-
 def in_process_run(data, name, strategy, replicas, dropout=0.0):
     options = TrainOptions(model_dir=str(data["root"] / name), per_host_train_bsz=GLOBAL_BATCH,
                            **RUN)
@@ -206,16 +199,45 @@ def two_replicas(data):
 
 
 @pytest.fixture(scope="module")
-def two_workers_dropout(data):
-    model_dir = str(data["root"] / "two_workers_dropout")
-    processes, logs, _ = start_job(data, model_dir, "two_workers_dropout", dropout=DROPOUT)
-    wait_job(processes, logs)
-    return model_dir
+def two_replicas_dropout(data):
+    devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
+    return in_process_run(data, "two_replicas_dropout", tf.distribute.MirroredStrategy(devices),
+                          2, dropout=DROPOUT)
 
 
 @pytest.fixture(scope="module")
-def one_replica(data):
-    return in_process_run(data, "one_replica", tf.distribute.get_strategy(), 1)
+def killed_job(data):
+    """Two workers with dropout on; worker 1 killed with SIGKILL after the first checkpoint, the
+    job then stopped and started again to the end (worker 1 with model_dir read-only where this
+    machine allows it). Returns the model_dir, what the kill left (worker 1's return code,
+    whether the job had finished, the newest checkpoint), and of the restarted job the logs,
+    whether worker 1 ran read-only and its temporary directory."""
+    model_dir = str(data["root"] / "killed")
+    processes, logs, _ = start_job(data, model_dir, "killed", dropout=DROPOUT)
+    state_file = os.path.join(model_dir, "checkpoint")
+    try:
+        deadline = time.time() + TIMEOUT
+        while (not os.path.exists(state_file) and all(p.poll() is None for p in processes)
+               and time.time() < deadline):
+            time.sleep(0.01)
+        assert all(p.poll() is None for p in processes), "\n".join(tail(log) for log in logs)
+        processes[1].send_signal(signal.SIGKILL)  # worker 1 dies in the middle of training
+        processes[1].wait(timeout=30)
+        # Worker 0 now fails or blocks in a collective; the scheduler stops the whole job.
+        try:
+            processes[0].wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            pass
+    finally:
+        kill_workers(processes)
+    killed = dict(returncode=processes[1].returncode,
+                  finished=os.path.exists(os.path.join(model_dir, "train_summary.json")),
+                  at=int(tf.train.latest_checkpoint(model_dir).rsplit("-", 1)[1]))
+    processes, logs, read_only = start_job(data, model_dir, "restarted", dropout=DROPOUT,
+                                           read_only_nonchief=True)
+    wait_job(processes, logs)
+    return dict(model_dir=model_dir, killed=killed, logs=logs, read_only=read_only,
+                tmp_worker1=f"{model_dir}-tmp-restarted-worker1")
 
 
 # --------------------------------------------------------------------------------------- tests
@@ -247,52 +269,53 @@ def test_two_host_layout_gives_global_replica_r_the_streams_of_replica_r(data):
     assert not np.array_equal(single[:b], single[b:2 * b])
 
 
-def test_two_workers_train_like_one_process_with_two_replicas(two_workers, two_replicas,
-                                                              one_replica):
-    workers = losses(two_workers["model_dir"])
-    replicas = losses(two_replicas)
-    single = losses(one_replica)
+def test_two_workers_train_like_one_process_with_two_replicas(killed_job, two_replicas_dropout,
+                                                              two_replicas):
+    """Dropout on: each replica draws its own masks from the (mirrored) seed-generator state
+    and its replica id, so worker w must draw what replica w of one process draws."""
+    model_dir, killed_at = killed_job["model_dir"], killed_job["killed"]["at"]
+    workers, replicas = losses(model_dir), losses(two_replicas_dropout)
     assert sorted(workers) == sorted(replicas) == list(range(1, STEPS + 1))
-    print(f"\nloss after step n (global batch {GLOBAL_BATCH} x tgt_len {TRAIN_SIZES['tgt_len']}):")
-    print(f"{'n':>3} {'1 replica':>12} {'2 replicas':>12} {'2 workers':>12}")
+    print(f"\nloss after step n (global batch {GLOBAL_BATCH} x tgt_len {TRAIN_SIZES['tgt_len']}; "
+          f"the job killed after step {killed_at}):")
+    print(f"{'n':>3} {'2 replicas':>12} {'2 workers':>12}")
     for n in sorted(workers):
-        print(f"{n:>3} {single[n]:12.7f} {replicas[n]:12.7f} {workers[n]:12.7f}")
-    np.testing.assert_allclose([workers[n] for n in sorted(workers)],
-                               [replicas[n] for n in sorted(workers)], rtol=1e-6)
-    np.testing.assert_allclose([single[n] for n in sorted(workers)],
-                               [replicas[n] for n in sorted(workers)], rtol=1e-4)
+        print(f"{n:>3} {replicas[n]:12.7f} {workers[n]:12.7f}")
+    # Before the kill (the undisturbed job), then to the end.
+    for steps in (range(1, killed_at + 1), range(1, STEPS + 1)):
+        np.testing.assert_allclose([workers[n] for n in steps], [replicas[n] for n in steps],
+                                   rtol=1e-6)
+    # Dropout was on: the losses differ from the dropout-free run's.
+    plain = losses(two_replicas)
+    assert max(abs(workers[n] - plain[n]) for n in range(2, STEPS + 1)) > 1e-3
 
     # The final validation (each worker evaluates its own host's valid streams) agrees too.
     valid = {}
-    for name, model_dir in (("workers", two_workers["model_dir"]), ("replicas", two_replicas)):
-        with open(os.path.join(model_dir, "train_summary.json")) as f:
+    for name, directory in (("workers", model_dir), ("replicas", two_replicas_dropout)):
+        with open(os.path.join(directory, "train_summary.json")) as f:
             valid[name] = json.load(f)["valid_loss"]
     print(f"validation loss at step {STEPS}: 2 replicas {valid['replicas']:.7f}, "
           f"2 workers {valid['workers']:.7f}")
     assert valid["workers"] == pytest.approx(valid["replicas"], rel=1e-6)
 
-    w, r, s = state(two_workers["model_dir"]), state(two_replicas), state(one_replica)
-    diff_wr = max(float(np.abs(w[k] - r[k]).max()) for k in w)
-    diff_rs = max(float(np.abs(r[k] - s[k]).max()) for k in r)
-    print(f"final weights + Adam slots, max abs difference: 2 workers vs 2 replicas {diff_wr:.3g}; "
-          f"2 replicas vs 1 replica {diff_rs:.3g}")
+    w, r = state(model_dir), state(two_replicas_dropout)
+    print("final weights + Adam slots, max abs difference: 2 workers vs 2 replicas "
+          f"{max(float(np.abs(w[k] - r[k]).max()) for k in w):.3g}")
     assert_same_state(w, r, atol=1e-6)
-    assert_same_state(s, r, atol=2e-4, rtol=1e-3)  # summation order differs with 1 replica
-    mem_w, mem_r = memory(two_workers["model_dir"], 2), memory(two_replicas, 1)
-    for x, y in zip(mem_w, mem_r):
-        np.testing.assert_allclose(x, y, atol=1e-5, rtol=1e-5)
+    for x, y in zip(memory(model_dir, 2), memory(two_replicas_dropout, 1)):
+        np.testing.assert_allclose(x, y, atol=1e-6, rtol=1e-5)
     # The weights moved between checkpoints (so the equality is not trivial).
-    first = tf.train.load_checkpoint(os.path.join(two_workers["model_dir"], f"ckpt-{SAVE_STEPS}"))
+    first = tf.train.load_checkpoint(os.path.join(model_dir, f"ckpt-{SAVE_STEPS}"))
     moved = max(float(np.abs(first.get_tensor(k) - w[k]).max())
                 for k in w if k.startswith("model/"))
     assert moved > 1e-2, moved
 
 
-def test_only_the_chief_writes_into_model_dir(two_workers):
-    chief_log, other_log = (tail(p, 100_000) for p in two_workers["logs"])
+def test_only_the_chief_writes_into_model_dir(killed_job):
+    chief_log, other_log = (tail(p, 100_000) for p in killed_job["logs"])
     assert "train_summary " in chief_log and "train_summary " not in other_log
-    assert "step 24/24" in chief_log and "step 24/24" not in other_log
-    model_dir = two_workers["model_dir"]
+    assert f"step {STEPS}/{STEPS}" in chief_log and f"step {STEPS}/{STEPS}" not in other_log
+    model_dir = killed_job["model_dir"]
     # The chief wrote the memory of both workers (the non-chief has none of its own to write).
     steps = [sorted(worker_memory.memory_steps(model_dir, w)) for w in range(2)]
     assert steps[0] == steps[1] and steps[0][-1] == STEPS, steps
@@ -300,78 +323,44 @@ def test_only_the_chief_writes_into_model_dir(two_workers):
     names = sorted(os.listdir(model_dir))
     assert not [n for n in names if n.startswith(".tmp")], names
     # Worker 1 saved its share of each checkpoint into a temporary directory and deleted it.
-    leftovers = [os.path.join(root, f) for root, _, files in os.walk(model_dir + "-tmp-worker1")
+    leftovers = [os.path.join(root, f) for root, _, files in os.walk(killed_job["tmp_worker1"])
                  for f in files if "txl-nonchief-ckpt" in root]
     assert not leftovers, leftovers
-    if not two_workers["read_only"]:
+    if not killed_job["read_only"]:
         pytest.skip("no private read-only mount here (needs root and unshare): worker 1 could "
                     "not be run with a read-only model_dir")
-    # Worker 1 ran with model_dir read-only and still finished: it wrote nothing there.
+    # Worker 1 ran with model_dir read-only, restored from it and still finished: it wrote
+    # nothing there.
 
 
-def test_two_workers_with_dropout_equal_two_replicas(data, two_workers_dropout, two_workers):
-    """Dropout on: each replica draws its own masks from the (mirrored) seed-generator state
-    and its replica id, so worker w must draw what replica w of one process draws."""
-    devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
-    replicas = in_process_run(data, "two_replicas_dropout", tf.distribute.MirroredStrategy(devices),
-                              2, dropout=DROPOUT)
-    workers, one_process = losses(two_workers_dropout), losses(replicas)
-    assert sorted(workers) == sorted(one_process) == list(range(1, STEPS + 1))
-    np.testing.assert_allclose([workers[n] for n in sorted(workers)],
-                               [one_process[n] for n in sorted(workers)], rtol=1e-6)
-    assert_same_state(state(two_workers_dropout), state(replicas), atol=1e-6)
-    # Dropout was on: the losses differ from the dropout-free run's.
-    plain = losses(two_workers["model_dir"])
-    assert max(abs(workers[n] - plain[n]) for n in range(2, STEPS + 1)) > 1e-3
-
-
-def test_killed_worker_resumes_to_the_undisturbed_weights(data, two_workers_dropout):
-    """Dropout on, so the dropout RNG state must be restored too."""
-    undisturbed_dir = two_workers_dropout
-    model_dir = str(data["root"] / "killed")
-    processes, logs, _ = start_job(data, model_dir, "killed", dropout=DROPOUT)
-    state_file = os.path.join(model_dir, "checkpoint")
-    try:
-        deadline = time.time() + TIMEOUT
-        while (not os.path.exists(state_file) and all(p.poll() is None for p in processes)
-               and time.time() < deadline):
-            time.sleep(0.01)
-        assert all(p.poll() is None for p in processes), "\n".join(tail(log) for log in logs)
-        processes[1].send_signal(signal.SIGKILL)  # worker 1 dies in the middle of training
-        processes[1].wait(timeout=30)
-        # Worker 0 now fails or blocks in a collective; the scheduler stops the whole job.
-        try:
-            processes[0].wait(timeout=3)
-        except subprocess.TimeoutExpired:
-            pass
-    finally:
-        kill_workers(processes)
-    assert processes[1].returncode == -signal.SIGKILL
-    assert not os.path.exists(os.path.join(model_dir, "train_summary.json")), \
-        "the job ended before the kill"
-    killed_at = int(tf.train.latest_checkpoint(model_dir).rsplit("-", 1)[1])
+def test_killed_worker_resumes_to_the_undisturbed_weights(killed_job, two_replicas_dropout):
+    """Dropout on, so the dropout RNG state must be restored too. The undisturbed run is one
+    process with two replicas (which the two workers equal up to the kill:
+    test_two_workers_train_like_one_process_with_two_replicas)."""
+    model_dir, killed = killed_job["model_dir"], killed_job["killed"]
+    assert killed["returncode"] == -signal.SIGKILL
+    assert not killed["finished"], "the job ended before the kill"
+    killed_at = killed["at"]
     assert SAVE_STEPS <= killed_at < STEPS
 
-    processes, logs, _ = start_job(data, model_dir, "restarted", dropout=DROPOUT)
-    wait_job(processes, logs)
-    chief = tail(logs[0], 100_000)
+    chief = tail(killed_job["logs"][0], 100_000)
     resumed_at = int(chief.split("resuming at step ")[1].split()[0])
     assert resumed_at == killed_at
     with open(os.path.join(model_dir, "train_summary.json")) as f:
         summary = json.load(f)
     assert summary["resumed"] and summary["step"] == STEPS
 
-    undisturbed, resumed = state(undisturbed_dir), state(model_dir)
+    undisturbed, resumed = state(two_replicas_dropout), state(model_dir)
     diff = max(float(np.abs(undisturbed[k] - resumed[k]).max()) for k in undisturbed)
     print(f"\nkilled worker 1 after checkpoint {killed_at}, job restarted: final weights + Adam "
           f"slots vs the undisturbed run, max abs difference {diff:.3g}")
     assert_same_state(resumed, undisturbed, atol=1e-6)
-    for x, y in zip(memory(model_dir, 2), memory(undisturbed_dir, 2)):
+    for x, y in zip(memory(model_dir, 2), memory(two_replicas_dropout, 1)):
         np.testing.assert_allclose(x, y, atol=1e-6, rtol=1e-5)
     # The restarted job's losses continue the undisturbed sequence step for step (the data
     # position and memory were restored, not restarted).
     after = losses(model_dir)
-    before = losses(undisturbed_dir)
+    before = losses(two_replicas_dropout)
     assert [n for n in after if n > killed_at] == list(range(killed_at + 1, STEPS + 1))
     np.testing.assert_allclose([after[n] for n in range(killed_at + 1, STEPS + 1)],
                                [before[n] for n in range(killed_at + 1, STEPS + 1)], rtol=1e-6)

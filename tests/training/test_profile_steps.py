@@ -1,4 +1,4 @@
-"""`--profile_steps=START,END` (`txl_tf/training/actions/profile_steps.py`): `runners/train.py`
+"""`--profile_steps=START,END` (`txl_tf/training/actions/profile_steps.py`): training
 writes a TensorBoard profile of exactly those steps to model_dir/plugins/profile/<run>/*.xplane.pb
 (read back with TensorFlow's own XSpace protobuf, the format TensorBoard's profile plugin reads);
 the controller cuts its compiled loops at START - 1 and END; bad values are one error line."""
@@ -10,7 +10,9 @@ import sys
 import pytest
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-from tiny import SYNTHETIC_FLAGS, TRAIN_FLAGS
+from tf_records import DataOptions, PreparedData
+from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, train_config
+from txl_tf.commands.train import train as run_training
 from txl_tf.commands.train_options import TrainError, TrainOptions
 from txl_tf.training.controller import Controller
 from txl_tf.commands.train_options import checked
@@ -31,13 +33,20 @@ def train(tmp_path, data_dir, *extra):
                           timeout=600)
 
 
-def test_train_writes_a_profile_of_the_steps(tmp_path, synthetic_data_dir):
-    result = train(tmp_path, synthetic_data_dir, "--profile_steps=2,3")
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "profile of steps 2-3" in result.stdout
-    # No --jit_compile: auto, the whole step compiled on this CPU in float32.
+def test_train_writes_a_profile_of_the_steps(tmp_path, synthetic_data_dir, capsys):
+    """Through `train` (the library call of runners/train.py) with the runner's options."""
+    options = TrainOptions(model_dir=str(tmp_path / "model"), per_host_train_bsz=4,
+                           warmup_steps=1, train_steps=4, steps_per_loop=4, log_steps=4,
+                           save_steps=4, eval_steps=0, max_eval_batches=1,
+                           profile_steps=("2", "3"))
+    data = PreparedData(DataOptions(data_dir=synthetic_data_dir, dataset="synthetic",
+                                    corpus_options=SYNTHETIC))
+    assert run_training(options, train_config(), data)["step"] == 4
+    out = capsys.readouterr().out
+    assert "profile of steps 2-3" in out
+    # No jit_compile given: auto, the whole step compiled on this CPU in float32.
     assert "jit_compile: on (the whole replica training step is compiled by XLA); " \
-        "--jit_compile=auto: CPU float32" in result.stdout
+        "--jit_compile=auto: CPU float32" in out
     (path,) = glob.glob(str(tmp_path / "model" / "plugins" / "profile" / "*" / "*.xplane.pb"))
     space = xplane_pb2.XSpace()
     with open(path, "rb") as f:

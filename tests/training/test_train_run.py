@@ -162,15 +162,17 @@ def test_interrupted_run_resumes_exactly(tmp_path):
     assert again["train_loss"] == second["train_loss"] and again["step"] == 12
 
 
-def test_kill_9_then_restart_matches_uninterrupted(tmp_path):
-    options = resume_options(tmp_path, "killed", train_steps=40, save_steps=10, log_steps=5,
-                             steps_per_loop=5)
+def test_kill_9_then_restart_matches_uninterrupted(tmp_path, capsys):
+    """`runners/train.py` killed with SIGKILL after its first checkpoint; the restart (the same
+    options, through `train`) resumes there and ends where an uninterrupted run ends."""
+    sizes = dict(train_steps=20, save_steps=5, log_steps=5, steps_per_loop=5)
+    options = resume_options(tmp_path, "killed", **sizes)
     command = [sys.executable, os.path.join(REPO, "runners", "train.py"),
                f"--model_dir={options.model_dir}", f"--data_dir={tmp_path / 'data'}",
                "--dataset=synthetic", "--per_host_train_bsz=4", "--learning_rate=1e-2",
-               "--warmup_steps=2", "--train_steps=40", "--steps_per_loop=5", "--log_steps=5",
-               "--save_steps=10", "--eval_steps=0", "--max_eval_batches=2",
-               "--dropout=0.0", "--dropatt=0.0"] + TRAIN_FLAGS + SYNTHETIC_FLAGS
+               "--warmup_steps=2", "--eval_steps=0", "--max_eval_batches=2",
+               "--dropout=0.0", "--dropatt=0.0"] + [f"--{k}={v}" for k, v in sizes.items()] \
+        + TRAIN_FLAGS + SYNTHETIC_FLAGS
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
     process = subprocess.Popen(command, cwd=str(tmp_path), env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE)
@@ -183,14 +185,14 @@ def test_kill_9_then_restart_matches_uninterrupted(tmp_path):
     assert process.returncode == -signal.SIGKILL, process.stderr.read().decode()[-2000:]
     assert not os.path.exists(os.path.join(options.model_dir, "train_summary.json")), \
         "the run ended before it was killed"
-    restarted = subprocess.run(command, cwd=str(tmp_path), env=env, capture_output=True,
-                               text=True, timeout=300)
-    assert restarted.returncode == 0, restarted.stderr[-3000:]
-    assert "resuming at step" in restarted.stdout
+    killed_at = int(tf.train.latest_checkpoint(options.model_dir).rsplit("-", 1)[1])
+    capsys.readouterr()
+    restarted = run_training(tmp_path, options, train_config())
+    assert restarted["resumed"] and restarted["step"] == 20
+    assert f"resuming at step {killed_at}" in capsys.readouterr().out
 
-    run_training(tmp_path, resume_options(tmp_path, "reference", train_steps=40, save_steps=10,
-                                          log_steps=5, steps_per_loop=5), train_config())
-    assert_same_state(str(tmp_path / "reference"), options.model_dir, 40, atol=1e-4)
+    run_training(tmp_path, resume_options(tmp_path, "reference", **sizes), train_config())
+    assert_same_state(str(tmp_path / "reference"), options.model_dir, 20, atol=1e-4)
 
 
 # ------------------------------------------------------------------------------------ errors
