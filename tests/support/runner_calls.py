@@ -9,7 +9,9 @@ that boundary is what the test checks.
 and the working directory changed for the call: the same flag parsing and range checks, the
 same `main`, the same one error line and exit code (`runners/cli/app.py` ends every run with
 `sys.exit`), without the start-up. Its output is what the runner printed to `sys.stdout` and
-`sys.stderr` (the lines TensorFlow's C++ code writes to the file descriptors are not in it).
+`sys.stderr`, absl's log lines and the Python warnings a plain interpreter would show (its
+default warning filters); the lines TensorFlow's C++ code writes to the file descriptors are not
+in it.
 The flags the runner defined are removed again afterwards, so that the next call can define
 them anew (the runners under runners/tools/ that define flags as their modules are imported are
 for `run_runner` only).
@@ -27,6 +29,14 @@ import os
 import runpy
 import subprocess
 import sys
+import warnings
+
+# A plain interpreter's warning filters (no `python -W`), in the order `filterwarnings` adds
+# them (each in front of the ones before); other warnings are shown once per place.
+_DEFAULT_WARNING_FILTERS = [("ignore", ResourceWarning, ""), ("ignore", ImportWarning, ""),
+                            ("ignore", PendingDeprecationWarning, ""),
+                            ("ignore", DeprecationWarning, ""),
+                            ("default", DeprecationWarning, "__main__")]
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -77,11 +87,18 @@ def call_runner(name, args, cwd=REPO):
     defined = set(fv)
     out, err = io.StringIO(), io.StringIO()
     argv, here = sys.argv, os.getcwd()
+    log = logging.get_absl_handler().python_handler
+    log_stream = log.stream
     code = 0
     try:
         sys.argv = [runner_path(name)] + [str(a) for a in args]
         os.chdir(str(cwd))
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        log.stream = err
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                warnings.catch_warnings(record=True) as shown:
+            warnings.resetwarnings()
+            for action, category, module in _DEFAULT_WARNING_FILTERS:
+                warnings.filterwarnings(action, category=category, module=module)
             try:
                 runpy.run_path(runner_path(name), run_name="__main__")
             except SystemExit as stop:
@@ -89,11 +106,15 @@ def call_runner(name, args, cwd=REPO):
                                                                     else 1)
                 if not isinstance(stop.code, (int, type(None))):
                     print(stop.code, file=sys.stderr)
+            for w in shown:
+                err.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno,
+                                                 w.line))
     finally:
+        log.stream = log_stream
         sys.argv = argv
         os.chdir(here)
         for flag in set(fv) - defined:
             delattr(fv, flag)
         fv.unparse_flags()
-    return subprocess.CompletedProcess(sys.argv[:1] + [name] + list(args), code,
+    return subprocess.CompletedProcess([runner_path(name)] + [str(a) for a in args], code,
                                        out.getvalue(), err.getvalue())
