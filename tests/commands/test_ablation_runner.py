@@ -1,28 +1,28 @@
-"""`python runners/ablation.py` as a user runs it: a tiny synthetic preset run of two variants,
-its JSON lines, table, attention lengths, TensorBoard runs, resumption and bad inputs.
+"""`runners/ablation.py` with the flags a user types (in this process: `runner_calls.call_runner`):
+a tiny synthetic preset run of two variants, its JSON lines, table, attention lengths,
+TensorBoard runs, resumption and bad inputs (training without XLA: its compilation is not what
+is tested here).
 
 The models are trained for a few steps only, so the losses themselves are not checked (the
 readings are tested against naive computations in tests/model/test_ablation_readings.py)."""
 import glob
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from runner_calls import call_runner
 # The synthetic preset with train.py flags overriding its sizes (any flag beats the preset).
 TINY = ["--preset=synthetic", "--train_tokens=6000", "--eval_tokens=1500", "--period=12",
         "--n_layer=1", "--d_model=16", "--n_head=2", "--d_head=8", "--d_inner=32",
         "--tgt_len=8", "--mem_len=8", "--per_host_train_bsz=4", "--train_steps=6",
         "--steps_per_loop=3", "--log_steps=3", "--eval_steps=6", "--save_steps=6",
-        "--variants=ours-rec-full,alrfou-norec-half", "--eval_multiples=1,3", "--eval_rows=4"]
+        "--variants=ours-rec-full,alrfou-norec-half", "--eval_multiples=1,3", "--eval_rows=4",
+        "--jit_compile=false"]
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, os.path.join(REPO, "runners", "ablation.py"), *args],
-                          capture_output=True, text=True, timeout=600, cwd=REPO)
+    return call_runner("ablation", args)
 
 
 def _records(stdout):
@@ -106,8 +106,6 @@ def test_a_variant_flags_file_is_a_train_py_flagfile(first_run):
     assert "--preset=" not in text and "--variants=" not in text
     assert text.splitlines()[-4:] == [f"--model_dir={variant_dir}", "--attn_type=3",
                                       "--half_loss", "--mem_len=0"]
-    result = subprocess.run([sys.executable, os.path.join(REPO, "runners", "train.py"),
-                             f"--flagfile={variant_dir / 'flags.txt'}"],
-                            capture_output=True, text=True, timeout=600, cwd=REPO)
+    result = call_runner("train", [f"--flagfile={variant_dir / 'flags.txt'}"])
     assert result.returncode == 0, result.stderr[-3000:]
     assert "is already trained to step 6" in result.stdout

@@ -1,10 +1,13 @@
-"""Bad inputs to the runners, run as a user runs them: `python runners/<name>.py ...`.
+"""Bad inputs to the runners: `runners/<name>.py ...` with the flags a user types.
 
 Each case asserts the exit code (2 usage error, 1 runtime failure; runners/cli/__init__.py), that stderr
 names the problem in one `error: ...` line, that there is no traceback, and that nothing already
 written changed: the shared model and data directories are compared byte for byte before and
 after every case, and an output path a refused run was pointed at must not exist afterwards.
-TF_CPP_MIN_LOG_LEVEL is removed from the environment, so each case also checks the quiet start.
+The cases run the runner in this process (`runner_calls.call_runner`: the same flag checks, main
+and exit code); the cases of `IN_A_PROCESS` and the tests that need a process of their own (a
+mount namespace, an address-space limit) run it as a user does, without TF_CPP_MIN_LOG_LEVEL in
+the environment, so they also check the quiet start.
 """
 import hashlib
 import json
@@ -13,28 +16,18 @@ import re
 import shutil
 import struct
 import subprocess
-import sys
 
 import pytest
 
+from runner_calls import REPO, call_runner, run_runner
 from shared_dirs import writable_copy
 from tiny import TRAIN_FLAGS
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = TRAIN_FLAGS + ["--per_host_train_bsz=4"]
 # TensorFlow's C++ start-up lines that runners/cli/__init__.py keeps off the console.
 START_UP_NOISE = ("absl::InitializeLog", "oneDNN", "cuda", "cuInit", "cpu_feature_guard")
 HF_CONFIG = ('{"vocab_size": 20, "n_layer": 2, "d_model": 16, "d_embed": 16, "n_head": 2, '
              '"d_head": 8, "d_inner": 32, "cutoffs": [], "div_val": 1}')
-
-
-def run_runner(name, args, cwd, wrap=()):
-    """`python runners/<name>.py args` as a user runs it (no TF_CPP_MIN_LOG_LEVEL set)."""
-    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    env["PYTHONPATH"] = REPO
-    command = list(wrap) + [sys.executable, os.path.join(REPO, "runners", f"{name}.py")] + args
-    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=600)
 
 
 def snapshot(*dirs):
@@ -345,7 +338,7 @@ _FLAGS_OF = {}
 def runner_flags(runner):
     """The flags `runners/<runner>.py` defines (absl's own included), from its --helpfull."""
     if runner not in _FLAGS_OF:
-        proc = run_runner(runner, ["--helpfull"], cwd=REPO)  # absl exits 1 after it
+        proc = call_runner(runner, ["--helpfull"], cwd=REPO)  # absl exits 1 after it
         _FLAGS_OF[runner] = set(re.findall(r"^\s+(?:-\S,)?--(?:\[no\])?(\w+):", proc.stdout,
                                            re.M))
         assert {"flagfile", "verbosity"} <= _FLAGS_OF[runner], proc.stdout[-2000:]
@@ -366,20 +359,36 @@ def _check_named_flags_exist(runner, proc):
         assert not unknown, f"{owner}.py has no flag {sorted(unknown)}: {line}"
 
 
-@pytest.mark.parametrize("runner,args,code,pattern", [c[1:] for c in CASES],
-                         ids=[c[0] for c in CASES])
-def test_bad_input_is_one_line_and_nothing_changes(shared, tmp_path, runner, args, code,
-                                                   pattern):
+def _bad_input(case_id, shared, tmp_path, call):
+    """Runs the case `case_id` of CASES with `call` (`call_runner` or `run_runner`); checks the
+    one error line, that the flags it names exist, and that nothing changed."""
+    runner, args, code, pattern = {c[0]: c[1:] for c in CASES}[case_id]
     new = str(tmp_path / "new")
     values = dict(shared, new=new, fifo=str(tmp_path / "fifo"))
     os.mkfifo(values["fifo"])  # outside the snapshots: reading it would block
     before = snapshot(shared["model"], shared["data"], shared["root"])
-    proc = run_runner(runner, [a.format(**values) for a in args], cwd=str(tmp_path))
+    proc = call(runner, [a.format(**values) for a in args], cwd=str(tmp_path))
     _check_one_error_line(proc, code, pattern)
     _check_named_flags_exist(runner, proc)
     assert snapshot(shared["model"], shared["data"], shared["root"]) == before
     if any("{new}" in a for a in args):
         assert not os.path.exists(new), os.listdir(new)
+
+
+@pytest.mark.parametrize("case_id", [c[0] for c in CASES])
+def test_bad_input_is_one_line_and_nothing_changes(shared, tmp_path, case_id):
+    _bad_input(case_id, shared, tmp_path, call_runner)
+
+
+# Cases run as a user runs them: a usage error before TensorFlow loads, and one found after it
+# loaded (the model's weights): the exit status of the process, and none of TensorFlow's C++
+# start-up lines on the console (the tests below check both for runtime failures, exit code 1).
+IN_A_PROCESS = ["train_unknown_flag", "evaluate_weights_of_more_layers"]
+
+
+@pytest.mark.parametrize("case_id", IN_A_PROCESS)
+def test_bad_input_in_a_process_of_its_own(shared, tmp_path, case_id):
+    _bad_input(case_id, shared, tmp_path, run_runner)
 
 
 @pytest.mark.parametrize("runner,flag", [("train", "model_dir"), ("train", "data_dir"),
@@ -395,7 +404,7 @@ def test_symbolic_link_loop_or_dangling_link_names_the_cause(shared, tmp_path, r
             "evaluate": ["--data_dir={data}"]}[runner]
     args = [a.format(**shared) for a in args if not a.startswith(f"--{flag}=")]
     before = snapshot(shared["model"], shared["data"])
-    proc = run_runner(runner, args + [f"--{flag}={path}"], cwd=str(tmp_path))
+    proc = call_runner(runner, args + [f"--{flag}={path}"], cwd=str(tmp_path))
     cause = ("is a symbolic link loop" if link == "loop"
              else f"is a symbolic link to {tmp_path / 'gone'}, which does not exist")
     _check_one_error_line(proc, 2, re.escape(f"--{flag}={path} {cause}"))
@@ -415,7 +424,7 @@ def test_evaluate_on_damaged_records_names_the_file_and_split(shared, tmp_path):
         f.seek(-1, os.SEEK_CUR)
         f.write(bytes([byte[0] ^ 0xFF]))
     before = snapshot(shared["model"])
-    proc = run_runner("evaluate", [f"--model_dir={shared['model']}", f"--data_dir={data}",
+    proc = call_runner("evaluate", [f"--model_dir={shared['model']}", f"--data_dir={data}",
                                    "--split=valid", "--batch_size=4", "--tb_dir="],
                       cwd=str(tmp_path))
     _check_one_error_line(proc, 2, re.escape(records[0]) + r".*(sha256|checksum)")
@@ -442,8 +451,8 @@ def test_evaluate_on_a_read_only_model_dir_suggests_tb_dir(shared, tmp_path):
 
 
 def test_verbosity_1_adds_the_traceback(shared, tmp_path):
-    proc = run_runner("evaluate", [f"--model_dir={shared['model']}",
-                                   f"--text_file={shared['root']}/empty.txt", "--verbosity=1"],
+    proc = call_runner("evaluate", [f"--model_dir={shared['model']}",
+                                    f"--text_file={shared['root']}/empty.txt", "--verbosity=1"],
                       cwd=str(tmp_path))
     assert proc.returncode == 2
     assert "Traceback" in proc.stderr and "EvalInputError" in proc.stderr

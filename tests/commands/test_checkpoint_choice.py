@@ -1,5 +1,5 @@
-"""`--checkpoint=latest|best|ckpt-N` of evaluate.py, generate.py and export.py, run as a user runs
-them, on a tiny model whose best checkpoint on validation is not its newest one.
+"""`--checkpoint=latest|best|ckpt-N` of evaluate.py, generate.py and export.py, with the flags a
+user types (the runners run in this process: `runner_calls.call_runner`), on a tiny model whose best checkpoint on validation is not its newest one.
 
 The model is trained for 4 steps (evaluated and saved every 2), then resumed to step 8 with a
 learning rate 250 times higher: the validation loss rises, so best/ keeps an earlier step than
@@ -11,27 +11,17 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import txl_tf
+from runner_calls import call_runner as run_runner
 from tiny import TRAIN_FLAGS
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STEPS = ["--warmup_steps=1", "--steps_per_loop=2", "--log_steps=2", "--save_steps=2",
          "--eval_steps=2", "--max_eval_batches=1", "--per_host_train_bsz=4",
-         "--dataset=builtin", "--corpus_option=max_bytes=20000"]
-
-
-def run_runner(name, args, cwd):
-    """`python runners/<name>.py args` as a user runs it."""
-    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    env["PYTHONPATH"] = REPO
-    return subprocess.run([sys.executable, os.path.join(REPO, "runners", f"{name}.py")] + args,
-                          capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+         "--dataset=builtin", "--corpus_option=max_bytes=20000", "--jit_compile=false"]
 
 
 def last_json(proc):

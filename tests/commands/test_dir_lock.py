@@ -3,7 +3,10 @@
 The first run is held inside its work, after taking its locks, until the test lets it go: it
 runs the runner through `HELD`, which makes the text corpus's build wait for a file the test
 creates (a FIFO as --raw_path, which would do the same, is refused as not a regular file). So
-the second run starts while the first is certainly inside its work, without a timed wait. Each refused run must end with exit code 1 and the one line
+the second run starts while the first is certainly inside its work, without a timed wait. The
+runs that are refused, and those after the first ended, run in the test's process
+(`runner_calls.call_runner`); the first holds its locks in a process of its own. Each refused
+run must end with exit code 1 and the one line
 `error: <dir> is in use by process <pid> (started <time>); ...`, no traceback, and write nothing;
 the first run then finishes normally with everything it wrote intact.
 """
@@ -16,6 +19,7 @@ import threading
 
 import pytest
 
+from runner_calls import call_runner
 from tiny import TRAIN_FLAGS
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -27,7 +31,7 @@ IN_USE = re.compile(r"^error: (?P<dir>\S+) is in use by process (?P<pid>\d+) \(s
                     r"another directory\.$")
 TRAIN = TRAIN_FLAGS + ["--per_host_train_bsz=4", "--train_steps=2", "--warmup_steps=1",
                        "--steps_per_loop=2", "--log_steps=2", "--save_steps=2", "--eval_steps=2",
-                       "--max_eval_batches=1", "--level=word"]
+                       "--max_eval_batches=1", "--level=word", "--jit_compile=false"]
 
 
 def command(name, *args):
@@ -39,8 +43,8 @@ def env():
 
 
 def run(name, *args, cwd):
-    return subprocess.run(command(name, *args), cwd=str(cwd), capture_output=True, text=True,
-                          timeout=600, env=env())
+    """The runner in this process (its locks are released when it ends)."""
+    return call_runner(name, args, cwd=cwd)
 
 
 # Runs a runner (argv[1:]) with TextFiles.build waiting until the file $TXL_TEST_GO exists.

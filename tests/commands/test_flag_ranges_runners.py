@@ -1,15 +1,15 @@
-"""One subprocess per runner (and per runners/tools/ program with flags): a number outside its
-declared range ends the program with exit code 2 and one line naming the flag and its range,
-before any work: nothing is written into the directories it was given. The ranges themselves
+"""Every runner (and every runners/tools/ program with flags): a number outside its declared range
+ends the program with exit code 2 and one line naming the flag and its range, before any work:
+nothing is written into the directories it was given. The runners run in this process
+(`runner_calls.call_runner`: their flag parsing, main and `sys.exit`); the tools, which define
+their flags as their modules are imported, each in a process of its own. The ranges themselves
 are tested in-process (tests/commands/test_flag_ranges.py)."""
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from runner_calls import call_runner, run_runner
 
 # program -> (arguments, with {tmp} for a fresh directory, the flag given out of its range)
 PROGRAMS = {
@@ -33,13 +33,19 @@ PROGRAMS = {
 }
 
 
+def run_program(program, args, cwd):
+    """`python <program> args` (program: "runners/<name>.py"): a runner in this process, a tool
+    in a process of its own."""
+    name = program.removeprefix("runners/").removesuffix(".py")
+    call = run_runner if name.startswith("tools/") else call_runner
+    return call(name, args, cwd=cwd)
+
+
 @pytest.mark.parametrize("program", sorted(PROGRAMS))
 def test_a_number_out_of_range_is_refused_before_any_work(program, tmp_path):
     args, flag, value = PROGRAMS[program]
     argv = [a.format(tmp=tmp_path) for a in args] + [f"{flag}={value}"]
-    env = {**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    result = subprocess.run([sys.executable, os.path.join(REPO, program), *argv], cwd=tmp_path,
-                            env=env, capture_output=True, text=True, timeout=300)
+    result = run_program(program, argv, cwd=tmp_path)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2, result.stderr
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
@@ -58,10 +64,8 @@ def test_a_hostile_d_model_in_config_json_is_named_before_any_work(program, args
                                        '"n_head": 2, "d_head": 8, "d_inner": 16}')
     (tmp_path / "text.txt").write_text("some text\n")
     before = sorted(p.name for p in tmp_path.rglob("*"))
-    env = {**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    result = subprocess.run([sys.executable, os.path.join(REPO, program), f"--model_dir={model}",
-                             *[a.format(tmp=tmp_path) for a in args]], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = run_program(program, [f"--model_dir={model}",
+                                   *[a.format(tmp=tmp_path) for a in args]], cwd=tmp_path)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1, result.stderr
     assert re.search(r"weights alone need .*config.json sets them: lower d_model\.$", lines[0])

@@ -10,28 +10,27 @@
 * another layout (--tgt_len) is made silently from the token cache;
 * `evaluate.py --model_dir=M` evaluates on the data M was trained on; `generate.py` warns in one
   line about prompt words the vocabulary lacks.
+The runners run in this process (`runner_calls.call_runner`), training without XLA (its
+compilation is not what is tested here).
 """
 import glob
 import json
 import os
 import random
 import shutil
-import subprocess
-import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from runner_calls import call_runner
+
 TINY = ["--n_layer=2", "--d_model=32", "--n_head=2", "--d_head=16", "--d_inner=64",
         "--warmup_steps=2", "--log_steps=5", "--save_steps=10", "--eval_steps=10",
-        "--max_eval_batches=2"]
+        "--max_eval_batches=2", "--jit_compile=false"]
 WORDS = "the cat sat on a mat dog ran to house big small red blue tree".split()
 
 
 def runner(name, *args, cwd):
-    return subprocess.run([sys.executable, os.path.join(REPO, "runners", f"{name}.py"), *args],
-                          cwd=str(cwd), capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2"))
+    return call_runner(name, args, cwd=cwd)
 
 
 def user_lines(text):

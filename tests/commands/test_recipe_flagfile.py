@@ -1,4 +1,5 @@
-"""`python runners/train.py --flagfile=runners/enwik8.flags` as a user without a TPU runs it.
+"""`python runners/train.py --flagfile=runners/enwik8.flags` as a user without a TPU runs it (in
+this process, `runner_calls.call_runner`, but where a TPU is asked for: its own process).
 
 * On this CPU machine, with a stand-in enwik8 archive (`--raw_path`, `--noverify_checksum`) and
   small model overrides, the recipe trains without any `--strategy` flag, says in one line which
@@ -28,6 +29,8 @@ from txl_tf.training import batch_fit
 from txl_tf.training import distribute as strategy_lib
 from txl_tf.model import memory_estimate
 
+from runner_calls import call_runner
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN = os.path.join(REPO, "runners", "train.py")
 RECIPE = os.path.join(REPO, "runners", "enwik8.flags")
@@ -38,10 +41,18 @@ SMALL = ["--n_layer=2", "--d_model=64", "--n_head=2", "--d_head=32", "--d_inner=
 
 
 def run(args, cwd, timeout=300):
+    """(train.py's result, its seconds) in a process of its own."""
     start = time.time()
     result = subprocess.run([sys.executable, TRAIN, *args], cwd=str(cwd), capture_output=True,
                             text=True, timeout=timeout,
                             env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2"))
+    return result, time.time() - start
+
+
+def run_here(args, cwd):
+    """(train.py's result, its seconds) in this process (`runner_calls.call_runner`)."""
+    start = time.time()
+    result = call_runner("train", args, cwd=cwd)
     return result, time.time() - start
 
 
@@ -67,9 +78,9 @@ def stand_in_enwik8(path):
 
 def test_enwik8_recipe_trains_on_the_cpu_without_strategy_flag(tmp_path):
     stand_in_enwik8(tmp_path / "enwik8.zip")
-    result, _ = run([f"--flagfile={RECIPE}", "--raw_path=enwik8.zip", "--noverify_checksum",
-                     "--eval_bytes=10000", "--data_dir=data", "--model_dir=model",
-                     "--max_per_replica_batch=2", *SMALL], tmp_path)
+    result, _ = run_here([f"--flagfile={RECIPE}", "--raw_path=enwik8.zip", "--noverify_checksum",
+                          "--eval_bytes=10000", "--data_dir=data", "--model_dir=model",
+                          "--max_per_replica_batch=2", "--jit_compile=false", *SMALL], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     out = user_lines(result.stdout)
     chosen = [line for line in out if line.startswith("strategy:")]
@@ -88,8 +99,8 @@ def test_enwik8_recipe_trains_on_the_cpu_without_strategy_flag(tmp_path):
 
 def test_offline_recipe_stops_at_once_naming_url_and_raw_path(tmp_path):
     url = f"http://127.0.0.1:{closed_port()}/enwik8.zip"
-    result, seconds = run([f"--flagfile={RECIPE}", f"--url={url}", "--data_dir=data",
-                           "--model_dir=model", *SMALL], tmp_path, timeout=120)
+    result, seconds = run_here([f"--flagfile={RECIPE}", f"--url={url}", "--data_dir=data",
+                                "--model_dir=model", *SMALL], tmp_path)
     assert result.returncode == 1 and seconds < 60  # a runtime failure, not a usage error
     errors = [line for line in user_lines(result.stderr) if line.startswith("error")]
     assert len(errors) == 1 and url in errors[0] and "--raw_path" in errors[0], result.stderr

@@ -1,12 +1,12 @@
 """`python runners/train.py --flagfile=runners/enwik8.flags` on this CPU, as a user without a TPU
 runs it: the recipe's own 277M-parameter model on a stand-in enwik8 archive. Within 60 s of its
 header it prints how long a step and the run would take here, and that the recipe targets a
-TPU; the test reads the output as it streams and stops the run there.
+TPU; the test reads the output as it streams and kills the run there (a signal would stop it
+only after its first loop of 1,000 steps).
 """
 import os
 import queue
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -57,13 +57,9 @@ def test_enwik8_recipe_says_how_long_it_would_take_here(tmp_path):
                 deadline = min(deadline, at + ESTIMATE_WITHIN)
             elif line.startswith("duration estimate:"):
                 estimate = (at, line)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    finally:  # how a run stops on a signal is not what this test checks
+        proc.kill()
+        proc.wait()
     assert header_at is not None, "\n".join(seen)
     assert "277,060,645 parameters" in [s for s in seen if s.startswith("txl-tf training:")][0]
     at, line = estimate

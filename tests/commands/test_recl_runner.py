@@ -1,13 +1,11 @@
-"""`python runners/recl.py` as a user runs it: the table, the JSON line and bad inputs.
+"""`runners/recl.py` with the flags a user types (in this process: `runner_calls.call_runner`):
+the table, the JSON line and bad inputs.
 
 The models are random (untrained), so the RECL values themselves are not checked here (the
 algorithm is tested on hand-made losses in tests/inference/test_recl.py): this checks that the
 runner reads the models and the split, scores every model on the same grid and reports each.
 """
 import json
-import os
-import subprocess
-import sys
 
 import keras
 import pytest
@@ -15,9 +13,8 @@ import pytest
 import tf_records
 import txl_tf
 
+from runner_calls import call_runner
 from tiny import tiny_config
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +36,7 @@ def group(tmp_path_factory):
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, os.path.join(REPO, "runners", "recl.py"), *args],
-                          capture_output=True, text=True, timeout=300)
+    return call_runner("recl", args)
 
 
 def test_table_and_json_line_for_every_model(group):

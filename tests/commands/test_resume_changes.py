@@ -1,7 +1,8 @@
 """A resumed `train.py` with other settings than the run's record, and a run that diverges.
 
-Each case copies one trained model directory (2 steps) and runs `runners/train.py` on it as a
-user does. Refusals: exit code, one `error:` line naming the flag, no traceback, the directory
+Each case copies one trained model directory (2 steps) and runs `runners/train.py` on it with
+the flags a user types (in this process: `runner_calls.call_runner`; without XLA, whose
+compilation of the step is most of a tiny run's time and not what is tested here). Refusals: exit code, one `error:` line naming the flag, no traceback, the directory
 byte for byte unchanged. Accepted changes: one `note:` (training setting) or `warning:` (memory
 restarted) line each, the run finishes, and flags.txt keeps the first start's flags.
 """
@@ -9,27 +10,24 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 import txl_tf
+from runner_calls import call_runner
 from tiny import TRAIN_FLAGS
 from txl_tf.model.config import ConfigError
 from txl_tf.commands.train_options import TrainError, TrainOptions
 from txl_tf.commands.train_options import checked
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FLAGS = TRAIN_FLAGS + ["--per_host_train_bsz=4", "--dataset=synthetic", "--data_dir=D",
                        "--warmup_steps=1", "--steps_per_loop=2", "--log_steps=2",
-                       "--save_steps=2", "--eval_steps=0", "--max_eval_batches=1"]
+                       "--save_steps=2", "--eval_steps=0", "--max_eval_batches=1",
+                       "--jit_compile=false"]
 
 
 def train(*args, cwd):
-    return subprocess.run([sys.executable, os.path.join(REPO, "runners", "train.py"), *FLAGS,
-                           *args], cwd=str(cwd), capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2"))
+    return call_runner("train", FLAGS + list(args), cwd=cwd)
 
 
 def snapshot(directory):

@@ -29,8 +29,9 @@ def silent_listener():
         yield s.getsockname()[1]
 
 
-@pytest.mark.parametrize("strategy", ["auto", "tpu"])
-@pytest.mark.parametrize("listening", [False, True], ids=["refused", "silent"])
+# Each strategy that reaches for a TPU (auto, given --tpu; tpu) meets one of the two addresses.
+@pytest.mark.parametrize("strategy,listening", [("auto", False), ("tpu", True)],
+                         ids=["refused-auto", "silent-tpu"])
 def test_unreachable_tpu_is_announced_then_one_error_line(tmp_path, strategy, listening,
                                                           request):
     port = request.getfixturevalue("silent_listener") if listening else free_port()

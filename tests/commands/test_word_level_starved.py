@@ -3,29 +3,24 @@ tests/support/english_text.py): the console shows each split's unigram baseline 
 losses measured on it, the verdict says the corpus is too small for word level (too many
 <unk>) and names char level, and a generation of nothing but line ends and <unk> says why.
 
-Every figure is checked against an independent count of the prepared token caches."""
+Every figure is checked against an independent count of the prepared token caches. The runners
+run in this process (`runner_calls.call_runner`), training without XLA (its compilation is not
+what is tested here)."""
 import collections
 import json
 import math
-import os
-import subprocess
-import sys
 
 import pytest
 
 import tf_records
 from english_text import write_english_text
+from runner_calls import call_runner
 from tf_records.model_data import ModelData
 from tiny import TRAIN_FLAGS
 from txl_tf.commands.generate import empty_text_note
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
 def runner(name, *args, cwd):
-    return subprocess.run([sys.executable, os.path.join(REPO, "runners", f"{name}.py"), *args],
-                          cwd=str(cwd), capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2"))
+    return call_runner(name, args, cwd=cwd)
 
 
 def entropy(tokens):
@@ -43,7 +38,8 @@ def trained(tmp_path_factory):
     assert prepared.returncode == 0, prepared.stderr[-3000:]
     run = runner("train", "--data_dir=D", "--model_dir=M", "--train_steps=4",
                  "--warmup_steps=1", "--steps_per_loop=2", "--log_steps=2", "--eval_steps=4",
-                 "--max_eval_batches=2", "--per_host_train_bsz=4", *TRAIN_FLAGS, cwd=root)
+                 "--max_eval_batches=2", "--per_host_train_bsz=4", "--jit_compile=false",
+                 *TRAIN_FLAGS, cwd=root)
     assert run.returncode == 0, run.stderr[-3000:]
     return root, run.stdout
 

@@ -1,7 +1,8 @@
 """Damaged, foreign and unwritable data directories: one clear error, nothing lost or half-written.
 
-Every case runs `runners/train.py` (or `runners/prepare_data.py`) as a user would and checks the
-exit code, that stderr holds one `error:` line naming the damaged file (or directory) and the
+Every case runs `runners/train.py` (or `runners/prepare_data.py`) with the flags a user types (in
+this process, `runner_calls.call_runner`; training without XLA, whose compilation is not what
+is tested here) and checks the exit code, that stderr holds one `error:` line naming the damaged file (or directory) and the
 fix, no traceback, and that nothing already written was changed. The read-only and disk-full
 cases mount a small tmpfs (root only; skipped with the reason otherwise).
 """
@@ -11,27 +12,29 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 import tf_records
 from tf_records.records import metadata
 
+from runner_calls import call_runner
 from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, TRAIN_SIZES
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # What train.py asks for.
 LAYOUT = tf_records.RecordLayout(tgt_len=TRAIN_SIZES["tgt_len"], per_replica_batch=4)
 TRAIN_RECORDS = metadata.record_file(LAYOUT, "train", 0)
 TRAIN_INFO = metadata.info_file(LAYOUT, "train")
 
 
-def run_runner(name, *args, umask=None, timeout=300):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
-    return subprocess.run([sys.executable, os.path.join(REPO, "runners", name), *args],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,
-                          preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
+def run_runner(name, *args, umask=None):
+    """`runners/<name>` (e.g. "train.py") with `args`, under `umask` when given."""
+    previous = os.umask(umask) if umask is not None else None
+    try:
+        return call_runner(name.removesuffix(".py"), args)
+    finally:
+        if previous is not None:
+            os.umask(previous)
 
 
 def train(data_dir, model_dir, *extra, umask=None):
@@ -39,7 +42,7 @@ def train(data_dir, model_dir, *extra, umask=None):
         "train.py", f"--data_dir={data_dir}", f"--model_dir={model_dir}", "--dataset=synthetic",
         "--per_host_train_bsz=4", "--train_steps=1", "--warmup_steps=0", "--steps_per_loop=1",
         "--log_steps=1", "--save_steps=1", "--eval_steps=0", "--max_eval_batches=1",
-        *TRAIN_FLAGS, *SYNTHETIC_FLAGS, *extra, umask=umask)
+        "--jit_compile=false", *TRAIN_FLAGS, *SYNTHETIC_FLAGS, *extra, umask=umask)
 
 
 def prepare(data_dir, *extra, umask=None):
