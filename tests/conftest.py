@@ -12,7 +12,8 @@ TensorFlow is configured once, before any test touches it:
 Tests that need a multi-replica strategy use the ``two_cpu_devices`` fixture; tests that need
 a prepared data directory the ``synthetic_data_dir`` fixture (tests/support/tiny.py has the
 tiny model and data settings); tests that read a model trained by runners/train.py the
-``trained_byte_model`` fixture (made once per run for both xdist workers, read-only;
+``trained_byte_model`` fixture, and tests that read a tiny word-level model's SavedModels the
+``word_export`` fixture (each made once per run for both xdist workers, read-only;
 tests/support/shared_dirs.py).
 """
 import itertools
@@ -71,6 +72,28 @@ def trained_byte_model(tmp_path_factory):
 
     path, recorded = shared_dir(tmp_path_factory, "trained_byte_model", trained_model_dir)
     yield {"model": os.path.join(path, "model"), "data": os.path.join(path, "data")}
+    assert unchanged(path, recorded), f"a test changed the shared directory {path}"
+
+
+@pytest.fixture(scope="session")
+def word_export(tmp_path_factory):
+    """{"model", "full", "ids": paths, "info": what runners/export.py printed, "stderr": what it
+    wrote there}: a tiny word-level model directory and its SavedModels (all signatures, by
+    runners/export.py; id signatures only, in-process), made once per run and shared read-only
+    by both xdist workers (tests/support/word_export.py). A test that writes files writes them
+    elsewhere."""
+    import json
+
+    from shared_dirs import shared_dir, unchanged
+    from word_export import build
+
+    path, recorded = shared_dir(tmp_path_factory, "word_export", build)
+    with open(os.path.join(path, "runner.json")) as f:
+        info = json.load(f)
+    with open(os.path.join(path, "runner.stderr")) as f:
+        stderr = f.read()
+    yield {"model": os.path.join(path, "model"), "full": info["export_path"],
+           "ids": os.path.join(path, "ids", "1"), "info": info, "stderr": stderr}
     assert unchanged(path, recorded), f"a test changed the shared directory {path}"
 
 

@@ -13,7 +13,8 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
-from causal_lm_support import REPO, causal_lm, from_preset, model_dir, run_runner
+from causal_lm_support import (REPO, causal_lm, finish_runner, from_preset, model_dir,
+                               start_runner)
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.serving_export import export
 from txl_tf.causal_lm.text_generation import generate
@@ -29,9 +30,7 @@ SESSION = textwrap.dedent("""
     import numpy as np
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the text signatures' ops)
-    path, output = sys.argv[1:3]
-    sess = tf.compat.v1.Session(graph=tf.Graph())
-    meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], path)
+    paths, output = json.loads(sys.argv[1]), sys.argv[2]
     sampling = dict(num_tokens=np.array([8, 8], np.int32),
                     temperature=np.array([0.0, 0.9], np.float32),
                     top_k=np.array([0, 4], np.int32), top_p=np.array([1.0, 0.9], np.float32),
@@ -41,30 +40,37 @@ SESSION = textwrap.dedent("""
                       mems=np.zeros([2, 2, 6, 16], np.float32)),
         "generate": dict(prompt=np.array([[5, 6, 7], [8, 9, 10]], np.int32), **sampling),
         "generate_text": dict(text=np.array([b"w1 w2 w3", b"w4 nope w5"]), **sampling)}
-    out = {}
-    for name, feeds in requests.items():
-        sig = meta.signature_def[name]
-        result = sess.run({k: v.name for k, v in sig.outputs.items()},
-                          {sig.inputs[k].name: v for k, v in feeds.items()})
-        for key, value in result.items():
-            out[f"{name}/{key}"] = value.astype("S") if value.dtype == object else value
+    out, signatures = {}, {}
+    for tag, path in paths.items():
+        sess = tf.compat.v1.Session(graph=tf.Graph())
+        meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], path)
+        for name, feeds in requests.items():
+            sig = meta.signature_def[name]
+            result = sess.run({k: v.name for k, v in sig.outputs.items()},
+                              {sig.inputs[k].name: v for k, v in feeds.items()})
+            for key, value in result.items():
+                out[f"{tag}/{name}/{key}"] = value.astype("S") if value.dtype == object else value
+        signatures[tag] = sorted(meta.signature_def)
     np.savez(output, **out)
-    print(json.dumps(sorted(meta.signature_def)))
+    print(json.dumps(signatures))
 """)
 
 
-def through_session(path, root, tag):
-    """The outputs of score, generate and generate_text of the export at `path`, run by the
-    session-based loader in a fresh process: ({name/output: array}, signature names)."""
+def through_session(paths, root):
+    """The outputs of score, generate and generate_text of the exports `paths` ({tag: path}),
+    run by the session-based loader in one fresh process:
+    {tag: ({name/output: array}, signature names)}."""
     script = os.path.join(root, "session.py")
     with open(script, "w") as f:
         f.write(SESSION)
-    out = os.path.join(root, f"{tag}.npz")
+    out = os.path.join(root, "session.npz")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=REPO)
-    proc = subprocess.run([sys.executable, script, path, out], capture_output=True, text=True,
-                          env=env, timeout=600)
+    proc = subprocess.run([sys.executable, script, json.dumps(paths), out], capture_output=True,
+                          text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return dict(np.load(out)), json.loads(proc.stdout.strip().splitlines()[-1])
+    arrays, signatures = np.load(out), json.loads(proc.stdout.strip().splitlines()[-1])
+    return {tag: ({key.split("/", 1)[1]: arrays[key] for key in arrays.files
+                   if key.split("/")[0] == tag}, signatures[tag]) for tag in paths}
 
 
 def info_of(path):
@@ -84,13 +90,21 @@ def exports(tmp_path_factory):
     root = str(tmp_path_factory.mktemp("export"))
     path, model = model_dir(os.path.join(root, "model"), "word", seed=3, clamp_len=5)
     flags = [f"--{k}={v}" for k, v in SETTINGS.items() if k != "same_length"]
-    proc = run_runner("export", [f"--model_dir={path}", f"--export_dir={root}/runner/txl",
-                                 "--same_length"] + flags)
+    proc = start_runner("export", [f"--model_dir={path}", f"--export_dir={root}/runner/txl",
+                                   "--same_length"] + flags)  # beside the export() below
+    try:
+        lm = from_preset(path)
+        keras_export = export(lm, os.path.join(root, "keras", "txl"), **SETTINGS)
+    except BaseException:
+        proc.kill()
+        raise
+    proc = finish_runner(proc)
     assert proc.returncode == 0, proc.stderr[-3000:]
     runner = json.loads(proc.stdout.strip().splitlines()[-1])
-    lm = from_preset(path)
-    keras_export = export(lm, os.path.join(root, "keras", "txl"), **SETTINGS)
-    return dict(root=root, lm=lm, model=model, runner=runner, keras=keras_export)
+    served = through_session({"keras": keras_export["export_path"],
+                              "runner": runner["export_path"]}, root)
+    return dict(root=root, lm=lm, model=model, runner=runner, keras=keras_export,
+                served=served)
 
 
 def test_same_saved_model_as_export_py(exports):
@@ -105,9 +119,8 @@ def test_same_saved_model_as_export_py(exports):
     assert warmup_of(runner["export_path"]) == warmup_of(keras_export["export_path"])
     for name in ("models.config", "batching_parameters.txt"):
         assert os.path.isfile(os.path.join(exports["root"], "keras", "txl", name))
-    root = exports["root"]
-    ours, signatures = through_session(keras_export["export_path"], root, "keras")
-    theirs, their_signatures = through_session(runner["export_path"], root, "runner")
+    ours, signatures = exports["served"]["keras"]
+    theirs, their_signatures = exports["served"]["runner"]
     assert signatures == their_signatures
     assert set(runner["signatures"]) < set(signatures)
     assert sorted(ours) == sorted(theirs)
@@ -116,7 +129,7 @@ def test_same_saved_model_as_export_py(exports):
 
 
 def test_session_loaded_export_generates_as_generate(exports):
-    ours, _ = through_session(exports["keras"]["export_path"], exports["root"], "check")
+    ours, _ = exports["served"]["keras"]
     lm = exports["lm"]
     model = exports["model"]
     out = model(tf.constant([[1, 2, 3], [4, 5, 6]]), mems=model.init_mems(2, 6), mem_len=6,

@@ -72,11 +72,18 @@ def weights(lm):
     return [v.numpy() for v in lm.backbone.trainable_variables]
 
 
-def test_backup_and_restore_resumes_with_the_memory(tmp_path):
-    whole, record = new_lm(), Record()
-    whole.fit(data(), epochs=EPOCHS, verbose=0,
-              callbacks=[keras.callbacks.BackupAndRestore(str(tmp_path / "a")), record])
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory):
+    """The uninterrupted run the tests compare with: `new_lm()` trained EPOCHS epochs with
+    BackupAndRestore, its `Record` and final weights and memory."""
+    lm, record = new_lm(), Record()
+    lm.fit(data(), epochs=EPOCHS, verbose=0, callbacks=[
+        keras.callbacks.BackupAndRestore(str(tmp_path_factory.mktemp("whole"))), record])
+    return dict(record=record, weights=weights(lm), memory=lm.memory_to_host())
 
+
+def test_backup_and_restore_resumes_with_the_memory(tmp_path, whole):
+    record = whole["record"]
     interrupted = new_lm()
     with pytest.raises(RuntimeError, match="interrupted"):
         interrupted.fit(data(), epochs=EPOCHS, verbose=0, callbacks=[
@@ -91,9 +98,9 @@ def test_backup_and_restore_resumes_with_the_memory(tmp_path):
     assert np.abs(record.ends[0]).max() > 0.1  # a real memory, not zeros
     np.testing.assert_array_equal(resumed_record.starts[1], record.ends[0])
     np.testing.assert_allclose(resumed_record.batches, record.batches[STEPS:], rtol=1e-6)
-    for a, b in zip(weights(resumed), weights(whole)):
+    for a, b in zip(weights(resumed), whole["weights"]):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(resumed.memory_to_host(), whole.memory_to_host(), rtol=1e-6,
+    np.testing.assert_allclose(resumed.memory_to_host(), whole["memory"], rtol=1e-6,
                                atol=1e-7)
     assert resumed.optimizer.iterations.numpy() == EPOCHS * STEPS
 
@@ -108,10 +115,9 @@ def test_backup_that_cannot_resume_exactly_is_refused(tmp_path, save_freq, steps
     assert lm.optimizer.iterations.numpy() == 0
 
 
-def test_without_the_memory_the_resumed_run_differs(tmp_path):
+def test_without_the_memory_the_resumed_run_differs(tmp_path, whole):
     """The control of the test above: restoring everything but the memory gives other losses."""
-    whole, record = new_lm(), Record()
-    whole.fit(data(), epochs=2, verbose=0, callbacks=[record])
+    record = whole["record"]
     path = str(tmp_path / "epoch0.weights.h5")
     first = new_lm()
     first.fit(data(), epochs=1, verbose=0)
@@ -123,7 +129,7 @@ def test_without_the_memory_the_resumed_run_differs(tmp_path):
     resumed.fit(data(), epochs=1, verbose=0, callbacks=[resumed_record])
     # far outside the tolerance (1e-6 relative) of the resume test
     assert abs(resumed_record.batches[0] - record.batches[STEPS]) > 1e-4 * record.batches[STEPS]
-    assert not np.allclose(resumed.memory_to_host(), whole.memory_to_host(), rtol=1e-4)
+    assert not np.allclose(resumed.memory_to_host(), record.ends[1], rtol=1e-4)  # 2 epochs
 
 
 def test_model_checkpoint_holds_weights_and_memory(tmp_path):
@@ -165,9 +171,8 @@ def test_tensorboard_reads_the_losses(tmp_path):
     assert "epoch_grad_norm" in acc.Tags()["tensors"]
 
 
-def test_memory_is_reset_only_by_reset_memory_at_epoch_start():
-    carried, carried_record = new_lm(), Record()
-    carried.fit(data(), epochs=2, verbose=0, callbacks=[carried_record])
+def test_memory_is_reset_only_by_reset_memory_at_epoch_start(whole):
+    carried_record = whole["record"]
     np.testing.assert_array_equal(carried_record.starts[1], carried_record.ends[0])
 
     reset, reset_record = new_lm(), Record()

@@ -92,6 +92,15 @@ def one_device_trainer():
     return trainer_run(tf.distribute.get_strategy(), 1)
 
 
+@pytest.fixture(scope="module")
+def two_replica_trainer():
+    """The Trainer's run on two replicas (MirroredStrategy on the conftest's two logical
+    CPUs)."""
+    devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
+    assert len(devices) == 2, devices
+    return trainer_run(tf.distribute.MirroredStrategy(devices), 2)
+
+
 def test_fit_equals_trainer_on_one_device(one_device_trainer):
     run = fit_run(tf.distribute.get_strategy())
     assert_same_run(run, one_device_trainer)
@@ -105,17 +114,17 @@ def test_fit_with_steps_per_execution_equals_trainer(one_device_trainer):
                     one_device_trainer, steps_per_execution=3)
 
 
-def test_fit_equals_trainer_on_two_replicas(two_cpu_devices, one_device_trainer):
-    strategy = tf.distribute.MirroredStrategy(two_cpu_devices)
-    trainer = trainer_run(strategy, 2)
+def test_fit_equals_trainer_on_two_replicas(two_cpu_devices, one_device_trainer,
+                                            two_replica_trainer):
+    trainer = two_replica_trainer
     assert_same_run(fit_run(tf.distribute.MirroredStrategy(two_cpu_devices)), trainer)
     # two replicas train the same model as one device (the memory moved with its streams)
     assert_same_run(trainer, one_device_trainer, rtol=1e-4)
 
 
-def test_fit_with_steps_per_execution_on_two_replicas(two_cpu_devices):
+def test_fit_with_steps_per_execution_on_two_replicas(two_cpu_devices, two_replica_trainer):
     """Executions of 4 steps over 6 batches: the second execution stops at the data's end."""
-    trainer = trainer_run(tf.distribute.MirroredStrategy(two_cpu_devices), 2)
+    trainer = two_replica_trainer
     run = fit_run(tf.distribute.MirroredStrategy(two_cpu_devices), steps_per_execution=4)
     assert_same_run(run, trainer, steps_per_execution=4)
     assert run["lm"].optimizer.iterations.numpy() == STEPS

@@ -21,6 +21,7 @@ from tf_records.text.tokenize import TextRules, decode_ids, encode_text
 from tf_records.vocab.vocabulary import Vocabulary
 
 from tiny import tiny_model
+from word_export import vocabulary, word_model
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -132,20 +133,13 @@ SCRIPT = textwrap.dedent("""
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    root = tmp_path_factory.mktemp("export")
-    model_dir = str(root / "model")
-    model = served_model(12, seed=3, clamp_len=5)
-    txl_tf.save_model(model, model_dir)
-    vocab = Vocabulary(["<eos>"] + [f"w{i}" for i in range(11)], "word", specials=["<eos>"])
-    write_model_vocab(model_dir, vocab, TextRules("word", eos="<eos>"))
-    settings = dict(mem_len=6, clamp_len=5, same_length=True, gen_mem_len=40)
-    full = export.run(export.ExportOptions(model_dir, str(root / "full"), text_signatures=True,
-                                           **settings))
-    ids = export.run(export.ExportOptions(model_dir, str(root / "ids"), text_signatures=False,
-                                          **settings))
-    return dict(root=root, model_dir=model_dir, model=model, vocab=vocab, full=full, ids=ids,
-                settings=settings)
+def exported(word_export, tmp_path_factory):
+    """The shared tiny word-level model directory and its two exports (tests/support/
+    word_export.py): "full" with every signature, "ids" without the text ones; and a directory
+    of this module's own files."""
+    return dict(root=tmp_path_factory.mktemp("export"), model_dir=word_export["model"],
+                model=word_model(), vocab=vocabulary(), full=word_export["full"],
+                ids=word_export["ids"])
 
 
 def run_loaded(exported, which):
@@ -161,7 +155,7 @@ def run_loaded(exported, which):
     script.write_text(SCRIPT)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     proc = subprocess.run(
-        [sys.executable, str(script), exported[which]["export_path"],
+        [sys.executable, str(script), exported[which],
          "text" if which == "full" else "ids", str(root / "inputs.npz"),
          str(root / f"out-{which}.npz")], capture_output=True, text=True, env=env,
         timeout=300)
@@ -226,7 +220,7 @@ def test_full_export_runs_every_signature_with_tensorflow_text(exported):
 def test_saved_model_cli_lists_every_signature(exported):
     for which, names in [("ids", ()), ("full", ("generate_text", "score_text"))]:
         proc = subprocess.run([os.path.join(BIN, "saved_model_cli"), "show", "--all", "--dir",
-                               exported[which]["export_path"]], capture_output=True, text=True,
+                               exported[which]], capture_output=True, text=True,
                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]
         for name in ("serving_default", "score", "nll", "init_mems", "generate") + names:
@@ -236,8 +230,9 @@ def test_saved_model_cli_lists_every_signature(exported):
 
 
 def test_export_bad_input(exported, tmp_path):
+    (tmp_path / "ids" / "1").mkdir(parents=True)
     with pytest.raises(export.ExportInputError, match="exists"):
-        export.run(export.ExportOptions(exported["model_dir"], str(exported["root"] / "ids"),
+        export.run(export.ExportOptions(exported["model_dir"], str(tmp_path / "ids"),
                                         version=1, text_signatures=False))
     with pytest.raises(export.ExportInputError, match="does not exist"):
         export.run(export.ExportOptions(str(tmp_path / "missing"), str(tmp_path / "out")))
@@ -266,17 +261,13 @@ def test_every_attention_variant_exports_and_scores_as_the_model(tmp_path, attn_
     np.testing.assert_allclose(got["mems"], np.stack(want["mems"], axis=1), atol=1e-5)
 
 
-def test_compiled_generate_signature_equals_the_graph_loop(tmp_path):
+def test_compiled_generate_signature_equals_the_graph_loop(exported, tmp_path):
     """--gen_jit_compile=true: the generate signature runs one XLA program (fixed memory, the
     prompt padded to its bucket) and gives, through TF Serving's session loader and TF2's
     loader, every row's tokens of the graph loop with that row's settings."""
     from saved_model_calls import SavedModelCalls
-    model = served_model(12, seed=3, clamp_len=5)
-    model_dir = str(tmp_path / "model")
-    txl_tf.save_model(model, model_dir)
-    vocab = Vocabulary(["<eos>"] + [f"w{i}" for i in range(11)], "word", specials=["<eos>"])
-    write_model_vocab(model_dir, vocab, TextRules("word", eos="<eos>"))
-    out = export.run(export.ExportOptions(model_dir, str(tmp_path / "export"),
+    model, model_dir = exported["model"], exported["model_dir"]
+    out = export.run(export.ExportOptions(model_dir, str(tmp_path / "export"), clamp_len=5,
                                           text_signatures=False, gen_mem_len=10,
                                           gen_jit_compile="true", warmup_requests=0))
     assert out["gen_jit_compile"] is True

@@ -8,9 +8,14 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
+from causal_lm_support import causal_lm
+from tiny import tiny_model
+from txl_tf.causal_lm.serving_export import export
+from txl_tf.serving import saved_model_writer as export_command
 from txl_tf.serving import versions as export_versions
 from txl_tf.serving.server_config import RECORD_FILE
 from txl_tf.serving.export_options import ExportInputError
@@ -65,6 +70,13 @@ def finished(proc):
     return json.loads(out.strip().splitlines()[-1])
 
 
+def export_here(export_dir, n_layer):
+    """The export of a tiny model of `n_layer` layers to `export_dir` in this process, as
+    EXPORT does it (without stopping): its info."""
+    return export(causal_lm(tiny_model(n_layer=n_layer)), str(export_dir),
+                  text_signatures=False, warmup_requests=0)
+
+
 def info_of(export_dir, version):
     with open(os.path.join(export_dir, str(version), "assets.extra", "txl_export.json")) as f:
         return json.load(f)
@@ -76,15 +88,25 @@ def complete(export_dir, version):
             and os.path.isfile(os.path.join(path, "variables", "variables.index")))
 
 
-def test_two_exports_at_once_get_distinct_versions_and_both_are_kept(tmp_path):
+def test_two_exports_at_once_get_distinct_versions_and_both_are_kept(tmp_path, monkeypatch):
+    """One export in a child process, one in this process: each reserves its version, then
+    waits until the other has reserved its own before it writes."""
     export_dir = tmp_path / "txl"
     ready = [tmp_path / "ready-1", tmp_path / "ready-2"]
-    procs = [start(export_dir, n, "wait", wait_for=ready) for n in (1, 2)]
+    other = start(export_dir, 2, "wait", wait_for=ready)
+    real_write = export_command.write_saved_model
+
+    def write(module, path, info):
+        ready[0].touch()
+        while not ready[1].exists() and other.poll() is None:
+            time.sleep(0.05)
+        real_write(module, path, info)
+
+    monkeypatch.setattr(export_command, "write_saved_model", write)
     try:
-        results = [finished(p) for p in procs]
+        results = [export_here(export_dir, 1), finished(other)]
     finally:
-        for p in procs:
-            p.kill()
+        other.kill()
     assert sorted(r["version"] for r in results) == [1, 2]  # both reserved before writing
     for r in results:
         assert info_of(export_dir, r["version"])["n_layer"] == r["n_layer"]
@@ -95,7 +117,7 @@ def test_two_exports_at_once_get_distinct_versions_and_both_are_kept(tmp_path):
 
 def test_an_overwrite_killed_between_renames_is_recovered_by_the_next_export(tmp_path):
     export_dir = tmp_path / "txl"
-    first = finished(start(export_dir, 2))
+    first = export_here(export_dir, 2)
     assert first["version"] == 1
     killed = start(export_dir, 1, "between_renames", overwrite=True, version=1)
     killed.communicate(timeout=600)
@@ -104,7 +126,7 @@ def test_an_overwrite_killed_between_renames_is_recovered_by_the_next_export(tmp
     assert "1" not in left and [n.split("-")[0] for n in left
                                 if n.startswith(".") and n != RECORD_FILE] == [
         ".1.old", ".1.tmp"], left
-    again = finished(start(export_dir, 1))  # restores 1 (the complete old), writes 2
+    again = export_here(export_dir, 1)  # restores 1 (the complete old), writes 2
     assert again["version"] == 2
     assert complete(export_dir, 1) and info_of(export_dir, 1)["n_layer"] == 2
     assert complete(export_dir, 2) and info_of(export_dir, 2)["n_layer"] == 1

@@ -2,37 +2,18 @@
 runners/export.py and `TransformerXLCausalLM.export_for_serving` write): the same signatures as
 the float export, int8 weights inside (adapters merged, none saved), and TF's session-based loader (TF
 Serving's) scores with them as the Keras model does."""
-import json
 import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import tensorflow as tf
 
-from saved_model_calls import SUPPORT
+from saved_model_calls import SavedModelCalls
 from tiny import TINY_MODEL, tiny_model
 from txl_tf.serving.export_options import ExportOptions
 from txl_tf.serving.saved_model_writer import export_built_model
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
-           PYTHONPATH=os.pathsep.join([REPO, SUPPORT]))
 MEM_LEN = 6
 TOKENS = (np.arange(8, dtype=np.int32).reshape(2, 4) * 5) % TINY_MODEL["n_token"]
-SESSION = textwrap.dedent("""
-    import json, sys
-    import numpy as np
-    from saved_model_calls import SavedModelCalls
-    out = {}
-    for tag, path in json.loads(sys.argv[1]).items():
-        call = SavedModelCalls(path, "session")
-        tokens = np.array(json.loads(sys.argv[2]), np.int32)
-        mems = np.zeros([2, %d, %d, %d], np.float32)
-        out[tag] = call("score", {"tokens": tokens, "mems": mems})["log_probs"].tolist()
-    print(json.dumps(out))
-""" % (TINY_MODEL["n_layer"], MEM_LEN, TINY_MODEL["d_model"]))
 
 
 def export(model, path):
@@ -64,11 +45,9 @@ def test_int8_and_adapted_exports_serve_through_the_session_loader(tmp_path):
     int8_count = sum(dtype == tf.int8 for dtype in int8_saved.values())
     assert int8_count == sum(v.dtype == "int8" for v in int8.weights) > 0
     assert not any("lora" in k for k in saved_dtypes(paths["lora"]))
-    child = subprocess.run([sys.executable, "-c", SESSION, json.dumps(paths),
-                            json.dumps(TOKENS.tolist())],
-                           capture_output=True, text=True, env=ENV, timeout=600)
-    assert child.returncode == 0, child.stderr[-3000:]
-    served = {k: np.array(v) for k, v in json.loads(child.stdout.strip().splitlines()[-1]).items()}
+    mems = np.zeros([2, TINY_MODEL["n_layer"], MEM_LEN, TINY_MODEL["d_model"]], np.float32)
+    served = {tag: SavedModelCalls(path, "session")("score", {"tokens": TOKENS, "mems": mems})[
+        "log_probs"] for tag, path in paths.items()}
     for tag, model in (("float", plain), ("int8", int8), ("lora", adapted)):
         keras_out = model(tf.constant(TOKENS), mems=model.init_mems(2, MEM_LEN),
                           training=False)["log_probs"].numpy()

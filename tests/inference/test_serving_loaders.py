@@ -1,4 +1,4 @@
-"""The exported SavedModel through the loaders its users have, each in a fresh process.
+"""The exported SavedModel through the loaders its users have, in fresh processes.
 
 * TF1's session-based loader (`tf.compat.v1.saved_model.loader.load` + `Session.run` of the
   SignatureDef's tensor names), as TF Serving's C++ LoadSavedModel runs a SavedModel: the id
@@ -9,9 +9,11 @@ Every signature gives the Keras model's outputs (<= 1e-5) through the session lo
 `tf.saved_model.load`; `saved_model_cli` (the session loader behind a command line) runs the
 requests that use its own inputs and outputs (`CLI_REQUESTS`). Then the bad
 requests (ids, memory shapes, batch-major rows, limits and per-request budgets, sampling
-settings, empty inputs) through the session loader and
-`tf.saved_model.load`, and the bad invocations of runners/export.py.
+settings, empty inputs) through the session loader and `tf.saved_model.load` in this process
+(what the export answers, whichever process loads it), and the bad invocations of
+runners/export.py.
 """
+import concurrent.futures
 import json
 import os
 import shutil
@@ -19,32 +21,28 @@ import subprocess
 import sys
 import textwrap
 
-import keras
 import numpy as np
 import pytest
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the text signatures' ops, for the in-process loaders)
 
-import txl_tf
 from tf_records import dataset_from_tokens
 from txl_tf.inference import evaluation
 from txl_tf.inference.generation import Generator
-from tf_records.vocab.model_vocab import write_model_vocab
-from tf_records.text.tokenize import TextRules, decode_ids, encode_text
-from tf_records.vocab.vocabulary import Vocabulary
+from tf_records.text.tokenize import decode_ids, encode_text
 
-from saved_model_calls import SUPPORT
-from tiny import TINY_MODEL, tiny_config
+from saved_model_calls import SUPPORT, SavedModelCalls
+from shared_dirs import writable_copy
+from tiny import TINY_MODEL
+from word_export import LIMITS, MEM_LEN, N_TOKEN, RULES, vocabulary, word_model
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXPORT = os.path.join(REPO, "runners", "export.py")
 SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
            PYTHONPATH=os.pathsep.join([REPO, SUPPORT]))
-N_TOKEN, MEM_LEN = 12, 6
 N_LAYER, D_MODEL = TINY_MODEL["n_layer"], TINY_MODEL["d_model"]
 RUN = dict(mem_len=MEM_LEN, clamp_len=5, same_length=True)
-LIMITS = dict(max_seq_len=24, max_num_tokens=16, max_text_bytes=120, max_batch_size=3,
-              max_request_tokens=60, max_request_bytes=200)
-RULES = TextRules("word", eos="<eos>")
 TEXTS = ["w1 w2\nw3", "w4 w5 w6 w7 w8 w9 w1"]
 SCORE_TEXT = "w1 w2 w3 w4 w5\nw6 w7 w8 w9 w10 w1 w2\nw3\n"
 
@@ -54,25 +52,13 @@ def run(args, **kw):
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """A tiny word-level model directory and its export by runners/export.py."""
-    root = tmp_path_factory.mktemp("serving")
-    model_dir = str(root / "model")
-    keras.utils.set_random_seed(3)
-    model = txl_tf.TransformerXL(tiny_config(n_token=N_TOKEN, tgt_len=4, mem_len=MEM_LEN,
-                                             init_std=0.5))
-    txl_tf.save_model(model, model_dir)
-    vocab = Vocabulary(["<eos>"] + [f"w{i}" for i in range(11)], "word", specials=["<eos>"])
-    write_model_vocab(model_dir, vocab, RULES)
-    proc = run([sys.executable, EXPORT, f"--model_dir={model_dir}",
-                f"--export_dir={root / 'export'}", "--mem_len=6", "--clamp_len=5",
-                "--same_length", "--gen_mem_len=40"]
-               + [f"--{k}={v}" for k, v in LIMITS.items()])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    info = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert "INFO" not in proc.stderr  # absl's INFO log is off by default
-    return dict(root=root, model_dir=model_dir, model=model, vocab=vocab,
-                path=info["export_path"], info=info)
+def served(word_export, tmp_path_factory):
+    """The shared tiny word-level model directory and its export by runners/export.py (with
+    LIMITS; tests/support/word_export.py), and a directory of this module's own files."""
+    assert "INFO" not in word_export["stderr"]  # absl's INFO log is off by default
+    return dict(root=tmp_path_factory.mktemp("serving"), model_dir=word_export["model"],
+                model=word_model(), vocab=vocabulary(), path=word_export["full"],
+                info=word_export["info"])
 
 
 def requests():
@@ -111,30 +97,33 @@ def requests():
 
 
 LOADER = textwrap.dedent("""
-    import sys
+    import json, sys
     import numpy as np
     from saved_model_calls import SavedModelCalls
-    loader, kind, path, inputs, output = sys.argv[1:6]
+    kind, path, output, jobs = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
     if kind == "text":
         import tensorflow_text  # noqa: F401
-    inputs = np.load(inputs)
-    requests = {}
-    for key in inputs.files:
-        name, signature, arg = key.split(".")
-        requests.setdefault((name, signature), {})[arg] = inputs[key]
-    out = {}
+    saved = {}
+    for tag, (loader, inputs) in jobs.items():
+        inputs = np.load(inputs)
+        requests = {}
+        for key in inputs.files:
+            name, signature, arg = key.split(".")
+            requests.setdefault((name, signature), {})[arg] = inputs[key]
+        out = {}
 
-    def resolve(value):
-        if value.dtype.kind == "U" and str(value).startswith("@"):
-            return out[str(value)[1:]]
-        return value
+        def resolve(value):
+            if value.dtype.kind == "U" and str(value).startswith("@"):
+                return out[str(value)[1:]]
+            return value
 
-    call = SavedModelCalls(path, loader)
-    for (name, signature), feeds in requests.items():
-        for k, v in call(signature, {k: resolve(v) for k, v in feeds.items()}).items():
-            out[f"{name}.{k}"] = v.astype("S") if v.dtype == object else v  # no pickle
+        call = SavedModelCalls(path, loader)
+        for (name, signature), feeds in requests.items():
+            for k, v in call(signature, {k: resolve(v) for k, v in feeds.items()}).items():
+                out[f"{name}.{k}"] = v.astype("S") if v.dtype == object else v  # no pickle
+        saved.update({f"{tag}/{key}": value for key, value in out.items()})
     assert ("tensorflow_text" in sys.modules) == (kind == "text")
-    np.savez(output, **out)
+    np.savez(output, **saved)
 """)
 
 
@@ -144,16 +133,22 @@ def save_requests(path, reqs):
     np.savez(path, **arrays)
 
 
-def through_loader(served, loader, kind, reqs):
+def through_loaders(served, kind, jobs):
+    """{tag: (loader, requests)} -> {tag: {name.output: array}}, all in one fresh process that
+    imports tensorflow_text only if `kind` is "text"."""
     root = served["root"]
-    script = root / "loader.py"
+    script = root / f"loader-{kind}.py"
     script.write_text(LOADER)
-    save_requests(root / f"in-{kind}.npz", reqs)
-    out = root / f"out-{loader}-{kind}.npz"
-    proc = run([sys.executable, str(script), loader, kind, served["path"],
-                str(root / f"in-{kind}.npz"), str(out)], cwd=str(root))
+    for tag, (_, reqs) in jobs.items():
+        save_requests(root / f"in-{kind}-{tag}.npz", reqs)
+    out = root / f"out-{kind}.npz"
+    proc = run([sys.executable, str(script), kind, served["path"], str(out),
+                json.dumps({tag: [loader, str(root / f"in-{kind}-{tag}.npz")]
+                            for tag, (loader, _) in jobs.items()})], cwd=str(root))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return dict(np.load(out))
+    saved = np.load(out)
+    return {tag: {key.split("/", 1)[1]: saved[key] for key in saved.files
+                  if key.split("/")[0] == tag} for tag in jobs}
 
 
 def through_saved_model_cli(served, kind, reqs):
@@ -255,19 +250,25 @@ def assert_same(got, expected, loader):
 
 
 def test_every_signature_equals_keras_through_every_loader(served):
+    """The loaders' processes run at the same time (each in a thread of its own here) while
+    this process computes what the Keras model gives."""
     ids_reqs, text_reqs = requests()
-    expected = keras_outputs(served, ids_reqs, text_reqs)
+    cli_ids = [r for r in ids_reqs if r[0] in CLI_REQUESTS]
+    cli_text = [r for r in text_reqs if r[0] in CLI_REQUESTS]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        alone = pool.submit(through_loaders, served, "ids", {"session": ("session", ids_reqs)})
+        with_text = pool.submit(through_loaders, served, "text", {
+            "session": ("session", text_reqs), "tf2": ("tf2", ids_reqs + text_reqs)})
+        cli = [pool.submit(through_saved_model_cli, served, "ids", cli_ids),
+               pool.submit(through_saved_model_cli, served, "text", cli_text)]
+        expected = keras_outputs(served, ids_reqs, text_reqs)
+        alone, with_text = alone.result(), with_text.result()
+        results = {
+            "session": {**alone["session"], **with_text["session"]},
+            "tf.saved_model.load": with_text["tf2"],
+            "saved_model_cli": {**cli[0].result(), **cli[1].result()},
+        }
     keras_loss = expected.pop("score_text.loss")  # compared below, with nll_sum
-    results = {
-        "session": {**through_loader(served, "session", "ids", ids_reqs),
-                    **through_loader(served, "session", "text", text_reqs)},
-        "tf.saved_model.load": through_loader(served, "tf2", "text", ids_reqs + text_reqs),
-        "saved_model_cli": {
-            **through_saved_model_cli(served, "ids",
-                                      [r for r in ids_reqs if r[0] in CLI_REQUESTS]),
-            **through_saved_model_cli(served, "text",
-                                      [r for r in text_reqs if r[0] in CLI_REQUESTS])},
-    }
     for loader, got in results.items():
         loss, nll_sum = got.pop("score_text.loss"), got.pop("score_text.nll_sum")
         wanted = {k: v for k, v in expected.items()
@@ -279,21 +280,16 @@ def test_every_signature_equals_keras_through_every_loader(served):
 
 
 # -- bad requests -----------------------------------------------------------------------------
-BAD = textwrap.dedent("""
-    import json, sys
-    import numpy as np
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401
-    from saved_model_calls import SavedModelCalls
-    loader, path, cases = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-    DTYPES = dict(tokens=np.int32, labels=np.int32, prompt=np.int32, num_tokens=np.int32,
+def bad_messages(call, cases):
+    """{case: error message or None} of `cases` ({case: (signature, {input: list or
+    {"zeros": shape}})}) through `call` (a `SavedModelCalls`)."""
+    dtypes = dict(tokens=np.int32, labels=np.int32, prompt=np.int32, num_tokens=np.int32,
                   top_k=np.int32, streams=np.int32, temperature=np.float32,
                   top_p=np.float32, mems=np.float32, seed=np.int64, text=object)
-    call = SavedModelCalls(path, loader)
     messages = {}
     for name, (signature, feeds) in cases.items():
         feeds = {k: np.zeros(v["zeros"], np.float32) if isinstance(v, dict)
-                 else np.array(v, DTYPES[k]) for k, v in feeds.items()}
+                 else np.array(v, dtypes[k]) for k, v in feeds.items()}
         for k in ("num_tokens", "temperature", "top_k", "top_p", "seed"):  # scalar: one row
             if k in feeds and feeds[k].ndim == 0:
                 feeds[k] = feeds[k][None]
@@ -302,8 +298,8 @@ BAD = textwrap.dedent("""
             messages[name] = None
         except tf.errors.InvalidArgumentError as error:
             messages[name] = error.message
-    print(json.dumps(messages))
-""")
+    return messages
+
 
 GREEDY = dict(temperature=0.0, top_k=0, top_p=1.0, seed=0)
 MEMS0 = {"zeros": [1, N_LAYER, MEM_LEN, D_MODEL]}
@@ -416,11 +412,7 @@ def test_bad_requests_fail_with_a_named_error(served, loader):
     cases = {name: [signature, {k: (v if isinstance(v, dict) else np.asarray(v).tolist())
                                 for k, v in feeds.items()}]
              for name, (signature, feeds, _) in BAD_REQUESTS.items()}
-    script = served["root"] / "bad.py"
-    script.write_text(BAD)
-    proc = run([sys.executable, str(script), loader, served["path"], json.dumps(cases)])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    messages = json.loads(proc.stdout.strip().splitlines()[-1])
+    messages = bad_messages(SavedModelCalls(served["path"], loader), cases)
     for name, (_, _, words) in BAD_REQUESTS.items():
         assert messages[name] is not None, f"{name}: accepted"
         for word in words:
@@ -430,8 +422,6 @@ def test_bad_requests_fail_with_a_named_error(served, loader):
 def test_each_weight_is_saved_once(served):
     """The SavedModel's checkpoint holds exactly the tf.Variables the signatures read, one per
     Keras weight (no second copy that the restore op would fill instead)."""
-    import tensorflow as tf
-
     saved = dict(tf.train.list_variables(os.path.join(served["path"], "variables",
                                                       "variables")))
     saved.pop("_CHECKPOINTABLE_OBJECT_GRAPH")
@@ -492,7 +482,7 @@ def test_export_usage_errors(served, tmp_path):
 
 def test_export_damaged_checkpoint_is_a_runtime_error(served, tmp_path):
     model_dir = tmp_path / "model"
-    shutil.copytree(served["model_dir"], model_dir)
+    writable_copy(served["model_dir"], model_dir)
     data = [f for f in os.listdir(model_dir) if ".data-" in f]
     with open(model_dir / data[0], "r+b") as f:
         f.truncate(100)

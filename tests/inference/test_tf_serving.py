@@ -1,6 +1,7 @@
-"""What TF Serving does with an export, replayed through its session-based loader in fresh
-processes (`tf.compat.v1.saved_model.loader.load` + `Session.run`, as the server's C++
-LoadSavedModel runs a SavedModel):
+"""What TF Serving does with an export, replayed through its session-based loader
+(`tf.compat.v1.saved_model.loader.load` into a graph of its own + `Session.run`, as the server's
+C++ LoadSavedModel runs a SavedModel; that a fresh process with TensorFlow and TF Text alone loads
+it is tests/inference/test_serving_loaders.py's):
 
 * request batching: the batcher concatenates requests along dimension 0 and splits the outputs
   along dimension 0; for every signature, the split outputs of a merged request equal those of
@@ -12,21 +13,23 @@ LoadSavedModel runs a SavedModel):
 * the per-request budgets fail with their named error before the model runs, in both loaders;
 * models.config and batching_parameters.txt parse as the server's protos.
 """
+import contextlib
+import io
 import json
 import os
 import re
-import subprocess
 import sys
-import textwrap
 import time
+import types
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the text signatures' ops)
 from google.protobuf import (descriptor_pb2, descriptor_pool, message_factory, text_format,
                              wrappers_pb2)
-from tensorflow_serving.apis import prediction_log_pb2
+from tensorflow_serving.apis import predict_pb2, prediction_log_pb2, prediction_service_pb2_grpc
 from tensorflow_serving.config import model_server_config_pb2
 
 import txl_tf
@@ -37,13 +40,11 @@ from tf_records.vocab.vocabulary import Vocabulary
 from txl_tf.serving import server_config
 from txl_tf.serving.module import ServingLimits
 
-from saved_model_calls import SUPPORT
+from saved_model_calls import SavedModelCalls
 from tiny import tiny_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = os.path.join(REPO, "docs", "serving.md")
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
-           PYTHONPATH=os.pathsep.join([REPO, SUPPORT]))
 # The model of docs/serving.md's REST examples: small enough that a memory is 16 numbers.
 DOC_MODEL = dict(n_token=12, n_layer=2, d_model=4, n_head=1, d_head=4, d_inner=8, tgt_len=3,
                  mem_len=2, init_std=0.5)
@@ -54,10 +55,6 @@ LIMITS = dict(max_seq_len=24, max_num_tokens=16, max_text_bytes=120, max_batch_s
 # for minutes if the model ran before the check.
 BUDGET = dict(max_seq_len=100_000, max_num_tokens=100_000, max_text_bytes=1_000_000,
               max_batch_size=64, max_request_tokens=64, max_request_bytes=1_000_000)
-
-
-def run(args):
-    return subprocess.run(args, capture_output=True, text=True, env=ENV, timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -77,42 +74,17 @@ def served(tmp_path_factory):
     budget = export.run(export.ExportOptions(model_dir, str(root / "budget"), warmup_requests=0,
                                              **settings), ServingLimits(**BUDGET))
     return dict(root=root, model=model, model_dir=model_dir, path=info["export_path"],
-                info=info, budget=budget["export_path"])
+                info=info, budget=budget["export_path"],
+                session=SavedModelCalls(info["export_path"], "session"))
 
 
-SESSION = textwrap.dedent("""
-    import json, sys
-    import numpy as np
-    import tensorflow_text  # noqa: F401  (the text signatures' ops)
-    from saved_model_calls import SavedModelCalls
-    path, requests, output = sys.argv[1:4]
-    call = SavedModelCalls(path, "session")
-    requests = np.load(requests)
+def through_session(served, requests):
+    """{request name: {input: array}} -> {request name: {output: array}} through the session
+    loader (strings as bytes); a request name is `signature.anything`."""
     out = {}
-    for name in sorted({key.split("/")[0] for key in requests.files}):
-        feeds = {key.split("/")[1]: requests[key]
-                 for key in requests.files if key.split("/")[0] == name}
-        result = call(name.split(".")[0], feeds)
-        for key, value in result.items():
-            out[f"{name}/{key}"] = value.astype("S") if value.dtype == object else value
-    np.savez(output, **out)
-""")
-
-
-def through_session(served, requests, tag):
-    """{request name: {input: array}} -> {request name: {output: array}}; a request name is
-    `signature.anything`."""
-    root = served["root"]
-    (root / "session.py").write_text(SESSION)
-    np.savez(root / f"{tag}-in.npz", **{f"{n}/{k}": np.asarray(v) for n, feeds in
-                                         requests.items() for k, v in feeds.items()})
-    proc = run([sys.executable, str(root / "session.py"), served["path"],
-                str(root / f"{tag}-in.npz"), str(root / f"{tag}-out.npz")])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = {}
-    for key, value in np.load(root / f"{tag}-out.npz").items():
-        name, output = key.split("/")
-        out.setdefault(name, {})[output] = value
+    for name, feeds in requests.items():
+        result = served["session"](name.split(".")[0], feeds)
+        out[name] = {k: v.astype("S") if v.dtype == object else v for k, v in result.items()}
     return out
 
 
@@ -159,7 +131,7 @@ def test_merged_requests_split_into_the_separate_answers(served):
     for signature, (one, two) in pairs.items():
         requests[f"{signature}.one"], requests[f"{signature}.two"] = one, two
         requests[f"{signature}.merged"] = {k: np.concatenate([one[k], two[k]]) for k in one}
-    out = through_session(served, requests, "batch")
+    out = through_session(served, requests)
     for signature in pairs:
         merged, one, two = (out[f"{signature}.{n}"] for n in ("merged", "one", "two"))
         assert sorted(merged) == sorted(one)
@@ -188,7 +160,7 @@ def test_a_row_samples_the_same_tokens_in_any_batch(served):
 
     one, two = batch_pairs()["generate"]
     gen = Generator(served["model"], mem_len=8, clamp_len=5)
-    out = through_session(served, {"generate.two": two}, "rows")["generate.two"]["tokens"]
+    out = through_session(served, {"generate.two": two})["generate.two"]["tokens"]
     for b in range(2):
         n = int(two["num_tokens"][b])
         alone = gen.generate(two["prompt"][b:b + 1], n, float(two["temperature"][b]),
@@ -197,24 +169,18 @@ def test_a_row_samples_the_same_tokens_in_any_batch(served):
 
 
 # -- 2. warmup -------------------------------------------------------------------------------
-REPLAY = textwrap.dedent("""
-    import json, sys
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401
-    from tensorflow_serving.apis import prediction_log_pb2
-    from saved_model_calls import SavedModelCalls
-    path = sys.argv[1]
-    call = SavedModelCalls(path, "session")
+def replay(call, path):
+    """[[signature, sorted output batch sizes]] of each warmup record of the export at `path`
+    run through `call` (a `SavedModelCalls`)."""
     replayed = []
-    warmup = path + "/assets.extra/tf_serving_warmup_requests"
+    warmup = os.path.join(path, "assets.extra", "tf_serving_warmup_requests")
     for record in tf.compat.v1.io.tf_record_iterator(warmup):
         request = prediction_log_pb2.PredictionLog.FromString(record).predict_log.request
         feeds = {k: tf.make_ndarray(v) for k, v in request.inputs.items()}
         result = call(request.model_spec.signature_name, feeds)
         rows = {len(v) for v in result.values()}
         replayed.append([request.model_spec.signature_name, sorted(rows)])
-    print(json.dumps(replayed))
-""")
+    return replayed
 
 
 def test_warmup_records_parse_and_replay(served):
@@ -232,10 +198,7 @@ def test_warmup_records_parse_and_replay(served):
         assert len(batch) == 1  # every input batch-major, one batch
         batches.setdefault(request.model_spec.signature_name, []).extend(batch)
     assert batches == {s: sizes[:2] for s in signatures}
-    (served["root"] / "replay.py").write_text(REPLAY)
-    proc = run([sys.executable, str(served["root"] / "replay.py"), served["path"]])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    replayed = json.loads(proc.stdout.strip().splitlines()[-1])
+    replayed = replay(served["session"], served["path"])
     assert replayed == [[s, [b]] for s in signatures for b in sizes[:2]]
 
 
@@ -273,14 +236,9 @@ def rest_examples():
     return pairs
 
 
-JSON_CODEC = textwrap.dedent("""
-    import json, sys
-    import numpy as np
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401
-    from saved_model_calls import SavedModelCalls
-    path, requests = sys.argv[1], json.loads(sys.argv[2])
-    call = SavedModelCalls(path, "session")
+def json_codec(call, requests):
+    """The JSON responses of TF Serving's REST API to `requests` (JSON objects), their tensors
+    made and answered as the server's JSON codec does, through `call` (a `SavedModelCalls`)."""
 
     def tensor(value, dtype):
         if dtype == tf.string:
@@ -308,8 +266,7 @@ JSON_CODEC = textwrap.dedent("""
                                                for k, v in out.items()} for i in range(batch)]})
         else:
             responses.append({"outputs": {k: plain(v) for k, v in out.items()}})
-    print(json.dumps(responses))
-""")
+    return json.loads(json.dumps(responses))  # as the client reads them
 
 
 def assert_json_equal(got, want, where):
@@ -333,23 +290,15 @@ def test_the_documented_rest_examples_give_the_documented_responses(served):
     assert signatures == set(served["info"]["signatures"]) - {"serving_default"}
     formats = {("instances" in request, request["signature_name"]) for request, _ in pairs}
     assert {f for f, _ in formats} == {True, False}  # row and columnar examples
-    (served["root"] / "codec.py").write_text(JSON_CODEC)
-    proc = run([sys.executable, str(served["root"] / "codec.py"), served["path"],
-                json.dumps([request for request, _ in pairs])])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    got = json_codec(served["session"], [request for request, _ in pairs])
     for (request, response), answer in zip(pairs, got):
         assert_json_equal(answer, response, request["signature_name"])
 
 
 # -- 4. per-request budgets --------------------------------------------------------------------
-BUDGET_SCRIPT = textwrap.dedent("""
-    import json, sys, time
-    import numpy as np
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401
-    from saved_model_calls import SavedModelCalls
-    loader, path = sys.argv[1:3]
+def over_budget(call):
+    """{case: [error message or None, seconds]} of requests over the BUDGET export's budgets,
+    each through `call` (a `SavedModelCalls`)."""
 
     def per_row(batch, num_tokens):
         return dict(num_tokens=np.full([batch], num_tokens, np.int32),
@@ -369,7 +318,6 @@ BUDGET_SCRIPT = textwrap.dedent("""
         "score_text bytes": ("score_text", dict(text=long_text)),
         "score_text tokens": ("score_text", dict(text=long_text[:1])),
     }
-    call = SavedModelCalls(path, loader)
     result = {}
     for name, (signature, feeds) in cases.items():
         start = time.time()
@@ -379,8 +327,8 @@ BUDGET_SCRIPT = textwrap.dedent("""
         except tf.errors.InvalidArgumentError as error:
             message = error.message
         result[name] = [message, time.time() - start]
-    print(json.dumps(result))
-""")
+    return result
+
 
 LIMIT = "a limit of this export (runners/export.py --{0})"
 BUDGET_ERRORS = {
@@ -402,10 +350,7 @@ BUDGET_ERRORS = {
 def test_a_request_over_a_budget_fails_before_the_model_runs(served, loader):
     """Each request would run the model for minutes (100,000 generated tokens; 297 kB of text
     scored in segments of 3 tokens): failing within 10 s shows the check comes first."""
-    (served["root"] / "budget.py").write_text(BUDGET_SCRIPT)
-    proc = run([sys.executable, str(served["root"] / "budget.py"), loader, served["budget"]])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result = over_budget(SavedModelCalls(served["budget"], loader))
     assert sorted(result) == sorted(BUDGET_ERRORS)
     for name, words in BUDGET_ERRORS.items():
         message, seconds = result[name]
@@ -470,40 +415,31 @@ def test_server_config_files_parse_and_fit_the_limits(served):
 
 
 # -- the gRPC example of docs/serving.md -------------------------------------------------------
-GRPC = textwrap.dedent("""
-    import sys, types
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401
-    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
-    from saved_model_calls import SavedModelCalls
-    path, snippet = sys.argv[1], open(sys.argv[2]).read()
-    call = SavedModelCalls(path, "session")
+class SessionStub:
+    """TF Serving's PredictionServiceStub, its Predict answered by `call` (a `SavedModelCalls`):
+    the request's tensors through the session loader."""
 
-    class Stub:  # the server's Predict: the request's tensors through the session loader
-        def __init__(self, channel):
-            pass
+    def __init__(self, call):
+        self.call = call
 
-        def Predict(self, request, timeout=None):
-            feeds = {k: tf.make_ndarray(v) for k, v in request.inputs.items()}
-            out = call(request.model_spec.signature_name, feeds)
-            response = predict_pb2.PredictResponse()
-            for key, value in out.items():
-                response.outputs[key].CopyFrom(tf.make_tensor_proto(value))
-            return response
-
-    prediction_service_pb2_grpc.PredictionServiceStub = Stub
-    sys.modules["grpc"] = types.SimpleNamespace(insecure_channel=lambda target: None)
-    exec(snippet)
-""")
+    def Predict(self, request, timeout=None):
+        feeds = {k: tf.make_ndarray(v) for k, v in request.inputs.items()}
+        out = self.call(request.model_spec.signature_name, feeds)
+        response = predict_pb2.PredictResponse()
+        for key, value in out.items():
+            response.outputs[key].CopyFrom(tf.make_tensor_proto(value))
+        return response
 
 
-def test_the_documented_grpc_example_prints_what_the_page_says(served):
+def test_the_documented_grpc_example_prints_what_the_page_says(served, monkeypatch):
     text = open(DOC).read().split("### gRPC", 1)[1]
     snippet = re.search(r"```python\n(.*?)```", text, re.S).group(1)
     printed = re.search(r"prints\n\n```text\n(.*?)\n```", text, re.S).group(1)
-    (served["root"] / "snippet.py").write_text(snippet)
-    (served["root"] / "grpc_stub.py").write_text(GRPC)
-    proc = run([sys.executable, str(served["root"] / "grpc_stub.py"), served["path"],
-                str(served["root"] / "snippet.py")])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.strip().splitlines()[-1] == printed
+    monkeypatch.setattr(prediction_service_pb2_grpc, "PredictionServiceStub",
+                        lambda channel: SessionStub(served["session"]))
+    monkeypatch.setitem(sys.modules, "grpc",
+                        types.SimpleNamespace(insecure_channel=lambda target: None))
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        exec(compile(snippet, "docs/serving.md", "exec"), {"__name__": "snippet"})
+    assert stdout.getvalue().strip().splitlines()[-1] == printed

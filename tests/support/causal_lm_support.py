@@ -78,12 +78,29 @@ TRAIN_STEPS = ["--warmup_steps=1", "--steps_per_loop=2", "--log_steps=2", "--sav
                "--dataset=builtin", "--corpus_option=max_bytes=20000", "--train_steps=4"]
 
 
-def run_runner(name, args, cwd=None):
-    """`python runners/<name>.py args` as a user runs it (a CompletedProcess)."""
+def start_runner(name, args, cwd=None):
+    """`python runners/<name>.py args` started as a user starts it (a Popen with text pipes;
+    `finish_runner` waits for it)."""
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     env["PYTHONPATH"] = REPO
-    return subprocess.run([sys.executable, os.path.join(REPO, "runners", f"{name}.py")] + args,
-                          capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+    return subprocess.Popen([sys.executable, os.path.join(REPO, "runners", f"{name}.py")]
+                            + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=cwd, env=env)
+
+
+def finish_runner(proc):
+    """The CompletedProcess of `proc` (from `start_runner`), once it ended (killed after 600
+    s)."""
+    try:
+        stdout, stderr = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+def run_runner(name, args, cwd=None):
+    """`python runners/<name>.py args` as a user runs it (a CompletedProcess)."""
+    return finish_runner(start_runner(name, args, cwd))
 
 
 def trained_model_dir(root):

@@ -1,11 +1,11 @@
-"""A SavedModel's signatures called as its consumers call them, for the serving tests' child
-processes (which put this folder on their PYTHONPATH: `SUPPORT`).
+"""A SavedModel's signatures called as its consumers call them, for the serving tests and their
+child processes (which put this folder on their PYTHONPATH: `SUPPORT`).
 
 Two loaders: "session", TF1's `tf.compat.v1.saved_model.loader.load` into a `Session` and
 `Session.run` of the signature's tensor names (TF Serving's path); "function", TF2's
 `tf.saved_model.load` and a call of the concrete function.
 
-Example (inside a child process):
+Example:
   >>> call = SavedModelCalls(path, "session")
   >>> call("score", {"tokens": np.ones([2, 4], np.int32), "mems": mems})["log_probs"].shape
 """
