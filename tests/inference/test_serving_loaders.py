@@ -26,7 +26,7 @@ import pytest
 import txl_tf
 from tf_records import dataset_from_tokens
 from txl_tf.inference import evaluation
-from txl_tf.inference.generation import Generator
+from txl_tf.generation.generator import Generator
 from tf_records.vocab.model_vocab import write_model_vocab
 from tf_records.text.tokenize import TextRules, decode_ids, encode_text
 from tf_records.vocab.vocabulary import Vocabulary
