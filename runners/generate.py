@@ -25,7 +25,7 @@ from runners import cli
 from runners.cli import dataclass_flags
 from tf_records.model_data import ModelData
 from txl_tf.commands.generate_options import GenerateInputError, GenerateOptions
-from txl_tf.inference.generation_limits import check_generation
+from txl_tf.generation.call_bounds import check_generation
 from txl_tf.storage.text_files import read_text_file
 from txl_tf.devices.choices import JIT_COMPILE
 
@@ -67,14 +67,15 @@ def main(argv):
     prompt_chars = prompt_length(o)
     if o.model_dir:
         cli.quiet_start()  # load_config reads the model directory with TensorFlow
-        from txl_tf.inference.generation import check_generation_fits
+        from txl_tf.generation.memory_fit import check_generation_fits
+        from txl_tf.model.context_settings import ContextSettings
         from txl_tf.model.memory_estimate import check_weights_fit
         from txl_tf.devices.step_compilation import choose_generation
         config = txl_tf.load_config(o.model_dir)
         check_weights_fit(config, source=f"{o.model_dir}/config.json")
         compiled = not o.stream and choose_generation(o.jit_compile).mode is not None
-        check_generation_fits(config, prompt_chars, o.num_tokens, o.seg_len, o.mem_len,
-                              compiled=compiled)
+        context = ContextSettings.of_config(config, tgt_len=o.seg_len, mem_len=o.mem_len)
+        check_generation_fits(config, prompt_chars, o.num_tokens, context, compiled=compiled)
     print(json.dumps(run(o)), flush=True)
     return 0
 

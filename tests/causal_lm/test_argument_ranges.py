@@ -90,7 +90,7 @@ def test_generate_refuses_numbers_outside_their_range(lm, name, data):
 
 
 def test_a_negative_seg_len_is_refused_on_every_generation_path(lm):
-    from txl_tf.inference.generation import Generator
+    from txl_tf.generation.generator import Generator
     with pytest.raises(ValueError, match=r"seg_len must be an integer in \[1, "):
         Generator(lm.backbone, seg_len=-2)
     for jit in (False, True):

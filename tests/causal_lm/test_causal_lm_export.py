@@ -17,8 +17,8 @@ from causal_lm_support import (REPO, causal_lm, finish_runner, from_preset, mode
                                start_runner)
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.serving_export import export
-from txl_tf.causal_lm.text_generation import generate
-from txl_tf.causal_lm.sampler import Sampler
+from txl_tf.generation.text_generation import context_of, generate
+from txl_tf.generation.sampler import Sampler
 from txl_tf.serving.export_options import ExportInputError
 
 SETTINGS = dict(mem_len=6, clamp_len=5, same_length=True, gen_mem_len=40, warmup_requests=1)
@@ -140,7 +140,8 @@ def test_session_loaded_export_generates_as_generate(exports):
     for i, (prompt, kw) in enumerate(zip(["w1 w2 w3", "w4 nope w5"], rows)):
         n = len(lm.preprocessor.tokenize(prompt))
         with pytest.warns(UserWarning) if "nope" in prompt else contextlib.nullcontext():
-            text = generate(lm, prompt, max_length=n + 8, mem_len=40, clamp_len=5,
+            text = generate(lm, prompt, max_length=n + 8,
+                            context=context_of(lm.backbone.config, mem_len=40, clamp_len=5),
                             strip_prompt=True, stop_token_ids=None, **kw)
         assert ours["generate_text/text"][i].decode("utf-8") == text
 

@@ -1,4 +1,4 @@
-"""`txl_tf.causal_lm.text_generation.generate`: strings in and out, ids in and out, equal to
+"""`txl_tf.generation.text_generation.generate`: strings in and out, ids in and out, equal to
 runners/generate.py run as a user runs it on the same model directory, seed and settings;
 prompts of different lengths in one call equal each prompt alone; bad inputs give one error."""
 import contextlib
@@ -9,9 +9,10 @@ import pytest
 
 from causal_lm_support import causal_lm, from_preset, model_dir, run_runner
 from txl_tf.causal_lm.errors import CausalLMInputError
-from txl_tf.causal_lm.text_generation import generate
-from txl_tf.causal_lm.sampler import Sampler
-from txl_tf.inference.generation import Generator
+from txl_tf.generation.text_generation import context_of, generate
+from txl_tf.generation.sampler import Sampler
+from txl_tf.generation.generator import Generator
+from txl_tf.model.context_settings import ContextSettings
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +60,9 @@ def test_text_levels_equal_generate_py(tmp_path, level, prompt):
     n = len(lm.preprocessor.tokenize(prompt))
     with pytest.warns(UserWarning, match="not in the vocabulary") if level == "word" else \
             contextlib.nullcontext():
-        out = generate(lm, prompt, max_length=n + 9, sampler=Sampler(**SAMPLED), mem_len=12,
-                       strip_prompt=True, stop_token_ids=None)  # generate.py never stops
+        out = generate(lm, prompt, max_length=n + 9, sampler=Sampler(**SAMPLED),
+                       context=context_of(lm.backbone.config, mem_len=12), strip_prompt=True,
+                       stop_token_ids=None)  # generate.py never stops
     assert out == text
     assert len(ids) == 9
 
@@ -105,7 +107,7 @@ def test_ids_in_ids_out_shapes(tmp_path):
     ("abc", {"max_length": 4.5}, "max_length must be an int"),
     ("abc", {"sampler": "beam"}, "unknown sampler 'beam'"),
     ("abc", {"sampler": 3}, "sampler must be a name"),
-    ("abc", {"mem_len": 0}, "mem_len >= 1"),
+    ("abc", {"context": ContextSettings(tgt_len=4, mem_len=0)}, "mem_len >= 1"),
 ])
 def test_bad_inputs_give_one_clear_error(tmp_path, inputs, kwargs, message):
     lm = from_preset(model_dir(tmp_path / "m", "byte")[0])

@@ -12,8 +12,8 @@ import tensorflow as tf
 from causal_lm_support import causal_lm, from_preset, model_dir
 from txl_tf.causal_lm import serving_export
 from txl_tf.causal_lm.errors import CausalLMInputError
-from txl_tf.causal_lm.sampler import Sampler
-from txl_tf.inference.generation import Generator
+from txl_tf.generation.sampler import Sampler
+from txl_tf.generation.generator import Generator
 
 PROMPTS = np.array([[2, 3, 4], [5, 6, 7]], np.int32)
 LENGTH = 24

@@ -22,9 +22,9 @@ from tf_records.vocab.model_vocab import write_model_vocab
 from tf_records.vocab.vocabulary import Vocabulary
 from tiny import tiny_model
 from txl_tf.causal_lm.errors import CausalLMInputError
-from txl_tf.causal_lm.sampler import Sampler
-from txl_tf.inference.generation import Generator
-from txl_tf.inference.generation_limits import INT32_MAX, MAX_NEW_TOKENS
+from txl_tf.generation.sampler import Sampler
+from txl_tf.generation.generator import Generator
+from txl_tf.generation.call_bounds import INT32_MAX, MAX_NEW_TOKENS
 from txl_tf.serving.module import ServingModule
 from txl_tf.storage.text_files import read_text_file
 

@@ -13,7 +13,7 @@ import txl_tf
 from runners import export
 from tf_records import dataset_from_tokens
 from txl_tf.inference import evaluation
-from txl_tf.inference.generation import Generator
+from txl_tf.generation.generator import Generator
 from tf_records.text.graph import GraphText
 from tf_records.vocab.model_vocab import ModelVocab, write_model_vocab
 from txl_tf.serving.module import ServingModule

@@ -28,7 +28,7 @@ import tensorflow_text  # noqa: F401  (the text signatures' ops, for the in-proc
 
 from tf_records import dataset_from_tokens
 from txl_tf.inference import evaluation
-from txl_tf.inference.generation import Generator
+from txl_tf.generation.generator import Generator
 from tf_records.text.tokenize import decode_ids, encode_text
 
 from saved_model_calls import SUPPORT, SavedModelCalls

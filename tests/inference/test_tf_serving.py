@@ -156,7 +156,7 @@ def test_merged_requests_split_into_the_separate_answers(served):
 def test_a_row_samples_the_same_tokens_in_any_batch(served):
     """The sampled tokens of a row depend on its seed and settings only (the model itself in
     Keras, cached generation of that row alone)."""
-    from txl_tf.inference.generation import Generator
+    from txl_tf.generation.generator import Generator
 
     one, two = batch_pairs()["generate"]
     gen = Generator(served["model"], mem_len=8, clamp_len=5)

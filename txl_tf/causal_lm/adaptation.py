@@ -1,6 +1,6 @@
 """`quantize` and `enable_lora` of `TransformerXLCausalLM`: the backbone's, then the causal LM's
 traced steps and kept generators dropped (they read the variables they were traced with)."""
-from txl_tf.causal_lm import text_generation
+from txl_tf.generation import text_generation
 
 
 class BackboneAdaptation:

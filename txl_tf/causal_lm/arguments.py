@@ -2,10 +2,10 @@
 evaluate, generate), checked by `check_arguments` before a method changes any state.
 
 Generation's own ranges (seed, seg_len, mem_len, clamp_len) are those of every generation
-(`txl_tf.inference.generation_limits`); the model's sizes are `TransformerXLConfig.RANGES`.
+(`txl_tf.generation.call_bounds`); the model's sizes are `TransformerXLConfig.RANGES`.
 """
 from txl_tf.causal_lm.errors import CausalLMInputError
-from txl_tf.inference.generation_limits import GENERATION_RANGES, SETTING_RANGES
+from txl_tf.generation.call_bounds import GENERATION_RANGES, SETTING_RANGES
 from txl_tf.model.config import INT32_MAX
 from txl_tf.runtime.ranges import Range
 

@@ -1,10 +1,11 @@
-"""The error of the causal language model's functions (generate, presets, export)."""
+"""The errors of the causal language model's functions (generate, presets, export).
 
+`CausalLMInputError` is defined with generation (`txl_tf/generation/errors.py`), which raises
+it too; it is named here for the rest of causal_lm/.
+"""
+from txl_tf.generation.errors import CausalLMInputError
 
-class CausalLMInputError(ValueError):
-    """Bad input to a causal language model function: the message names the problem and the
-    fix in one line (exit code 2 when a runner reports it)."""
-    exit_code = 2
+__all__ = ["CausalLMInputError", "CausalLMRuntimeError"]
 
 
 class CausalLMRuntimeError(RuntimeError):

@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from txl_tf.causal_lm.arguments import GENERATE_RANGES, check_arguments
 from txl_tf.causal_lm.errors import CausalLMInputError
-from txl_tf.causal_lm.sampler import Sampler, get_sampler
+from txl_tf.generation.sampler import Sampler, get_sampler
 from txl_tf.storage.text_files import check_utf8_path
 
 # keras.Model.export's formats (Keras 3), and the TF Serving export's own
@@ -36,14 +36,16 @@ class CausalLMTaskMethods:
                  same_length=False, jit_compile="auto"):
         """Continues prompts: strings in, strings out (ids [P] or [B, P] in, ids out; a
         `tf.data.Dataset` of either); `sampler` (default: compile()'s) and `seed` apply to this
-        call only. See `txl_tf.causal_lm.text_generation.generate`."""
-        from txl_tf.causal_lm import text_generation
+        call only. See `txl_tf.generation.text_generation.generate`."""
+        from txl_tf.generation import text_generation
         check_arguments("generate", dict(seed=seed, seg_len=seg_len, mem_len=mem_len,
                                          clamp_len=clamp_len), GENERATE_RANGES)
         chosen = getattr(self, "sampler", None) if sampler is None else sampler
-        return text_generation.generate(
-            self, inputs, max_length, chosen or DEFAULT_SAMPLER, seed, strip_prompt, seg_len,
-            mem_len, clamp_len, same_length, jit_compile, stop_token_ids=stop_token_ids)
+        chosen = get_sampler(chosen or DEFAULT_SAMPLER, seed)
+        context = text_generation.context_of(self.backbone.config, seg_len, mem_len,
+                                             clamp_len, same_length)
+        return text_generation.generate(self, inputs, max_length, chosen, strip_prompt,
+                                        context, jit_compile, stop_token_ids)
 
     def predict(self, x=None, *args, **kwargs):
         """Refused: Keras's predict would read every batch from zero memory, dropping the

@@ -2,7 +2,7 @@
 
 `generate_text(options, data, out)` tokenizes the prompt with the model's text rules (the
 `ModelText` of `data`, a `txl_tf.model.data_interfaces.TextData`), runs a
-`txl_tf.inference.generation.Generator`, writes the continuation to `out` as it is generated
+`txl_tf.generation.generator.Generator`, writes the continuation to `out` as it is generated
 and returns what runners/generate.py prints as JSON, compact: {"prompt_tokens", "tokens",
 "seconds", "tokens_per_second", "seg_len", "mem_len", "clamp_len", "same_length", "jit_compile"
 (whether XLA compiled the loop), sampling settings, "checkpoint", "checkpoint_name",
@@ -21,7 +21,7 @@ from txl_tf.storage import model_files
 from txl_tf.commands.generate_options import GenerateInputError, GenerateOptions  # noqa: F401
 from txl_tf.runtime.ranges import check_fields
 from txl_tf.commands.inference_model import load_inference_model
-from txl_tf.inference.generation import Generator
+from txl_tf.generation.generator import Generator
 from txl_tf.loss.loss_report import CorpusFacts, starved_word_level
 from txl_tf.model.data_interfaces import ModelText, TextData
 from txl_tf.storage.text_files import read_text_file

@@ -5,7 +5,7 @@ and usage errors do not wait for it.
 import dataclasses
 from typing import Optional
 
-from txl_tf.inference.generation_limits import GENERATION_RANGES, SETTING_RANGES
+from txl_tf.generation.call_bounds import GENERATION_RANGES, SETTING_RANGES
 from txl_tf.runtime.ranges import Range
 
 
@@ -56,7 +56,7 @@ class GenerateOptions:
     jit_compile: str = "auto"
 
     # The declared range of every number (txl_tf/runtime/ranges.py): those of every generation
-    # call and generator (generation_limits.GENERATION_RANGES, SETTING_RANGES).
+    # call and generator (call_bounds.GENERATION_RANGES, SETTING_RANGES).
     RANGES = {
         **GENERATION_RANGES,
         **SETTING_RANGES,

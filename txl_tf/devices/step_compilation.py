@@ -110,7 +110,7 @@ def choose(setting, strategy: tf.distribute.Strategy, precision: str) -> Choice:
 
 def choose_generation(setting, flag: str = "--jit_compile") -> Choice:
     """Whether generation runs as one XLA program (`Generator(jit_compile=...)`,
-    `txl_tf/inference/generation.py`): mode "whole" or None.
+    `txl_tf/generation/generator.py`): mode "whole" or None.
 
     Args:
       setting: 'auto', 'true', 'false' (`--jit_compile`), a bool or a `JitCompile`.

@@ -19,7 +19,7 @@ export):
       top_k int32 [B], top_p float32 [B], seed int64 [B]
       -> tokens int32 [B, max_num_tokens] (row b: its num_tokens[b] tokens, then -1),
          lengths int32 [B] (= num_tokens); with `gen_jit_compile` the same tokens from one XLA
-         program (`generation.generate_fixed`)
+         program (`fixed_loop.generate_fixed`)
   generate_text (text signatures, need tensorflow_text ops): text string [B] and the
       per-row sampling inputs -> text string [B] (the continuation), prompt_tokens int32 [B]
   score_text: text string [B] -> loss float32 [B] (nats per scored token), tokens int64 [B],
@@ -46,8 +46,10 @@ tokens before the model runs.
 
 import tensorflow as tf
 
+from txl_tf.generation import fixed_loop, graph_loop
+from txl_tf.generation.sampler import Sampler
 from txl_tf.inference import evaluation
-from txl_tf.inference import generation
+from txl_tf.model.context_settings import ContextSettings
 from txl_tf.serving import signatures
 from txl_tf.serving.limits import ServingLimits
 from txl_tf.serving.request_checks import RequestChecks
@@ -66,7 +68,7 @@ class ServingModule(tf.Module):
       gen_mem_len, gen_seg_len: memory and prompt segment length of the generate signatures
         (same_length is off for generation).
       gen_jit_compile: the generate signatures run their sampling loop as one XLA program
-        (`generation.generate_fixed`: the fixed memory, the prompt right-padded to gen_seg_len
+        (`fixed_loop.generate_fixed`: the fixed memory, the prompt right-padded to gen_seg_len
         times a power of two, a buffer of max_num_tokens; the same tokens; XLA compiles once
         per batch size and prompt bucket on the server, which needs XLA's JIT).
       vocab_file: the model's vocabulary file, shipped as the `vocab_file` asset; None for a
@@ -86,10 +88,13 @@ class ServingModule(tf.Module):
         object.__setattr__(self, "model", model)
         self.weights = self._track_weights(model)
         self.config = c
-        self.settings = (int(mem_len), int(clamp_len), bool(same_length))
-        self.tgt_len = int(tgt_len)
-        self.gen_settings = (int(gen_mem_len), int(clamp_len), False)
-        self.gen_seg_len = int(gen_seg_len)
+        # the run settings of score / nll / score_text, and of the generate signatures
+        object.__setattr__(self, "context", ContextSettings(
+            tgt_len=int(tgt_len), mem_len=int(mem_len), clamp_len=int(clamp_len),
+            same_length=bool(same_length)))
+        object.__setattr__(self, "gen_context", ContextSettings(
+            tgt_len=int(gen_seg_len), mem_len=int(gen_mem_len), clamp_len=int(clamp_len),
+            same_length=False))
         self.gen_jit_compile = bool(gen_jit_compile)
         object.__setattr__(self, "limits", limits or ServingLimits())
         object.__setattr__(self, "checks", RequestChecks(
@@ -98,6 +103,16 @@ class ServingModule(tf.Module):
             self.vocab_file = tf.saved_model.Asset(vocab_file)
         self.text_codec = text_codec
         self._define_signatures()
+
+    @property
+    def tgt_len(self) -> int:
+        """The segment length of score_text."""
+        return self.context.tgt_len
+
+    @property
+    def gen_seg_len(self) -> int:
+        """The prompt segment length of the generate signatures."""
+        return self.gen_context.tgt_len
 
     def _define_signatures(self):
         """One tf.function per record of `signatures.SIGNATURES` (the text ones only with a
@@ -144,7 +159,7 @@ class ServingModule(tf.Module):
         tokens = check.after(check.lengths(tokens, "tokens") + check.ids(tokens, "tokens")
                              + [check.request_tokens(tf.size(tokens))], tokens)
         mems = check.mems(tokens, mems)
-        log_probs, new_mems = generation.model_step(self.model, tokens, mems, *self.settings)
+        log_probs, new_mems = graph_loop.model_step(self.model, tokens, mems, self.context)
         return {"log_probs": log_probs, "mems": tf.transpose(new_mems, [1, 0, 2, 3])}
 
     def _nll(self, tokens, labels, mems):
@@ -158,16 +173,16 @@ class ServingModule(tf.Module):
         tokens, labels = check.after(checks, tokens, labels)
         mems = check.mems(tokens, mems)
         out = self.model(tokens, mems=tf.unstack(mems, num=self.config.n_layer), labels=labels,
-                         training=False, mem_len=self.settings[0], clamp_len=self.settings[1],
-                         same_length=self.settings[2])
+                         training=False, mem_len=self.context.mem_len,
+                         clamp_len=self.context.clamp_len, same_length=self.context.same_length)
         return {"nll": out["nll"], "mems": tf.stack(out["mems"], axis=1)}
 
     def _init_mems(self, streams):
         c = self.config
         batch = self.checks.after([self.checks.batch(tf.size(streams), "init_mems")],
                                   tf.size(streams))
-        return {"mems": tf.zeros([batch, c.n_layer, self.settings[0], c.d_model]),
-                "mem_len": tf.fill([batch], self.settings[0])}
+        return {"mems": tf.zeros([batch, c.n_layer, self.context.mem_len, c.d_model]),
+                "mem_len": tf.fill([batch], self.context.mem_len)}
 
     def _generate_ids(self, prompt, num_tokens, temperature, top_k, top_p, seed):
         """prompt [B, P] with per-row settings [B] -> int32 [B, max_num_tokens]: row b's
@@ -175,21 +190,21 @@ class ServingModule(tf.Module):
         batched with these, do not change it)."""
         longest = tf.reduce_max(tf.concat([num_tokens, [0]], 0))
         width = self.limits.max_num_tokens
+        sampler = Sampler(temperature, top_k, top_p, seed)
         if self.gen_jit_compile:
-            generated = self._generate_compiled(prompt, longest, temperature, top_k, top_p,
-                                                seed)
+            generated = self._generate_compiled(prompt, longest, sampler)
         else:
-            generated = generation.generate_ids(self.model, prompt, longest, temperature,
-                                                top_k, top_p, seed, self.gen_seg_len,
-                                                *self.gen_settings)
+            generated = graph_loop.generate_ids(self.model, prompt, longest, sampler,
+                                                self.gen_context)
             generated = tf.pad(generated, [[0, 0], [0, width - longest]], constant_values=-1)
         keep = tf.range(width)[None, :] < num_tokens[:, None]
         return tf.ensure_shape(tf.where(keep, generated, -1), [None, width])
 
-    def _generate_compiled(self, prompt, longest, temperature, top_k, top_p, seed):
-        """`generation.generate_fixed` in one XLA program: prompt [B, P] -> int32 [B,
+    def _generate_compiled(self, prompt, longest, sampler):
+        """`fixed_loop.generate_fixed` in one XLA program: prompt [B, P] -> int32 [B,
         max_num_tokens], the prompt right-padded to gen_seg_len * 2**ceil(log2(ceil(P /
-        gen_seg_len))) tokens (`generation.prompt_bucket` with segments of gen_seg_len)."""
+        gen_seg_len))) tokens (`buckets.prompt_bucket` with segments of gen_seg_len);
+        `sampler`: the per-row `Sampler` (tensors [B])."""
         seg_len = self.gen_seg_len
         length = tf.shape(prompt)[1]
         segments = (length + seg_len - 1) // seg_len
@@ -200,11 +215,12 @@ class ServingModule(tf.Module):
 
         @tf.function(jit_compile=True, autograph=False)
         def compiled(padded, length, longest, temperature, top_k, top_p, seed):
-            return generation.generate_fixed(self.model, padded, length, longest, width,
-                                             temperature, top_k, top_p, seed, seg_len,
-                                             *self.gen_settings)
+            return fixed_loop.generate_fixed(self.model, padded, length, longest, width,
+                                             Sampler(temperature, top_k, top_p, seed),
+                                             self.gen_context)
 
-        return compiled(padded, length, longest, temperature, top_k, top_p, seed)
+        return compiled(padded, length, longest, sampler.temperature, sampler.top_k,
+                        sampler.top_p, sampler.seed)
 
     def _generate(self, prompt, num_tokens, temperature, top_k, top_p, seed):
         settings = (num_tokens, temperature, top_k, top_p, seed)
@@ -283,10 +299,10 @@ class ServingModule(tf.Module):
         def body(i, mems, total):
             nll, _, new_mems = evaluation.segment_nll(
                 self.model, inputs[i], labels[i], tf.unstack(mems, num=c.n_layer),
-                *self.settings)
+                self.context.mem_len, self.context.clamp_len, self.context.same_length)
             return i + 1, tf.stack(new_mems), total + tf.cast(nll, tf.float64)
 
-        mems = tf.zeros([c.n_layer, 1, self.settings[0], c.d_model])
+        mems = tf.zeros([c.n_layer, 1, self.context.mem_len, c.d_model])
         _, _, total = tf.while_loop(lambda i, *_: i < tf.shape(inputs)[0], body,
                                     (tf.constant(0), mems, tf.constant(0.0, tf.float64)))
         count = tf.cast(tf.size(ids) - 1, tf.int64)

@@ -16,7 +16,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from txl_tf.inference import sampling
+from txl_tf.generation import sampling
 from txl_tf.serving.limits import ServingLimits
 
 

@@ -85,7 +85,7 @@ def _sampling(module, batch) -> dict:
 
 def _mems(module, batch):
     c = module.config
-    return np.zeros([batch, c.n_layer, module.settings[0], c.d_model], np.float32)
+    return np.zeros([batch, c.n_layer, module.context.mem_len, c.d_model], np.float32)
 
 
 def _text(module, batch):

@@ -22,8 +22,8 @@ from txl_tf.serving.saved_model_writer import export_built_model  # noqa: E402
 from txl_tf.serving.export_options import ExportOptions  # noqa: E402
 from txl_tf.inference.evaluation import Evaluator  # noqa: E402
 from txl_tf.serving.limits import ServingLimits  # noqa: E402
-from txl_tf.inference.generation import Generator  # noqa: E402
-from txl_tf.inference.generation_limits import GENERATION_RANGES  # noqa: E402
+from txl_tf.generation.generator import Generator  # noqa: E402
+from txl_tf.generation.call_bounds import GENERATION_RANGES  # noqa: E402
 from txl_tf.runtime.ranges import INT32_MAX, Range  # noqa: E402
 from runners.cli import flag_ranges  # noqa: E402
 from runners.cli.flag_ranges import define_integer  # noqa: E402

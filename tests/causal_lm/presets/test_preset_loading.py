@@ -16,7 +16,8 @@ import txl_tf
 from causal_lm_support import REPO, from_preset, log_probs, model_dir
 from tf_records.causal_lm_preprocessor import CausalLMPreprocessor
 from txl_tf.causal_lm.errors import CausalLMInputError
-from txl_tf.causal_lm.text_generation import generate
+from txl_tf.generation.sampler import get_sampler
+from txl_tf.generation.text_generation import generate
 from txl_tf.storage import model_dir_layout as layout
 from txl_tf.causal_lm.presets.loading import load_preset
 from txl_tf.causal_lm.presets.writing import save_to_preset
@@ -33,12 +34,13 @@ def trained(trained_byte_model):
 FRESH = textwrap.dedent("""
     import json, sys
     import numpy as np
-    from txl_tf.causal_lm.text_generation import generate
+    from txl_tf.generation.sampler import get_sampler
+    from txl_tf.generation.text_generation import generate
     from causal_lm_support import from_preset
     lm = from_preset(sys.argv[1])
     ids = np.arange(1, 41, dtype=np.int32).reshape(2, 20) * 3
     out = lm.backbone(ids, mems=None, training=False)["log_probs"].numpy()
-    text = generate(lm, ["import os\\n"], max_length=30, sampler="top_k", seed=5)
+    text = generate(lm, ["import os\\n"], max_length=30, sampler=get_sampler("top_k", 5))
     np.save(sys.argv[2], out)
     print(json.dumps({"text": text, "class": type(lm.preprocessor).__module__}))
 """)
@@ -55,7 +57,8 @@ def test_preset_reloaded_in_a_fresh_process_gives_the_same_outputs(trained, tmp_
     fresh = json.loads(proc.stdout.strip().splitlines()[-1])
     assert fresh["class"] == "tf_records.causal_lm_preprocessor"  # named by preprocessor.json
     np.testing.assert_array_equal(np.load(tmp_path / "lp.npy"), log_probs(lm.backbone))
-    assert fresh["text"] == generate(lm, [PROMPT], max_length=30, sampler="top_k", seed=5)
+    assert fresh["text"] == generate(lm, [PROMPT], max_length=30,
+                                     sampler=get_sampler("top_k", 5))
 
 
 def test_preset_files_are_text_json_and_h5(trained, tmp_path):

@@ -11,8 +11,10 @@ import tensorflow as tf
 
 import txl_tf
 from runners import generate
-from txl_tf.inference import sampling
-from txl_tf.inference.generation import Generator
+from txl_tf.generation import sampling
+from txl_tf.generation.generator import Generator, sampler_tensors
+from txl_tf.generation.sampler import Sampler
+from txl_tf.model.context_settings import ContextSettings
 from tf_records.vocab.model_vocab import write_model_vocab
 from tf_records.text.tokenize import TextRules
 from tf_records.vocab.vocabulary import Vocabulary
@@ -133,10 +135,10 @@ def test_filter_logits_against_numpy():
             np.testing.assert_array_equal(np.isfinite(out), keep)
             np.testing.assert_allclose(out[keep], logits[keep], rtol=1e-6)
     # sampled tokens stay inside the top-k set; greedy is the argmax
-    chosen = [sampling.choose(log_probs, t, 1.0, 3, 1.0, 0).numpy() for t in range(50)]
+    chosen = [sampling.choose(log_probs, t, Sampler(1.0, 3, 1.0, 0)).numpy() for t in range(50)]
     top3 = np.argsort(-log_probs, axis=-1)[:, :3]
     assert all(np.isin(c[i], top3[i]) for c in chosen for i in range(4))
-    np.testing.assert_array_equal(sampling.choose(log_probs, 0, 0.0, 0, 1.0, 0),
+    np.testing.assert_array_equal(sampling.choose(log_probs, 0, Sampler(0.0, 0, 1.0, 0)),
                                   log_probs.argmax(-1))
 
 
@@ -215,7 +217,7 @@ def test_generate_bad_input_and_cli(tmp_path):
 
 
 def test_each_new_token_is_one_forward_pass_of_length_one():
-    from txl_tf.inference import generation
+    from txl_tf.generation import graph_loop
     model = random_model()
     prompt = tf.constant(np.random.RandomState(1).randint(0, 23, size=(2, 9)), tf.int32)
     calls = []
@@ -227,12 +229,13 @@ def test_each_new_token_is_one_forward_pass_of_length_one():
 
     model.call = counting_call
     try:
-        log_probs, mems = generation.consume_prompt(
-            model, prompt, generation.empty_mems(model.config, 2), 4, 100, -1, False)
+        context = ContextSettings(tgt_len=4, mem_len=100, clamp_len=-1, same_length=False)
+        log_probs, mems = graph_loop.consume_prompt(
+            model, prompt, graph_loop.empty_mems(model.config, 2), context)
         assert mems.shape == (2, 2, 9, 16)
         traced = len(calls)
-        tokens, mems = generation.decode(model, log_probs, mems, 6, 0.0, 0, 1.0, 0, 100, -1,
-                                         False)
+        tokens, mems = graph_loop.decode(model, log_probs, mems, 6, Sampler(temperature=0.0),
+                                         context)
     finally:
         del model.call
     # eager while_loop: 3 prompt segments (4 + 4 + 1 tokens), then 5 passes of one token each
@@ -277,12 +280,13 @@ def test_per_row_settings_equal_each_row_alone():
     seed = np.array([1, 2, 3, 4], np.int64)
     filtered = sampling.filter_logits(log_probs, temperature, top_k, top_p).numpy()
     for step in range(5):
-        chosen = sampling.choose(log_probs, step, temperature, top_k, top_p, seed).numpy()
-        reversed_rows = sampling.choose(log_probs[::-1], step, temperature[::-1], top_k[::-1],
-                                        top_p[::-1], seed[::-1]).numpy()
+        chosen = sampling.choose(log_probs, step,
+                                 sampler_tensors(temperature, top_k, top_p, seed)).numpy()
+        reversed_rows = sampling.choose(log_probs[::-1], step, sampler_tensors(
+            temperature[::-1], top_k[::-1], top_p[::-1], seed[::-1])).numpy()
         for b in range(4):
             row = (log_probs[b:b + 1], temperature[b], top_k[b], top_p[b])
             np.testing.assert_array_equal(filtered[b], sampling.filter_logits(*row).numpy()[0])
-            alone = sampling.choose(row[0], step, *row[1:], seed[b]).numpy()
+            alone = sampling.choose(row[0], step, sampler_tensors(*row[1:], seed[b])).numpy()
             assert chosen[b] == alone[0] == reversed_rows[3 - b]
     assert chosen[0] == log_probs[0].argmax()  # temperature 0: greedy

@@ -1,8 +1,12 @@
 """How generation chooses each token: greedy, top-k, top-p (nucleus), temperature, seeded.
 
-`Sampler` holds the settings of `txl_tf.inference.sampling.choose` (the one implementation, as
-generate.py and the SavedModel use it); `get_sampler` also takes the names of keras-hub's
-samplers with their defaults: "greedy", "top_k" (k=5), "top_p" (p=0.1), "random".
+`Sampler` is the one type of the sampling settings: TensorFlow-free, it travels from the doors
+(generate.py's flags, `Generator.generate`'s keywords, the Keras model's `generate`, the
+SavedModel's inputs) to `sampling.choose` (the one implementation, as generate.py and the
+SavedModel use it). Python values are checked here; inside the graph its fields are tensors (a
+scalar or one value per row [B]), taken as given: the SavedModel checks them in the graph
+(`sampling.setting_checks`). `get_sampler` also takes the names of keras-hub's samplers with
+their defaults: "greedy", "top_k" (k=5), "top_p" (p=0.1), "random".
 
 Example:
   >>> get_sampler("greedy")
@@ -12,8 +16,13 @@ Example:
 import dataclasses
 import numbers
 
-from txl_tf.causal_lm.errors import CausalLMInputError
-from txl_tf.inference.generation_limits import check_generation
+from txl_tf.generation.call_bounds import check_generation
+from txl_tf.generation.errors import CausalLMInputError
+
+
+def _graph_value(value) -> bool:
+    """Whether `value` is a TensorFlow tensor (told without importing TensorFlow)."""
+    return type(value).__module__.startswith("tensorflow.")
 
 
 def _real(value) -> bool:
@@ -33,6 +42,10 @@ class Sampler:
       top_k: keep only the k most likely tokens (0 = all).
       top_p: keep the smallest set of most likely tokens with this much probability (1 = all).
       seed: token t of a row uses the stateless seed (seed, t).
+
+    All four are Python numbers (checked here) or, inside the graph, all four tensors
+    (float32, int32, float32, int64; each [] or [B]), checked there if at all
+    (`sampling.setting_checks`).
     """
     temperature: float = 1.0
     top_k: int = 0
@@ -40,6 +53,8 @@ class Sampler:
     seed: int = 0
 
     def __post_init__(self):
+        if all(_graph_value(v) for v in (self.temperature, self.top_k, self.top_p, self.seed)):
+            return  # the graph's settings
         if not (_real(self.temperature) and self.temperature >= 0):
             raise CausalLMInputError(f"temperature must be a number >= 0 (0: greedy), got "
                                      f"{self.temperature!r}.")

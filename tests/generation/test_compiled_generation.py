@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from txl_tf.inference import generation, sampling
-from txl_tf.inference.generation import Generator
+from txl_tf.generation import buckets, sampling
+from txl_tf.generation.generator import Generator, sampler_fields, sampler_tensors
 from txl_tf.devices.step_compilation import choose_generation
 
 from tiny import tiny_model
@@ -63,7 +63,8 @@ def test_compiled_generation_is_traced_once_per_bucket():
     # As a TPU needs: the loops (prompt segments, tokens) carry only fully defined shapes.
     graph = gen.compiled.get_concrete_function(
         tf.zeros([2, 16], tf.int32), tf.constant(9), tf.constant(5),
-        *gen._settings(1.0, 0, 1.0, 0), tf.zeros([0], tf.int32), max_tokens=8).graph
+        sampler_fields(sampler_tensors(1.0, 0, 1.0, 0)), tf.zeros([0], tf.int32),
+        max_tokens=8).graph
     loops = [op for op in graph.get_operations() if op.type in ("While", "StatelessWhile")]
     assert len(loops) == 2
     for loop in loops:
@@ -75,13 +76,13 @@ def test_compiled_generation_is_traced_once_per_bucket():
 
 
 def test_buckets():
-    assert [generation.prompt_bucket(n, 4) for n in (1, 3, 4, 5, 8, 9, 16, 17)] == [
+    assert [buckets.prompt_bucket(n, 4) for n in (1, 3, 4, 5, 8, 9, 16, 17)] == [
         (1, 1), (4, 4), (4, 4), (4, 8), (4, 8), (4, 16), (4, 16), (4, 32)]
-    assert generation.prompt_bucket(16, 128) == (16, 16)
-    assert generation.prompt_bucket(300, 128) == (128, 512)
+    assert buckets.prompt_bucket(16, 128) == (16, 16)
+    assert buckets.prompt_bucket(300, 128) == (128, 512)
     # a segment length that is no power of two: the segment the compiled loop cuts, not longer
-    assert generation.prompt_bucket(100, 100) == (100, 128)
-    assert [generation.tokens_bucket(n) for n in (0, 1, 2, 3, 5, 64, 65)] == [
+    assert buckets.prompt_bucket(100, 100) == (100, 128)
+    assert [buckets.tokens_bucket(n) for n in (0, 1, 2, 3, 5, 64, 65)] == [
         1, 1, 2, 4, 8, 64, 128]
 
 
@@ -107,7 +108,8 @@ def test_sampling_draws_from_the_filtered_distribution():
     probs /= probs.sum()
     draws = 3000
     seeds = np.arange(draws, dtype=np.int64)
-    tokens = sampling.choose(tf.repeat(log_probs, draws, axis=0), 0, *settings, seeds).numpy()
+    tokens = sampling.choose(tf.repeat(log_probs, draws, axis=0), 0,
+                             sampler_tensors(*settings, seeds)).numpy()
     counts = np.bincount(tokens, minlength=12)
     assert counts[~kept].sum() == 0
     sigma = np.sqrt(draws * probs * (1 - probs))
@@ -118,7 +120,8 @@ def test_sampling_is_the_same_under_xla():
     rng = np.random.RandomState(1)
     log_probs = tf.nn.log_softmax(rng.normal(size=(64, 30)).astype(np.float32) * 2)
     seeds = tf.constant(np.arange(64), tf.int64)
-    choose = lambda step: sampling.choose(log_probs, step, 1.0, 0, 1.0, seeds)  # noqa: E731
+    sampler = sampler_tensors(1.0, 0, 1.0, seeds)
+    choose = lambda step: sampling.choose(log_probs, step, sampler)  # noqa: E731
     compiled = tf.function(choose, jit_compile=True)
     for step in range(3):
         np.testing.assert_array_equal(compiled(tf.constant(step)).numpy(),

@@ -12,7 +12,7 @@ Example:
 import numpy as np
 import tensorflow as tf
 
-from txl_tf.causal_lm.errors import CausalLMInputError
+from txl_tf.generation.errors import CausalLMInputError
 
 
 def is_dataset(inputs) -> bool:

@@ -1,9 +1,11 @@
 """`generate(causal_lm, inputs, ...)`: strings in and strings out, or ids in and ids out.
 
-The tokens come from `txl_tf.inference.generation.Generator` (the cached decoding of
-runners/generate.py: the prompt read in segments with memory, then one forward pass of length 1
-per new token, the whole loop one graph call) and `sampling.choose`, so that a prompt gives the
-same continuation as `generate.py --model_dir=... --seed=... --nostream` with the same settings.
+The tokens come from `generator.Generator` (the cached decoding of runners/generate.py: the
+prompt read in segments with memory, then one forward pass of length 1 per new token, the whole
+loop one graph call) and `sampling.choose`, so that a prompt gives the same continuation as
+`generate.py --model_dir=... --seed=... --nostream` with the same settings. The settings come
+typed: one `Sampler` and one `ContextSettings` (`context_of` builds it from the Keras model's
+loose seg_len, mem_len, clamp_len and same_length).
 Prompts of different lengths are generated in groups of equal length (the model has no padding
 mask; a row's tokens never depend on the other rows of its batch).
 
@@ -14,6 +16,7 @@ is generated element by element and concatenated (`prompt_datasets.py`).
 Example:
   >>> generate(causal_lm, ["The meaning of life is"], max_length=60, sampler="top_k")
   ['The meaning of life is ...']
+  >>> generate(causal_lm, "abc", context=context_of(causal_lm.backbone.config, mem_len=40))
   >>> generate(causal_lm, np.array([[5, 6, 7]]), max_length=10)    # int32 [1, 10]
 """
 import collections
@@ -23,18 +26,20 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
-from txl_tf.causal_lm import prompt_datasets, stop_tokens
-from txl_tf.causal_lm.errors import CausalLMInputError
-from txl_tf.causal_lm.sampler import get_sampler
-from txl_tf.inference.generation import Generator, check_generation_fits
-from txl_tf.inference.generation_limits import MAX_NEW_TOKENS
 from txl_tf.devices.choices import JIT_COMPILE, JitCompile
 from txl_tf.devices.step_compilation import choose_generation
+from txl_tf.generation import prompt_datasets, stop_tokens
+from txl_tf.generation.call_bounds import MAX_NEW_TOKENS, check_settings
+from txl_tf.generation.errors import CausalLMInputError
+from txl_tf.generation.generator import Generator
+from txl_tf.generation.memory_fit import check_generation_fits
+from txl_tf.generation.sampler import get_sampler
+from txl_tf.model.context_settings import ContextSettings
 
 DEFAULT_NEW_TOKENS = 100  # generate.py's default --num_tokens
 
-# backbone -> {(seg_len, mem_len, clamp_len, same_length, compiled): Generator}: its graphs
-# are traced once (jit_compile True, "true" and "auto" on an accelerator: one compiled Generator)
+# backbone -> {(ContextSettings, compiled): Generator}: its graphs are traced once (jit_compile
+# True, "true" and "auto" on an accelerator: one compiled Generator)
 _GENERATORS = weakref.WeakKeyDictionary()
 
 
@@ -43,25 +48,39 @@ def forget_generators(backbone) -> None:
     _GENERATORS.pop(backbone, None)
 
 
-def generator_of(backbone, seg_len=None, mem_len=None, clamp_len=None, same_length=False,
-                 jit_compile=False):
-    """The `Generator` of `backbone` with these settings (checked), made once and kept with
-    it."""
+def context_of(config, seg_len=None, mem_len=None, clamp_len=None, same_length=False):
+    """The `ContextSettings` of a generation from the Keras model's loose settings (None: the
+    model's tgt_len, mem_len, clamp_len), checked with their names (`call_bounds`).
+
+    Raises:
+      CausalLMInputError: a setting out of its range, same_length not a bool.
+    """
+    check_flag("same_length", same_length)
+    try:
+        check_settings(seg_len, mem_len, clamp_len)
+    except ValueError as error:
+        raise CausalLMInputError(str(error)) from None
+    return ContextSettings.of_config(config, tgt_len=seg_len, mem_len=mem_len,
+                                     clamp_len=clamp_len, same_length=bool(same_length))
+
+
+def generator_of(backbone, context, jit_compile=False):
+    """The `Generator` of `backbone` with the `ContextSettings` `context` (tgt_len: the
+    prompt's segment length), made once and kept with it."""
     try:
         jit_compile = JitCompile.parse(jit_compile)
     except ValueError:
         allowed = ", ".join(map(repr, JIT_COMPILE))
         raise CausalLMInputError(f"jit_compile must be a bool or one of {allowed}, got "
                                  f"{jit_compile!r}.") from None
-    check_flag("same_length", same_length)
     compiled = choose_generation(jit_compile).mode is not None
-    key = (seg_len, mem_len, clamp_len, bool(same_length), compiled)
+    key = (context, compiled)
     kept = _GENERATORS.setdefault(backbone, {})
     if key not in kept:
         try:
-            kept[key] = Generator(backbone, seg_len=seg_len, mem_len=mem_len,
-                                  clamp_len=clamp_len, same_length=same_length,
-                                  jit_compile=compiled)
+            kept[key] = Generator(backbone, seg_len=context.tgt_len, mem_len=context.mem_len,
+                                  clamp_len=context.clamp_len,
+                                  same_length=context.same_length, jit_compile=compiled)
         except ValueError as error:
             raise CausalLMInputError(str(error)) from None
     return kept[key]
@@ -153,7 +172,8 @@ def _new_tokens(lengths, max_length):
     return {n: int(max_length) - n for n in lengths}
 
 
-def continue_prompts(backbone, prompts, new_tokens, sampler, stop_ids=(), **settings) -> list:
+def continue_prompts(backbone, prompts, new_tokens, sampler, context, jit_compile=False,
+                     stop_ids=()) -> list:
     """The generated ids of every prompt, prompts of equal length in one batch.
 
     Args:
@@ -161,20 +181,20 @@ def continue_prompts(backbone, prompts, new_tokens, sampler, stop_ids=(), **sett
       prompts: list of int32 [P_i] prompts.
       new_tokens: {P: tokens to generate after a prompt of P tokens}.
       sampler: the `Sampler`.
+      context: the `ContextSettings` (tgt_len: the prompt's segment length).
+      jit_compile: as `generate`'s.
       stop_ids: a batch's loop ends once each of its rows has generated one of these ids.
-      **settings: seg_len, mem_len, clamp_len, same_length, jit_compile of `Generator`.
 
     Returns:
       list of int32 [new_tokens[P_i]] arrays, in the order of `prompts` (after a row's first
       stop token: what `stop_tokens` masks).
     """
-    gen = generator_of(backbone, **settings)
+    gen = generator_of(backbone, context, jit_compile)
     groups = collections.defaultdict(list)
     for i, prompt in enumerate(prompts):
         groups[len(prompt)].append(i)
     for length, rows in groups.items():  # every batch's memory, before the first is run
-        check_generation_fits(backbone.config, length, new_tokens[length],
-                              settings.get("seg_len"), settings.get("mem_len"),
+        check_generation_fits(backbone.config, length, new_tokens[length], context,
                               compiled=gen.jit_compile, batch=len(rows),
                               names={"tgt_len": "seg_len", "mem_len": "mem_len",
                                      "batch": "fewer prompts at once"})
@@ -188,9 +208,8 @@ def continue_prompts(backbone, prompts, new_tokens, sampler, stop_ids=(), **sett
     return out
 
 
-def generate(causal_lm, inputs, max_length=None, sampler="greedy", seed=None,
-             strip_prompt=False, seg_len=None, mem_len=None, clamp_len=None, same_length=False,
-             jit_compile="auto", stop_token_ids=stop_tokens.AUTO):
+def generate(causal_lm, inputs, max_length=None, sampler="greedy", strip_prompt=False,
+             context=None, jit_compile="auto", stop_token_ids=stop_tokens.AUTO):
     """Continues prompts with the model's cached decoding.
 
     Args:
@@ -201,14 +220,14 @@ def generate(causal_lm, inputs, max_length=None, sampler="greedy", seed=None,
         `tf.data.Dataset` of any of these (`prompt_datasets.py`).
       max_length: tokens of a prompt and its continuation together (default: the prompt + 100).
       sampler: "greedy", "top_k", "top_p", "random" or a `Sampler(temperature, top_k, top_p,
-        seed)`.
-      seed: replaces the sampler's seed.
+        seed)` (`get_sampler(sampler, seed)` gives another seed).
       strip_prompt: return the continuation only (what generate.py prints).
-      seg_len, mem_len, clamp_len, same_length: as generate.py's flags (default: the model's
-        tgt_len, mem_len, clamp_len; False).
+      context: the `ContextSettings` of generate.py's --seg_len (its tgt_len), --mem_len,
+        --clamp_len and --same_length (`context_of`); None: `context_of(config)`, the model's
+        tgt_len, mem_len and clamp_len, same_length False.
       jit_compile: "auto", "true", "false" or a bool, as generate.py's --jit_compile: run every
         batch's whole sampling loop as one XLA program (the same tokens; one compilation per
-        batch size, prompt bucket and output bucket, `txl_tf.inference.generation`); auto: on
+        batch size, prompt bucket and output bucket, `fixed_loop.py`); auto: on
         GPU and TPU, off on CPU.
       stop_token_ids: "auto" (the vocabulary's end-of-line symbol, if it has one), None (run
         to max_length) or token ids; see `stop_tokens.py`.
@@ -223,18 +242,18 @@ def generate(causal_lm, inputs, max_length=None, sampler="greedy", seed=None,
       CausalLMInputError: inputs of another kind, empty prompts, ids out of range, a bad
         sampler, max_length or stop_token_ids, text without a preprocessor.
     """
-    sampler = get_sampler(sampler, seed)
+    sampler = get_sampler(sampler)
     check_flag("strip_prompt", strip_prompt)
     backbone = causal_lm.backbone
+    if context is None:
+        context = context_of(backbone.config)
     stop_ids = stop_tokens.stop_ids_of(stop_token_ids, causal_lm.preprocessor,
                                        backbone.config.n_token)
-    settings = dict(seg_len=seg_len, mem_len=mem_len, clamp_len=clamp_len,
-                    same_length=same_length, jit_compile=jit_compile)
     if prompt_datasets.is_dataset(inputs):
         elements, text = prompt_datasets.checked_elements(inputs)
         return prompt_datasets.joined(
-            [generate(causal_lm, element, max_length, sampler, None, strip_prompt,
-                      stop_token_ids=stop_ids, **settings) for element in elements], text)
+            [generate(causal_lm, element, max_length, sampler, strip_prompt, context,
+                      jit_compile, stop_ids) for element in elements], text)
     texts = _strings(inputs)
     if texts is not None:
         prompts = _tokenize(causal_lm.preprocessor, texts[0])
@@ -242,7 +261,8 @@ def generate(causal_lm, inputs, max_length=None, sampler="greedy", seed=None,
         ids = _ids(inputs, backbone.config.n_token)
         prompts = list(ids.reshape([-1, ids.shape[-1]]))
     new_tokens = _new_tokens({len(p) for p in prompts}, max_length)
-    generated = continue_prompts(backbone, prompts, new_tokens, sampler, stop_ids, **settings)
+    generated = continue_prompts(backbone, prompts, new_tokens, sampler, context, jit_compile,
+                                 stop_ids)
     if texts is None:
         generated = [stop_tokens.pad_after_stop(g, stop_ids) for g in generated]
         rows = np.stack(generated if strip_prompt else [np.concatenate([p, g]) for p, g in

@@ -2,6 +2,7 @@
 
 All functions are graph-safe (settings may be tensors, a scalar for every row or one value per
 row), so the same code runs in the CLI's decode step and inside the exported SavedModel.
+`choose` takes the settings as one `Sampler` (sampler.py) whose fields are those tensors.
 Randomness is stateless and per row: token t of a row with seed s uses the seed pair (s, t), so
 a row's generation is a pure function of its own inputs, whatever rows share its batch, and
 the same whether XLA compiles it or not (`uniform`, `sample`).
@@ -23,7 +24,7 @@ def setting_checks(temperature, top_k, top_p) -> list:
 
     Example:
       with tf.control_dependencies(setting_checks(t, k, p)):
-          token = choose(log_probs, step, t, k, p, seed)
+          token = choose(log_probs, step, Sampler(t, k, p, seed))
     """
     temperature = tf.cast(temperature, tf.float32)
     top_p = tf.cast(top_p, tf.float32)
@@ -121,22 +122,27 @@ def sample(logits, u):
     return tf.where(tf.reduce_any(above, axis=-1), first, last)
 
 
-def choose(log_probs, step, temperature, top_k, top_p, seed):
+def choose(log_probs, step, sampler):
     """The next token of every row: int32 [B].
 
-    Every setting is a scalar or one value per row ([B]). A row with temperature <= 0 is
-    greedy (argmax, first on ties); any other row is a sample from its filtered distribution
-    (`sample`) with the uniform number of the stateless seed (its seed, step) (`uniform`),
-    drawn for that row alone, so that a row's token does not depend on the other rows of the
-    batch, and the same with and without XLA.
+    Args:
+      log_probs: float [B, V].
+      step: int [] or [B], the token's index t in the generation.
+      sampler: a `Sampler`, of Python numbers or of tensors each a scalar or one value per
+        row ([B]).
+
+    A row with temperature <= 0 is greedy (argmax, first on ties); any other row is a sample
+    from its filtered distribution (`sample`) with the uniform number of the stateless seed
+    (its seed, step) (`uniform`), drawn for that row alone, so that a row's token does not
+    depend on the other rows of the batch, and the same with and without XLA.
     """
     batch = tf.shape(log_probs)[0]
-    temperature = per_row(temperature, batch, tf.float32)
+    temperature = per_row(sampler.temperature, batch, tf.float32)
     greedy = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
 
     def sampled():
-        logits = filter_logits(log_probs, temperature, top_k, top_p)
-        return sample(logits, uniform(per_row(seed, batch, tf.int64),
+        logits = filter_logits(log_probs, temperature, sampler.top_k, sampler.top_p)
+        return sample(logits, uniform(per_row(sampler.seed, batch, tf.int64),
                                       per_row(step, batch, tf.int64)))
 
     chosen = tf.cond(tf.reduce_any(temperature > 0), sampled, lambda: greedy)

@@ -1,11 +1,12 @@
 """The memory of a generation is estimated for the path that will run
-(`generation.check_generation_fits`): the graph loop reads segments of at most the prompt and a
+(`memory_fit.check_generation_fits`): the graph loop reads segments of at most the prompt and a
 memory that grows to prompt + new tokens; the compiled program a fixed-size memory of mem_len
 and the prompt padded to its bucket. The refusal names the flags that set them."""
 import pytest
 
 import txl_tf
-from txl_tf.inference.generation import check_generation_fits, prompt_bucket
+from txl_tf.generation.buckets import prompt_bucket
+from txl_tf.generation.memory_fit import check_generation_fits
 from txl_tf.model.memory_estimate import MemoryEstimateError, step_memory_bytes
 
 CONFIG = txl_tf.TransformerXLConfig(n_token=50, n_layer=2, d_model=16, n_head=2, d_head=8,

@@ -9,7 +9,7 @@
   * ids (an int or a sequence of ints in [0, V)): each one ends a row.
 
 A row ends at its first generated stop token (a stop token of the prompt ends nothing). The
-generation loop ends once every row has ended (`txl_tf.inference.generation.decode`). As
+generation loop ends once every row has ended (`graph_loop.decode`). As
 keras-hub's outputs: text keeps the stop token's text unless it is one of the vocabulary's
 special symbols (keras-hub strips its special tokens, its end token among them); ids keep their
 [B, max_length] shape, the positions after a row's stop token holding that stop token (the pad
@@ -24,8 +24,8 @@ import numbers
 
 import numpy as np
 
-from txl_tf.causal_lm.errors import CausalLMInputError
-from txl_tf.causal_lm.sampler import NAMED
+from txl_tf.generation.errors import CausalLMInputError
+from txl_tf.generation.sampler import NAMED
 
 AUTO = "auto"
 
