@@ -51,6 +51,7 @@ from txl_tf.inference import generation
 from txl_tf.serving import signatures
 from txl_tf.serving.limits import ServingLimits
 from txl_tf.serving.request_checks import RequestChecks
+from txl_tf.serving.serving_settings import ServingSettings
 
 
 SIGNATURE_VERSION = 2  # the batch-major layout described above
@@ -61,11 +62,9 @@ class ServingModule(tf.Module):
 
     Args:
       model: the model (called with training=False).
-      mem_len, clamp_len, same_length, tgt_len: run settings of score / nll / score_text
-        (tgt_len: segment length of score_text).
-      gen_mem_len, gen_seg_len: memory and prompt segment length of the generate signatures
-        (same_length is off for generation).
-      gen_jit_compile: the generate signatures run their sampling loop as one XLA program
+      settings: the `ServingSettings`: run settings of score / nll / score_text (their tgt_len:
+        segment length of score_text) and of the generate signatures (same_length off). With
+        its gen_jit_compile the generate signatures run their sampling loop as one XLA program
         (`generation.generate_fixed`: the fixed memory, the prompt right-padded to gen_seg_len
         times a power of two, a buffer of max_num_tokens; the same tokens; XLA compiles once
         per batch size and prompt bucket on the server, which needs XLA's JIT).
@@ -76,9 +75,8 @@ class ServingModule(tf.Module):
       limits: a `ServingLimits` (default: its defaults).
     """
 
-    def __init__(self, model, mem_len, clamp_len, same_length, tgt_len, gen_mem_len,
-                 gen_seg_len, vocab_file=None, text_codec=None, limits=None,
-                 gen_jit_compile=False):
+    def __init__(self, model, settings: ServingSettings, vocab_file=None, text_codec=None,
+                 limits=None):
         super().__init__(name="txl_serving")
         c = model.config
         # The Keras model itself is not a dependency of the module: only the tf.Variables
@@ -86,14 +84,10 @@ class ServingModule(tf.Module):
         object.__setattr__(self, "model", model)
         self.weights = self._track_weights(model)
         self.config = c
-        self.settings = (int(mem_len), int(clamp_len), bool(same_length))
-        self.tgt_len = int(tgt_len)
-        self.gen_settings = (int(gen_mem_len), int(clamp_len), False)
-        self.gen_seg_len = int(gen_seg_len)
-        self.gen_jit_compile = bool(gen_jit_compile)
+        object.__setattr__(self, "settings", settings)
         object.__setattr__(self, "limits", limits or ServingLimits())
         object.__setattr__(self, "checks", RequestChecks(
-            c, self.limits, mem_len, getattr(text_codec, "level", None)))
+            c, self.limits, settings.scoring.mem_len, getattr(text_codec, "level", None)))
         if vocab_file is not None:
             self.vocab_file = tf.saved_model.Asset(vocab_file)
         self.text_codec = text_codec
@@ -144,7 +138,9 @@ class ServingModule(tf.Module):
         tokens = check.after(check.lengths(tokens, "tokens") + check.ids(tokens, "tokens")
                              + [check.request_tokens(tf.size(tokens))], tokens)
         mems = check.mems(tokens, mems)
-        log_probs, new_mems = generation.model_step(self.model, tokens, mems, *self.settings)
+        s = self.settings.scoring
+        log_probs, new_mems = generation.model_step(self.model, tokens, mems, s.mem_len,
+                                                    s.clamp_len, s.same_length)
         return {"log_probs": log_probs, "mems": tf.transpose(new_mems, [1, 0, 2, 3])}
 
     def _nll(self, tokens, labels, mems):
@@ -157,17 +153,19 @@ class ServingModule(tf.Module):
                   + check.ids(labels, "labels"))
         tokens, labels = check.after(checks, tokens, labels)
         mems = check.mems(tokens, mems)
+        s = self.settings.scoring
         out = self.model(tokens, mems=tf.unstack(mems, num=self.config.n_layer), labels=labels,
-                         training=False, mem_len=self.settings[0], clamp_len=self.settings[1],
-                         same_length=self.settings[2])
+                         training=False, mem_len=s.mem_len, clamp_len=s.clamp_len,
+                         same_length=s.same_length)
         return {"nll": out["nll"], "mems": tf.stack(out["mems"], axis=1)}
 
     def _init_mems(self, streams):
         c = self.config
         batch = self.checks.after([self.checks.batch(tf.size(streams), "init_mems")],
                                   tf.size(streams))
-        return {"mems": tf.zeros([batch, c.n_layer, self.settings[0], c.d_model]),
-                "mem_len": tf.fill([batch], self.settings[0])}
+        mem_len = self.settings.scoring.mem_len
+        return {"mems": tf.zeros([batch, c.n_layer, mem_len, c.d_model]),
+                "mem_len": tf.fill([batch], mem_len)}
 
     def _generate_ids(self, prompt, num_tokens, temperature, top_k, top_p, seed):
         """prompt [B, P] with per-row settings [B] -> int32 [B, max_num_tokens]: row b's
@@ -175,13 +173,14 @@ class ServingModule(tf.Module):
         batched with these, do not change it)."""
         longest = tf.reduce_max(tf.concat([num_tokens, [0]], 0))
         width = self.limits.max_num_tokens
-        if self.gen_jit_compile:
+        if self.settings.gen_jit_compile:
             generated = self._generate_compiled(prompt, longest, temperature, top_k, top_p,
                                                 seed)
         else:
+            g = self.settings.generation
             generated = generation.generate_ids(self.model, prompt, longest, temperature,
-                                                top_k, top_p, seed, self.gen_seg_len,
-                                                *self.gen_settings)
+                                                top_k, top_p, seed, g.tgt_len, g.mem_len,
+                                                g.clamp_len, g.same_length)
             generated = tf.pad(generated, [[0, 0], [0, width - longest]], constant_values=-1)
         keep = tf.range(width)[None, :] < num_tokens[:, None]
         return tf.ensure_shape(tf.where(keep, generated, -1), [None, width])
@@ -190,7 +189,8 @@ class ServingModule(tf.Module):
         """`generation.generate_fixed` in one XLA program: prompt [B, P] -> int32 [B,
         max_num_tokens], the prompt right-padded to gen_seg_len * 2**ceil(log2(ceil(P /
         gen_seg_len))) tokens (`generation.prompt_bucket` with segments of gen_seg_len)."""
-        seg_len = self.gen_seg_len
+        g = self.settings.generation
+        seg_len = g.tgt_len
         length = tf.shape(prompt)[1]
         segments = (length + seg_len - 1) // seg_len
         bucket = seg_len * tf.while_loop(lambda n: n < segments, lambda n: n * 2,
@@ -202,7 +202,7 @@ class ServingModule(tf.Module):
         def compiled(padded, length, longest, temperature, top_k, top_p, seed):
             return generation.generate_fixed(self.model, padded, length, longest, width,
                                              temperature, top_k, top_p, seed, seg_len,
-                                             *self.gen_settings)
+                                             g.mem_len, g.clamp_len, g.same_length)
 
         return compiled(padded, length, longest, temperature, top_k, top_p, seed)
 
@@ -265,7 +265,7 @@ class ServingModule(tf.Module):
     def _text_segments(self, ids):
         """ids int32 [n + 1] -> (inputs, labels) int32 [S, 1, tgt_len]: one stream cut into S
         segments, the last padded (labels -1), as tf_records' `pad` layout with one stream."""
-        seg = self.tgt_len
+        seg = self.settings.scoring.tgt_len
         n = tf.size(ids) - 1
         steps = (n + seg - 1) // seg
         pad = steps * seg - n
@@ -283,10 +283,10 @@ class ServingModule(tf.Module):
         def body(i, mems, total):
             nll, _, new_mems = evaluation.segment_nll(
                 self.model, inputs[i], labels[i], tf.unstack(mems, num=c.n_layer),
-                *self.settings)
+                self.settings.scoring)
             return i + 1, tf.stack(new_mems), total + tf.cast(nll, tf.float64)
 
-        mems = tf.zeros([c.n_layer, 1, self.settings[0], c.d_model])
+        mems = tf.zeros([c.n_layer, 1, self.settings.scoring.mem_len, c.d_model])
         _, _, total = tf.while_loop(lambda i, *_: i < tf.shape(inputs)[0], body,
                                     (tf.constant(0), mems, tf.constant(0.0, tf.float64)))
         count = tf.cast(tf.size(ids) - 1, tf.int64)
