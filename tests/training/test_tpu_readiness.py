@@ -23,6 +23,7 @@ import tf_records
 import txl_tf
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.trainer import Trainer
+from txl_tf.training.step_settings import StepSettings
 
 from tiny import stream_batches, tiny_config
 
@@ -39,7 +40,7 @@ def make_trainer(config, seed=3, lr=1e-2):
     strategy = tf.distribute.get_strategy()
     model = txl_tf.TransformerXL(config)
     optimizer = make_optimizer(lr)
-    return Trainer(model, optimizer, strategy, clip=0.25)
+    return Trainer(model, optimizer, strategy, StepSettings(clip=0.25))
 
 
 def batches():
