@@ -16,6 +16,7 @@ import tf_records
 import txl_tf
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.trainer import Trainer
+from txl_tf.training.step_settings import StepSettings
 
 from tiny import tiny_config
 
@@ -34,8 +35,8 @@ def trainer_run(strategy, replicas, config=CONFIG, loss_scaling=False):
     """Per-step losses, weights and memory [L, R*B, M, D] of the Trainer, one step per call."""
     with strategy.scope():
         model = new_backbone(config)
-        trainer = Trainer(model, make_optimizer(LR), strategy, clip=CLIP,
-                          loss_scaling=loss_scaling)
+        trainer = Trainer(model, make_optimizer(LR), strategy,
+                          StepSettings(clip=CLIP, loss_scaling=loss_scaling))
     per_replica = GLOBAL_BATCH // replicas
     iterator = iter(strategy.distribute_datasets_from_function(
         lambda ctx: tf_records.dataset_from_tokens(TOKENS, per_replica, config.tgt_len,

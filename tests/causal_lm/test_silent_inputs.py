@@ -25,7 +25,9 @@ from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.generation.sampler import Sampler
 from txl_tf.generation.generator import Generator
 from txl_tf.generation.call_bounds import INT32_MAX, MAX_NEW_TOKENS
+from txl_tf.model.context_settings import ContextSettings
 from txl_tf.serving.module import ServingModule
+from txl_tf.serving.serving_settings import ServingSettings
 from txl_tf.storage.text_files import read_text_file
 
 
@@ -126,6 +128,8 @@ def _dataset(inputs, labels):
         {"inputs": np.asarray(inputs), "labels": np.asarray(labels)}).batch(2, drop_remainder=True)
 
 
+# scoring: tgt_len 4, mem_len 6, no clamping, same_length off; generation: mem 8, segments of 4
+SETTINGS = ServingSettings(ContextSettings(4, 6, -1, False), gen_mem_len=8, gen_seg_len=4)
 GOOD = np.arange(24).reshape(4, 6) % 50
 FIT_CASES = [  # (id, inputs, labels, regex)
     ("float_ids", GOOD.astype(np.float32), GOOD, r"inputs are float32; token ids and labels "
@@ -166,7 +170,7 @@ def test_fit_still_trains_on_good_batches_with_padding():
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_serving_refuses_non_finite_memory(bad):
     model = tiny_model(n_token=20, tgt_len=4)
-    module = ServingModule(model, 6, -1, False, 4, 8, 4)
+    module = ServingModule(model, SETTINGS)
     score = module.signatures()["score"]
     mems = module.signatures()["init_mems"](streams=tf.zeros([1], tf.int32))["mems"].numpy()
     tokens = tf.constant([[1, 2]], tf.int32)
@@ -222,7 +226,7 @@ def test_serving_text_that_is_not_utf8(tmp_path, level):
     vocab, rules = vocabulary(level)
     write_model_vocab(str(tmp_path), vocab, rules)
     mv = ModelVocab(vocab, rules, {}, str(tmp_path / "vocab.txt"))
-    module = ServingModule(tiny_model(n_token=len(vocab), tgt_len=4), 6, -1, False, 4, 8, 4,
+    module = ServingModule(tiny_model(n_token=len(vocab), tgt_len=4), SETTINGS,
                            vocab_file=mv.vocab_path, text_codec=GraphText(mv))
     score_text = module.signatures()["score_text"]
     good = score_text(text=tf.constant([b"w1 w2 w3"]))

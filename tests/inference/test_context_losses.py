@@ -5,6 +5,7 @@ import pytest
 
 from txl_tf.inference import context_losses as cl
 from txl_tf.inference.context_losses import ContextLossError, ContextRegime
+from txl_tf.model.context_settings import ContextSettings
 
 from tiny import tiny_model
 
@@ -138,7 +139,8 @@ def test_clamp_len_is_applied():
     clamped = cl.context_losses(model, tokens, positions, [11],
                                 cl.window_regime(model.config, clamp_len=2))
     assert np.abs(free - clamped).max() > 1e-4
-    expected = [naive_loss(model, ContextRegime(clamp_len=2), tokens, t, 11) for t in positions]
+    window = ContextRegime(ContextSettings(mem_len=0, clamp_len=2))
+    expected = [naive_loss(model, window, tokens, t, 11) for t in positions]
     np.testing.assert_allclose(clamped[0], expected, rtol=1e-5, atol=1e-5)
 
 
@@ -154,8 +156,11 @@ def test_batching_does_not_change_the_losses():
 
 
 def test_default_regime_and_scored_positions():
-    assert cl.default_regime(loud_model().config) == ContextRegime(4, 4, -1, False)
-    assert cl.default_regime(loud_model(mem_len=0).config) == ContextRegime()
+    assert cl.default_regime(loud_model().config) == ContextRegime(
+        ContextSettings(4, 4, -1, False), recurrent=True)
+    window = cl.default_regime(loud_model(mem_len=0).config)
+    assert window == ContextRegime(ContextSettings(4, 0, -1, False))
+    assert (window.segment_len, window.mem_len, window.same_length) == (None, 0, False)
     assert cl.scored_positions(20, [4, 8], 3).tolist() == [8, 9, 10]
     assert cl.scored_positions(10, [4, 8]).tolist() == [8, 9]
     with pytest.raises(ContextLossError, match="at least 9 are needed"):
@@ -171,8 +176,9 @@ def test_default_regime_and_scored_positions():
     (lambda m: cl.context_losses(m, stream(), [10], [0, 2]), "context lengths must be >= 1"),
     (lambda m: cl.context_losses(m, stream(), [], [2]), "positions must be a non-empty"),
     (lambda m: cl.context_losses(m, stream(), [10], [2.5]), "context_lengths must be a non-empty"),
-    (lambda m: ContextRegime(segment_len=None, mem_len=4), "has no memory"),
-    (lambda m: ContextRegime(segment_len=4, mem_len=0), "mem_len >= 1"),
+    (lambda m: ContextRegime(ContextSettings(mem_len=4)), "has no memory"),
+    (lambda m: ContextRegime(ContextSettings(mem_len=0, same_length=True)), "has no memory"),
+    (lambda m: ContextRegime(ContextSettings(4, mem_len=0), recurrent=True), "mem_len >= 1"),
 ])
 def test_bad_input_is_one_clear_error(call, message):
     model = loud_model()
@@ -192,7 +198,7 @@ def test_a_model_trained_without_memory_can_be_read_with_memory():
     """Every attn_type carries memory: a vanilla model trained with mem_len 0 is read in segments
     of 4 with a memory of 4, exactly as the naive reading."""
     model = loud_model(attn_type=2, mem_len=0)
-    regime = ContextRegime(segment_len=4, mem_len=4)
+    regime = ContextRegime(ContextSettings(tgt_len=4, mem_len=4), recurrent=True)
     positions = np.array([10, 11, 30])
     losses = cl.context_losses(model, stream(), positions, [2, 6, 9], regime, batch_tokens=20)
     for k, c in enumerate([2, 6, 9]):

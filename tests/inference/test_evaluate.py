@@ -13,6 +13,7 @@ import tensorflow as tf
 
 import txl_tf
 from runners import evaluate
+from txl_tf.model.context_settings import ContextSettings
 from txl_tf.inference import evaluation
 from tf_records import dataset_from_tokens
 from tf_records.vocab.model_vocab import ModelVocabError, write_model_vocab
@@ -96,9 +97,10 @@ def test_evaluator_equals_naive_per_stream_computation(same_length, last_segment
     tokens = np.random.RandomState(2).randint(0, config.n_token, size=83).astype(np.int32)
     batch, tgt, mem, clamp = 3, 5, 9, 4
     batches, steps = stream_batches(tokens, batch, tgt, last_segment)
-    result = evaluation.Evaluator(model, mem_len=mem, clamp_len=clamp,
-                                  same_length=same_length).evaluate(batches, batch, steps,
-                                                                   progress=False)
+    settings = ContextSettings.of_config(model.config, mem_len=mem, clamp_len=clamp,
+                                         same_length=same_length)
+    result = evaluation.Evaluator(model, settings).evaluate(batches, batch, steps,
+                                                            progress=False)
     total, count = 0.0, 0
     length = -(-len(tokens) // batch) if last_segment == "pad" else len(tokens) // batch
     for b in range(batch):
@@ -122,8 +124,9 @@ def test_two_replicas_score_as_one_device():
     model = txl_tf.TransformerXL(config)
     tokens = np.random.RandomState(5).randint(0, config.n_token, size=203).astype(np.int32)
     one = dataset_from_tokens(tokens, 4, 5, last_segment="pad")
-    single = evaluation.Evaluator(model, mem_len=7).evaluate(one, 4, one.num_steps,
-                                                             progress=False)
+    mem_7 = ContextSettings.of_config(model.config, mem_len=7)
+    single = evaluation.Evaluator(model, mem_7).evaluate(one, 4, one.num_steps,
+                                                         progress=False)
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     with strategy.scope():
         mirrored = txl_tf.TransformerXL(config)
@@ -131,7 +134,7 @@ def test_two_replicas_score_as_one_device():
     mirrored.set_weights(model.get_weights())
     two = dataset_from_tokens(tokens, 2, 5, replicas_per_host=2, last_segment="pad")
     iterator = iter(strategy.distribute_datasets_from_function(lambda ctx: two))
-    result = evaluation.Evaluator(mirrored, mem_len=7, strategy=strategy).run(iterator, 2)
+    result = evaluation.Evaluator(mirrored, mem_7, strategy).run(iterator, 2)
     assert result.tokens == single.tokens == 203 - 4
     assert result.steps == single.steps == one.num_steps
     np.testing.assert_allclose(result.nll_sum, single.nll_sum, rtol=1e-5)
@@ -204,8 +207,9 @@ def test_longer_eval_memory_lowers_loss_on_long_range_corpus(synthetic_run):
     assert long["loss"] < long["unigram_entropy_nats"] and long["verdict"] is None
     # The records path equals the in-memory stream path on the same tokens.
     batches, steps = stream_batches(run.valid, 8, 8)
-    again = evaluation.Evaluator(run.model, mem_len=32).evaluate(batches, 8, steps,
-                                                                 progress=False)
+    mem_32 = ContextSettings.of_config(run.model.config, mem_len=32)
+    again = evaluation.Evaluator(run.model, mem_32).evaluate(batches, 8, steps,
+                                                             progress=False)
     assert again.tokens == long["tokens"]
     np.testing.assert_allclose(again.loss, long["loss"], rtol=1e-6)
 
@@ -219,8 +223,9 @@ def test_text_file_is_scored_with_the_model_vocabulary(synthetic_run, tmp_path):
                                  last_segment="pad", mem_len=32))
     assert out["split"] == "text" and out["tokens"] == 399  # every token but the first
     batches, steps = stream_batches(run.valid[:400], 1, 8, "pad")
-    direct = evaluation.Evaluator(run.model, mem_len=32).evaluate(batches, 1, steps,
-                                                                  progress=False)
+    mem_32 = ContextSettings.of_config(run.model.config, mem_len=32)
+    direct = evaluation.Evaluator(run.model, mem_32).evaluate(batches, 1, steps,
+                                                              progress=False)
     assert direct.tokens == 399
     np.testing.assert_allclose(out["loss"], direct.loss, rtol=1e-6)
     unknown = tmp_path / "bad.txt"
@@ -288,7 +293,8 @@ def test_cli_prints_json_line_and_writes_tensorboard(tmp_path):
     ids = np.array([int(w[1:]) + 1 for w in words[:30]] + [0] + [int(w[1:]) + 1
                                                                   for w in words[30:]] + [0])
     batches, steps = stream_batches(ids, 2, 4)
-    expected = evaluation.Evaluator(model, mem_len=12, clamp_len=7, same_length=True).evaluate(
+    settings = ContextSettings.of_config(model.config, mem_len=12, clamp_len=7, same_length=True)
+    expected = evaluation.Evaluator(model, settings).evaluate(
         batches, 2, steps, progress=False)
     assert out["tokens"] == expected.tokens
     np.testing.assert_allclose(out["loss"], expected.loss, rtol=1e-5)
@@ -326,8 +332,9 @@ def test_missing_eval_records_are_made_from_cached_tokens(synthetic_run):
                                  batch_size=3, tgt_len=16, mem_len=16, last_segment="pad"))
     assert out["tokens"] == len(run.valid) - 3
     batches, steps = stream_batches(run.valid, 3, 16, "pad")
-    direct = evaluation.Evaluator(run.model, mem_len=16).evaluate(batches, 3, steps,
-                                                                  progress=False)
+    mem_16 = ContextSettings.of_config(run.model.config, mem_len=16)
+    direct = evaluation.Evaluator(run.model, mem_16).evaluate(batches, 3, steps,
+                                                              progress=False)
     np.testing.assert_allclose(out["loss"], direct.loss, rtol=1e-6)
 
 

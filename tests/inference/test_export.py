@@ -16,7 +16,9 @@ from txl_tf.inference import evaluation
 from txl_tf.generation.generator import Generator
 from tf_records.text.graph import GraphText
 from tf_records.vocab.model_vocab import ModelVocab, write_model_vocab
+from txl_tf.model.context_settings import ContextSettings
 from txl_tf.serving.module import ServingModule
+from txl_tf.serving.serving_settings import ServingSettings
 from tf_records.text.tokenize import TextRules, decode_ids, encode_text
 from tf_records.vocab.vocabulary import Vocabulary
 
@@ -58,7 +60,8 @@ def test_in_graph_tokenization_equals_tf_records(tmp_path, case):
     write_model_vocab(str(tmp_path), vocab, rules)
     mv = ModelVocab(vocab, rules, {}, str(tmp_path / "vocab.txt"))
     codec = GraphText(mv)
-    module = ServingModule(served_model(len(vocab)), 6, -1, False, 4, 8, 4,
+    module = ServingModule(served_model(len(vocab)),
+                           ServingSettings(ContextSettings(4, 6, -1, False), 8, 4),
                            vocab_file=mv.vocab_path, text_codec=codec)
     assert module.text_codec is codec and "score_text" in module.signatures()
     expected = encode_text(text, rules, vocab)
@@ -209,7 +212,8 @@ def test_full_export_runs_every_signature_with_tensorflow_text(exported):
         assert text == full[len(decode_ids(ids, rules, vocab)):]
     ids = encode_text(str(inputs["score_text"]), rules, vocab)
     batches = dataset_from_tokens(ids, 1, 4, last_segment="pad")
-    expected = evaluation.Evaluator(model, mem_len=6, clamp_len=5, same_length=True).evaluate(
+    settings = ContextSettings.of_config(model.config, mem_len=6, clamp_len=5, same_length=True)
+    expected = evaluation.Evaluator(model, settings).evaluate(
         batches, 1, batches.num_steps, progress=False)
     assert out["score_text"]["tokens"] == [expected.tokens] == [len(ids) - 1]
     np.testing.assert_allclose(out["score_text"]["loss"], [expected.loss], rtol=1e-5)

@@ -27,6 +27,7 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the text signatures' ops, for the in-process loaders)
 
 from tf_records import dataset_from_tokens
+from txl_tf.model.context_settings import ContextSettings
 from txl_tf.inference import evaluation
 from txl_tf.generation.generator import Generator
 from tf_records.text.tokenize import decode_ids, encode_text
@@ -222,7 +223,9 @@ def keras_outputs(served, ids_reqs, text_reqs):
     out["gen_text.text"], out["gen_text.prompt_tokens"] = np.array(texts, object), counts
     ids = encode_text(SCORE_TEXT, RULES, served["vocab"])
     batches = dataset_from_tokens(ids, 1, 4, last_segment="pad")
-    result = evaluation.Evaluator(model, **RUN).evaluate(batches, 1, batches.num_steps, progress=False)
+    settings = ContextSettings.of_config(model.config, **RUN)
+    result = evaluation.Evaluator(model, settings).evaluate(batches, 1, batches.num_steps,
+                                                            progress=False)
     out["score_text.loss"], out["score_text.tokens"] = [result.loss], [result.tokens]
     return out
 

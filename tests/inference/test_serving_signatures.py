@@ -10,7 +10,9 @@ import tensorflow as tf
 from tiny import tiny_model
 from txl_tf.serving import signatures, warmup
 from txl_tf.serving.limits import ServingLimits
+from txl_tf.model.context_settings import ContextSettings
 from txl_tf.serving.module import ServingModule
+from txl_tf.serving.serving_settings import ServingSettings
 
 
 class DigitCodec(tf.Module):
@@ -27,10 +29,10 @@ class DigitCodec(tf.Module):
 @pytest.fixture(scope="module")
 def modules():
     model = tiny_model()
-    settings = dict(mem_len=3, clamp_len=8, same_length=False, tgt_len=4, gen_mem_len=5,
-                    gen_seg_len=2)
-    return (ServingModule(model, text_codec=DigitCodec(), **settings),
-            ServingModule(model, **settings))
+    settings = ServingSettings(ContextSettings(tgt_len=4, mem_len=3, clamp_len=8),
+                               gen_mem_len=5, gen_seg_len=2)
+    return (ServingModule(model, settings, text_codec=DigitCodec()),
+            ServingModule(model, settings))
 
 
 def test_the_module_serves_every_record_under_its_names(modules):

@@ -2,9 +2,7 @@
 tf_records/, runners/ or untrusted_files/ spans more than MAX_CLASS_LINES lines, docstring and
 methods included (ast: end_lineno - lineno + 1). A class that grows past it has more than one
 job: its parts go to collaborators whose names say what they hold.
-No function of tf_records/ takes more than MAX_PARAMETERS parameters (self, cls excluded;
-*args and **kwargs count one each): values that travel together are a typed settings
-dataclass (RecordLayout, RecordPlan, RecordMaking, TokenReading, VocabCounting).
+(The parameter counts of every function: tests/tools/test_function_size.py.)
 Under Bazel the files are those of the test's runfiles, i.e. the libraries' sources.
 """
 import ast
@@ -60,37 +58,3 @@ def test_the_check_measures_a_class_from_its_line_to_its_last():
     longer = source.replace("class Big:\n", "class Big:\n    y = 0\n")
     assert [name for name, _, lines in class_spans(longer) if lines > MAX_CLASS_LINES] == ["Big"]
 
-
-MAX_PARAMETERS = 8
-SIGNATURE_PACKAGES = ("tf_records",)
-
-
-def parameter_counts(source, path="<source>"):
-    """[(function name, line, parameters)] of every function in `source` (self and cls not
-    counted; *args and **kwargs one each)."""
-    found = []
-    for node in ast.walk(ast.parse(source, path)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            a = node.args
-            names = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
-            count = len([n for n in names if n not in ("self", "cls")])
-            count += (a.vararg is not None) + (a.kwarg is not None)
-            found.append((node.name, node.lineno, count))
-    return found
-
-
-@pytest.mark.parametrize("package", SIGNATURE_PACKAGES)
-def test_no_function_takes_more_than_8_parameters(package):
-    found = []
-    for path in modules(package):
-        with open(os.path.join(REPO, path), encoding="utf-8") as f:
-            found += [f"{path}:{line} {name} takes {count}" for name, line, count
-                      in parameter_counts(f.read(), path) if count > MAX_PARAMETERS]
-    assert not found, (f"functions over {MAX_PARAMETERS} parameters (group the values into a "
-                       "typed settings dataclass):\n" + "\n".join(found))
-
-
-def test_the_parameter_check_counts_what_a_caller_passes():
-    source = ("def f(a, b=1, *args, c, **kwargs): pass\n"
-              "class A:\n    def g(self, x): pass\n    @classmethod\n    def h(cls, /, y): pass\n")
-    assert parameter_counts(source) == [("f", 1, 5), ("g", 3, 1), ("h", 5, 1)]

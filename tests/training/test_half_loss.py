@@ -15,6 +15,7 @@ from absl import flags
 import txl_tf
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.trainer import Trainer
+from txl_tf.training.step_settings import StepSettings
 
 from tiny import tiny_config
 
@@ -35,8 +36,8 @@ def batch_data():
 def trainer_step(half_loss, accum=1):
     keras.utils.set_random_seed(11)
     model = txl_tf.TransformerXL(CONFIG)
-    trainer = Trainer(model, make_optimizer(1e-3), tf.distribute.get_strategy(), clip=0.0,
-                      grad_accum_steps=accum, half_loss=half_loss)
+    trainer = Trainer(model, make_optimizer(1e-3), tf.distribute.get_strategy(),
+                      StepSettings(clip=0.0, grad_accum_steps=accum, half_loss=half_loss))
     initial = [v.numpy() for v in model.trainable_variables]
     inputs, labels = batch_data()
     dataset = tf.data.Dataset.from_tensors({"inputs": inputs, "labels": labels})

@@ -14,6 +14,7 @@ import txl_tf
 from txl_tf.devices import step_compilation
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.trainer import Trainer
+from txl_tf.training.step_settings import StepSettings
 
 from tiny import assert_same_state, stream_batches, tiny_config
 
@@ -37,8 +38,9 @@ def run(strategy, jit_compile, precision="float32", **trainer_args):
         with strategy.scope():
             model = txl_tf.TransformerXL(CONFIG)
             optimizer = make_optimizer(1e-2)
-        trainer = Trainer(model, optimizer, strategy, clip=0.25, jit_compile=jit_compile,
-                          loss_scaling=precision == "mixed_float16", **trainer_args)
+        trainer = Trainer(model, optimizer, strategy, StepSettings(
+            clip=0.25, jit_compile=jit_compile, loss_scaling=precision == "mixed_float16",
+            **trainer_args))
         data = batches()
         dataset = tf.data.Dataset.from_tensor_slices(
             {k: np.stack([b[k] for b in data]) for k in ("inputs", "labels")}).unbatch()

@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from txl_tf.training.replica_step import ReplicaStep
+from txl_tf.training.step_settings import StepSettings
 
 from tiny import stream_batches, tiny_config, tiny_model
 
@@ -47,7 +48,8 @@ def one_step(nan_memory=False, **settings):
         mems[0] = tf.tensor_scatter_nd_update(mems[0], [[0, 0, 0]], [np.nan])
     want_loss, want_grads, want_mems = independent_step(model, batch, mems)
     before = [v.numpy() for v in model.trainable_variables]
-    step = ReplicaStep(model, keras.optimizers.SGD(LR), tf.distribute.get_strategy(), **settings)
+    step = ReplicaStep(model, keras.optimizers.SGD(LR), tf.distribute.get_strategy(),
+                       StepSettings(**settings))
     new_mems, nll_sum, tokens, norm, skipped = tf.function(step)(batch, mems)
     got = dict(loss=float(nll_sum / tokens), norm=float(norm), skipped=float(skipped),
                mems=[m.numpy() for m in new_mems], step=step,

@@ -12,6 +12,7 @@ import tensorflow as tf
 import txl_tf
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.trainer import Trainer
+from txl_tf.training.step_settings import StepSettings
 
 from tiny import tiny_config
 
@@ -43,7 +44,7 @@ def build(strategy, lr=3e-2, clip=0.25, accum=1):
     with strategy.scope():
         model = txl_tf.TransformerXL(CONFIG)
         optimizer = make_optimizer(lr)
-    return Trainer(model, optimizer, strategy, clip=clip, grad_accum_steps=accum)
+    return Trainer(model, optimizer, strategy, StepSettings(clip=clip, grad_accum_steps=accum))
 
 
 def train(strategy, replicas, loops, accum=1, lr=3e-2, clip=0.25):
@@ -200,8 +201,9 @@ def test_mixed_float16_loss_scaling_skips_overflow_and_grows(policy, replicas, t
         model = txl_tf.TransformerXL(CONFIG)
         optimizer = make_optimizer(1e-2)
     # 2**60 overflows float16 gradients: the steps must be skipped and the scale halved.
-    trainer = Trainer(model, optimizer, strategy, loss_scaling=True, initial_loss_scale=2.0 ** 60,
-                      growth_interval=2)
+    trainer = Trainer(model, optimizer, strategy,
+                      StepSettings(loss_scaling=True, initial_loss_scale=2.0 ** 60,
+                                   growth_interval=2))
     before = [v.numpy() for v in model.trainable_variables]
     iterator = distributed_iterator(strategy, stream_data(), replicas)
     mems, stats = trainer.train(iterator, trainer.init_memory(GLOBAL_BATCH // replicas), 2)

@@ -28,6 +28,7 @@ import numpy as np
 
 from txl_tf.inference.context_losses import WindowReader, window_arrays, window_regime
 from txl_tf.inference.evaluation import Evaluator
+from txl_tf.model.context_settings import ContextSettings
 
 
 def stream_rows(tokens, rows: int) -> np.ndarray:
@@ -62,7 +63,8 @@ def recurrent_loss(model, rows: np.ndarray, attn_len: int) -> Tuple[float, int]:
     labels = np.pad(labels, ((0, 0), (0, pad)), constant_values=-1)
     batches = [{"inputs": inputs[:, s * q:(s + 1) * q], "labels": labels[:, s * q:(s + 1) * q]}
                for s in range(steps)]
-    evaluator = Evaluator(model, mem_len=attn_len - q, same_length=False)
+    settings = ContextSettings.of_config(model.config, mem_len=attn_len - q, same_length=False)
+    evaluator = Evaluator(model, settings)
     result = evaluator.evaluate(batches, rows.shape[0], steps, progress=False)
     return float(result.nll_sum), int(result.tokens)
 

@@ -28,6 +28,7 @@ Design:
     MirroredStrategy's replicas can feed (Keras' own `tf.cond` loop they cannot).
 """
 import contextlib
+import dataclasses
 from typing import Optional
 
 import keras
@@ -44,6 +45,7 @@ from txl_tf.causal_lm.training_state import read_training_state, write_training_
 from txl_tf.causal_lm.task_methods import CausalLMTaskMethods, compile_sampler, sampler_config
 from txl_tf.inference.evaluation import Evaluator
 from txl_tf.training.replica_step import ReplicaStep
+from txl_tf.training.step_settings import StepSettings
 
 SUM = tf.distribute.ReduceOp.SUM
 
@@ -166,16 +168,13 @@ class TransformerXLCausalLM(CausalLMTaskMethods, BackboneAdaptation, keras.Model
         if loss_scaling is None:
             loss_scaling = self.backbone.dtype_policy.name == "mixed_float16"
         strategy = self.distribute_strategy
-        self._replica_step = ReplicaStep(
-            self.backbone, self.optimizer, strategy, clip=clip,
-            grad_accum_steps=grad_accum_steps, loss_scaling=loss_scaling,
+        self._step_settings = StepSettings(
+            clip=clip, half_loss=half_loss, loss_scaling=loss_scaling,
             initial_loss_scale=initial_loss_scale, growth_interval=growth_interval,
-            half_loss=half_loss, jit_compile=bool(jit_compile))
+            grad_accum_steps=grad_accum_steps, jit_compile=bool(jit_compile))
+        self._replica_step = ReplicaStep(self.backbone, self.optimizer, strategy,
+                                         self._step_settings)
         self._evaluator = Evaluator(self.backbone, strategy=strategy)
-        self._fit_settings = dict(clip=clip, half_loss=half_loss, loss_scaling=loss_scaling,
-                                  initial_loss_scale=initial_loss_scale,
-                                  growth_interval=growth_interval,
-                                  grad_accum_steps=grad_accum_steps, jit_compile=bool(jit_compile))
         self.sampler = sampler
 
     def get_compile_config(self):
@@ -185,7 +184,7 @@ class TransformerXLCausalLM(CausalLMTaskMethods, BackboneAdaptation, keras.Model
         return {"optimizer": keras.optimizers.serialize(self.optimizer),
                 "steps_per_execution": self.steps_per_execution,
                 "run_eagerly": self.run_eagerly, "sampler": sampler_config(self.sampler),
-                **self._fit_settings}
+                **dataclasses.asdict(self._step_settings)}
 
     def compile_from_config(self, config):
         config = dict(config)

@@ -33,6 +33,7 @@ from txl_tf.commands.evaluate_options import (LAST_SEGMENTS, SPLITS,  # noqa: F4
 from txl_tf.commands.inference_model import load_inference_model
 from txl_tf.inference import evaluation
 from txl_tf.loss.loss_report import CorpusFacts, format_loss, loss_fields, unit_name, verdict
+from txl_tf.model.context_settings import ContextSettings
 from txl_tf.model.data_interfaces import EvalStreams, TextData
 from txl_tf.storage.text_files import regular_file_problem
 from untrusted_files import reading, schema
@@ -129,10 +130,10 @@ def _memory_length(text) -> int:
     return value
 
 
-def _run_settings(options: EvalOptions) -> dict:
-    """The run settings the options change (tgt_len, mem_len, clamp_len, same_length)."""
-    names = ("tgt_len", "mem_len", "clamp_len", "same_length")
-    return {n: getattr(options, n) for n in names if getattr(options, n) is not None}
+def run_settings(options: EvalOptions, config) -> ContextSettings:
+    """The evaluation's run settings: those the options give, else the model's (`config`)."""
+    return ContextSettings.of_config(config, options.tgt_len, options.mem_len,
+                                     options.clamp_len, options.same_length)
 
 
 def text_streams(options: EvalOptions, config, data: TextData) -> EvalStreams:
@@ -192,11 +193,12 @@ def write_curve(curve: list, tb_dir: str, unit: str) -> None:
 
 def context_curve(model, batches, num_steps, options: EvalOptions, level=None) -> list:
     """[(memory length, `EvalResult`)] of the same streams at every length of
-    `options.mem_lens`; each point also goes to stderr as it is measured (in the unit of
-    `level`)."""
+    `options.mem_lens` (the other run settings the model's); each point also goes to stderr
+    as it is measured (in the unit of `level`)."""
     curve = []
+    settings = ContextSettings.of_config(model.config)
     for mem_len in options.mem_lens:
-        result = evaluation.Evaluator(model, mem_len=mem_len).evaluate(
+        result = evaluation.Evaluator(model, settings.replace(mem_len=mem_len)).evaluate(
             batches, options.batch_size, num_steps, progress=options.progress)
         curve.append((mem_len, result))
         print(f"mem_len {mem_len:>6}: {format_loss(result.loss, level)} "
@@ -226,7 +228,8 @@ def evaluate_model(options: EvalOptions, data: TextData) -> dict:
       EvalInputError: bad options or nothing scored. ModelDirError: no model or checkpoint.
     """
     options, choice = checked_options(options)
-    model = load_inference_model(options.model_dir, choice, **_run_settings(options))
+    settings = run_settings(options, model_files.load_config(options.model_dir))
+    model = load_inference_model(options.model_dir, choice, settings)
     c = model.config
     batches, num_steps, split, unigram = (text_streams if options.text_file
                                           else split_streams)(options, c, data)
@@ -236,7 +239,7 @@ def evaluate_model(options: EvalOptions, data: TextData) -> dict:
         num_steps = min(num_steps, options.max_steps)
     curve = (context_curve(model, batches, num_steps, options, level) if options.mem_lens
              else [])
-    result = curve[-1][1] if curve else evaluation.Evaluator(model).evaluate(
+    result = curve[-1][1] if curve else evaluation.Evaluator(model, settings).evaluate(
         batches, options.batch_size, num_steps, progress=options.progress)
     if result.tokens == 0:
         raise EvalInputError("no tokens were scored (empty split or text).")
@@ -245,8 +248,7 @@ def evaluate_model(options: EvalOptions, data: TextData) -> dict:
            "unigram_entropy_nats": baseline.pop("unigram_loss"), **baseline,
            "verdict": verdict(result.loss, unigram, level, split,
                               CorpusFacts.from_model_dir(options.model_dir, split)),
-           "tgt_len": c.tgt_len, "mem_len": c.mem_len,
-           "clamp_len": c.clamp_len, "same_length": c.same_length,
+           **dataclasses.asdict(settings),
            **(_curve_fields(curve, level) if curve else {}),
            "batch_size": options.batch_size, "last_segment": options.last_segment,
            **choice.to_json(), "tokens_per_second": result.tokens_per_second}

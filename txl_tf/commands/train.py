@@ -46,6 +46,7 @@ from txl_tf.training.run_record.start import starting_point
 from txl_tf.devices.step_compilation import strategy_devices
 from txl_tf.training.reporting.tensorboard import RunSummaries
 from txl_tf.training.trainer import Trainer
+from txl_tf.training.step_settings import StepSettings
 from txl_tf.training.training_run import TrainingRun
 from untrusted_files import dir_kinds
 
@@ -83,11 +84,11 @@ def _build_trainer(run: TrainingRun, schedule) -> None:
         add_adapters(run.model, o.model_dir, o.lora_rank, run.place.is_chief)
         optimizer = make_optimizer(schedule)
     run.compilation = step_compilation.choose(o.jit_compile, run.strategy, o.precision)
-    run.trainer = trainer = Trainer(run.model, optimizer, run.strategy, clip=o.clip,
-                                    grad_accum_steps=o.grad_accum_steps,
-                                    loss_scaling=o.precision == "mixed_float16",
-                                    half_loss=o.half_loss,
-                                    jit_compile=run.compilation.mode is not None)
+    step = StepSettings(clip=o.clip, half_loss=o.half_loss,
+                        loss_scaling=o.precision == "mixed_float16",
+                        grad_accum_steps=o.grad_accum_steps,
+                        jit_compile=run.compilation.mode is not None)
+    run.trainer = trainer = Trainer(run.model, optimizer, run.strategy, step)
     trackables = dict(model=run.model, optimizer=optimizer, step=trainer.step,
                       loss_scale=trainer.loss_scale, good_steps=trainer.good_steps,
                       dropout_rng=checkpoints_lib.dropout_rng_state(run.model))

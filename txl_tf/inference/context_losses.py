@@ -43,6 +43,7 @@ import numpy as np
 import tensorflow as tf
 
 from txl_tf.inference.evaluation import Progress
+from txl_tf.model.context_settings import ContextSettings
 
 
 class ContextLossError(ValueError):
@@ -51,49 +52,57 @@ class ContextLossError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class ContextRegime:
-    """How a model reads the c tokens of context of a scored token.
+    """How a model reads the c tokens of context of a scored token: the run settings of the
+    reading (`ContextSettings`, their one home) and whether it is read with memory.
 
     Attributes:
-      segment_len: Q, the window is read in segments of Q tokens with memory; None reads the
-        whole window as one segment without memory (sliding window).
-      mem_len: M, memory length of the segmented reading (0 without memory).
-      clamp_len: clip relative distances to at most clamp_len when > 0 (-1: no clipping).
-      same_length: every query of a segment attends to M + 1 keys (segmented reading only).
+      settings: the run settings (tgt_len, mem_len, clamp_len, same_length).
+      recurrent: True reads the window in segments of settings.tgt_len with settings.mem_len
+        memory; False reads the whole window as one segment without memory (sliding window:
+        settings.mem_len must be 0 and same_length False; tgt_len is not read).
     """
 
-    segment_len: Optional[int] = None
-    mem_len: int = 0
-    clamp_len: int = -1
-    same_length: bool = False
+    settings: ContextSettings = ContextSettings(mem_len=0)
+    recurrent: bool = False
 
     def __post_init__(self):
-        if self.segment_len is None:
-            if self.mem_len or self.same_length:
+        if not self.recurrent:
+            if self.settings.mem_len or self.settings.same_length:
                 raise ContextLossError(
                     "a one-segment (sliding window) reading has no memory: mem_len must be 0 and "
-                    "same_length False; give segment_len to read with memory.")
-        elif self.segment_len < 1 or self.mem_len < 1:
+                    "same_length False; read with memory (recurrent) to use them.")
+        elif self.settings.mem_len < 1:
             raise ContextLossError(
-                f"a segmented reading needs segment_len >= 1 and mem_len >= 1, got "
-                f"segment_len={self.segment_len}, mem_len={self.mem_len}.")
+                f"a segmented reading needs mem_len >= 1, got mem_len={self.settings.mem_len}.")
 
     @property
-    def recurrent(self) -> bool:
-        return self.segment_len is not None
+    def segment_len(self) -> Optional[int]:
+        """Q of the segmented reading; None for the sliding window."""
+        return self.settings.tgt_len if self.recurrent else None
+
+    @property
+    def mem_len(self) -> int:
+        return self.settings.mem_len
+
+    @property
+    def clamp_len(self) -> int:
+        return self.settings.clamp_len
+
+    @property
+    def same_length(self) -> bool:
+        return self.settings.same_length
 
 
 def recurrent_regime(config, tgt_len=None, mem_len=None, clamp_len=None, same_length=None):
     """The with-memory reading: segments of tgt_len with mem_len memory (None: the config's)."""
-    return ContextRegime(segment_len=config.tgt_len if tgt_len is None else int(tgt_len),
-                         mem_len=config.mem_len if mem_len is None else int(mem_len),
-                         clamp_len=config.clamp_len if clamp_len is None else int(clamp_len),
-                         same_length=config.same_length if same_length is None
-                         else bool(same_length))
+    return ContextRegime(ContextSettings.of_config(config, tgt_len, mem_len, clamp_len,
+                                                   same_length), recurrent=True)
 
 
 def window_regime(config, clamp_len=None):
     """The without-memory reading: the whole context as one segment (sliding window)."""
-    return ContextRegime(clamp_len=config.clamp_len if clamp_len is None else int(clamp_len))
+    return ContextRegime(ContextSettings.of_config(config, mem_len=0, clamp_len=clamp_len,
+                                                   same_length=False))
 
 
 def default_regime(config) -> ContextRegime:
@@ -207,9 +216,10 @@ class WindowReader:
         self._segment = tf.function(self._read, input_signature=[ids, ids, mems])
 
     def _read(self, inputs, labels, mems=None):
+        settings = self.regime.settings
         out = self.model(inputs, mems=None if mems is None else list(mems), labels=labels,
-                         training=False, mem_len=self.regime.mem_len,
-                         clamp_len=self.regime.clamp_len, same_length=self.regime.same_length)
+                         training=False, mem_len=settings.mem_len,
+                         clamp_len=settings.clamp_len, same_length=settings.same_length)
         return out["nll"], tuple(out["mems"])
 
     def __call__(self, inputs: np.ndarray, labels: np.ndarray) -> np.ndarray:

@@ -27,6 +27,8 @@ from typing import Callable, Iterable, Optional
 import numpy as np
 import tensorflow as tf
 
+from txl_tf.model.context_settings import ContextSettings
+
 SUM = tf.distribute.ReduceOp.SUM
 
 
@@ -99,7 +101,7 @@ class Progress:
             self.stream.flush()
 
 
-def segment_nll(model, inputs, labels, mems, mem_len=None, clamp_len=None, same_length=None):
+def segment_nll(model, inputs, labels, mems, settings: Optional[ContextSettings] = None):
     """Scores one segment of every stream, with memory and without dropout.
 
     Args:
@@ -107,15 +109,18 @@ def segment_nll(model, inputs, labels, mems, mem_len=None, clamp_len=None, same_
       inputs: int32 [B, Q].
       labels: int32 [B, Q]; labels < 0 are padding, not scored.
       mems: L float32 [B, M, D] (a list or tuple; empty for the vanilla model).
-      mem_len, clamp_len, same_length: run settings (None: the model config's).
+      settings: the run settings mem_len, clamp_len, same_length (None: the model config's;
+        the segment length is the one of `inputs`).
 
     Returns:
       (nll_sum float32 [], tokens float32 [], new mems: L [B, min(mem_len, M + Q), D]).
     """
     valid = labels >= 0
+    settings = settings or ContextSettings.of_config(model.config)
     out = model(inputs, mems=list(mems) if mems else None,
                 labels=tf.where(valid, labels, tf.zeros_like(labels)), training=False,
-                mem_len=mem_len, clamp_len=clamp_len, same_length=same_length)
+                mem_len=settings.mem_len, clamp_len=settings.clamp_len,
+                same_length=settings.same_length)
     nll = tf.where(valid, tf.cast(out["nll"], tf.float32), tf.zeros([], tf.float32))
     return tf.reduce_sum(nll), tf.reduce_sum(tf.cast(valid, tf.float32)), out["mems"]
 
@@ -142,31 +147,29 @@ class Evaluator:
 
     Args:
       model: a `TransformerXL` (created under `strategy.scope()`).
-      mem_len, clamp_len, same_length: the evaluation run settings (None: the model config's).
+      settings: the evaluation run settings, a `ContextSettings` (None: the model config's);
+        its mem_len, clamp_len and same_length are read (the segment length is the data's).
       strategy: the `tf.distribute.Strategy` whose replicas each score their own streams
         (default: the current one, i.e. one device outside any scope).
 
     Example:
-      >>> evaluator = Evaluator(model, mem_len=1600)
+      >>> settings = ContextSettings.of_config(model.config, mem_len=1600)
+      >>> evaluator = Evaluator(model, settings)
       >>> result = evaluator.evaluate(dataset, batch_size=16, num_steps=steps)
       >>> result.loss, result.ppl
     """
 
-    def __init__(self, model, mem_len=None, clamp_len=None, same_length=None, strategy=None):
-        c = model.config
+    def __init__(self, model, settings: Optional[ContextSettings] = None, strategy=None):
         self.model = model
         self.strategy = strategy or tf.distribute.get_strategy()
-        self.mem_len = c.mem_len if mem_len is None else int(mem_len)
-        self.clamp_len = c.clamp_len if clamp_len is None else int(clamp_len)
-        self.same_length = c.same_length if same_length is None else bool(same_length)
+        self.settings = settings or ContextSettings.of_config(model.config)
         self._loop_fn = tf.function(self.loop, reduce_retracing=True)
 
     def replica_step(self, batch, mems):
         """One segment on one replica: batch {"inputs", "labels"} int32 [B, Q], mems L [B, M, D]
         -> (new mems, nll_sum float32 [], tokens float32 [])."""
         nll_sum, tokens, new_mems = segment_nll(
-            self.model, batch["inputs"], batch["labels"], mems, self.mem_len, self.clamp_len,
-            self.same_length)
+            self.model, batch["inputs"], batch["labels"], mems, self.settings)
         # The memory keeps its length (mem_len): a loop variable of unchanging shape.
         new_mems = [tf.ensure_shape(new, old.shape) for new, old in zip(new_mems, mems)]
         return new_mems, nll_sum, tokens
@@ -174,7 +177,7 @@ class Evaluator:
     def init_memory(self, per_replica_batch: int):
         """Zero memory on every replica: distributed L x [B, mem_len, D]."""
         return self.strategy.experimental_distribute_values_from_function(
-            lambda ctx: self.model.init_mems(per_replica_batch, self.mem_len))
+            lambda ctx: self.model.init_mems(per_replica_batch, self.settings.mem_len))
 
     def loop(self, iterator, mems, num_steps):
         """Up to `num_steps` steps of `iterator` (fewer when it ends), memory carried.

@@ -67,14 +67,15 @@ def machine_memory_bytes() -> Optional[int]:
     return min(limits) if limits else None
 
 
-def check_step_fits(config: TransformerXLConfig, batch_size: int, training: bool = False,
-                    tgt_len: Optional[int] = None, mem_len: Optional[int] = None,
-                    bytes_per_value: int = 4, available: Optional[int] = None,
-                    names: Optional[dict] = None, path: str = "") -> None:
+def check_step_fits(config: TransformerXLConfig, batch_size: int,
+                    available: Optional[int] = None, names: Optional[dict] = None,
+                    path: str = "", **step) -> None:
     """Raises `MemoryEstimateError` when `step_memory_bytes` exceeds the machine's memory.
 
     Args:
-      config, batch_size, training, tgt_len, mem_len, bytes_per_value: as `step_memory_bytes`.
+      config, batch_size: as `step_memory_bytes`.
+      **step: the step's keywords of `step_memory_bytes`, passed on to it: training, tgt_len,
+        mem_len, bytes_per_value (by name only).
       available: bytes to compare with (default `machine_memory_bytes()`; None: no check).
       names: how the fix names what sets Q, M and B: {"tgt_len": "--seg_len", "mem_len":
         "--mem_len", "batch": "--batch_size"} (default: the config's fields, "the batch size").
@@ -86,10 +87,10 @@ def check_step_fits(config: TransformerXLConfig, batch_size: int, training: bool
     available = machine_memory_bytes() if available is None else available
     if available is None:
         return
-    need = step_memory_bytes(config, batch_size, training, tgt_len, mem_len, bytes_per_value)
+    need = step_memory_bytes(config, batch_size, **step)
     if need > available:
-        q = config.tgt_len if tgt_len is None else tgt_len
-        m = config.mem_len if mem_len is None else mem_len
+        q = config.tgt_len if step.get("tgt_len") is None else step["tgt_len"]
+        m = config.mem_len if step.get("mem_len") is None else step["mem_len"]
         names = {"tgt_len": "tgt_len", "mem_len": "mem_len", "batch": "the batch size",
                  **(names or {})}
         # the fix names first what grows most: with M, the memory L*B*M*D and the scores'

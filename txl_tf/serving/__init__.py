@@ -3,6 +3,7 @@
   signatures         one record per signature: input specs, method, warmup request, limits
   module             ServingModule: the tf.Module whose signatures the SavedModel exports
   limits             ServingLimits: the bounds on one request, fixed at export time
+  serving_settings   ServingSettings: the run settings of scoring and generation (TF-free)
   request_checks     RequestChecks: every in-graph check of a request, before model work
   warmup             TF Serving's warmup requests of an export (PredictionLog records)
   server_config      TF Serving's models.config and batching_parameters.txt of an export

@@ -53,6 +53,7 @@ from txl_tf.model.context_settings import ContextSettings
 from txl_tf.serving import signatures
 from txl_tf.serving.limits import ServingLimits
 from txl_tf.serving.request_checks import RequestChecks
+from txl_tf.serving.serving_settings import ServingSettings
 
 
 SIGNATURE_VERSION = 2  # the batch-major layout described above
@@ -63,11 +64,9 @@ class ServingModule(tf.Module):
 
     Args:
       model: the model (called with training=False).
-      mem_len, clamp_len, same_length, tgt_len: run settings of score / nll / score_text
-        (tgt_len: segment length of score_text).
-      gen_mem_len, gen_seg_len: memory and prompt segment length of the generate signatures
-        (same_length is off for generation).
-      gen_jit_compile: the generate signatures run their sampling loop as one XLA program
+      settings: the `ServingSettings`: run settings of score / nll / score_text (their tgt_len:
+        segment length of score_text) and of the generate signatures (same_length off). With
+        its gen_jit_compile the generate signatures run their sampling loop as one XLA program
         (`fixed_loop.generate_fixed`: the fixed memory, the prompt right-padded to gen_seg_len
         times a power of two, a buffer of max_num_tokens; the same tokens; XLA compiles once
         per batch size and prompt bucket on the server, which needs XLA's JIT).
@@ -78,9 +77,8 @@ class ServingModule(tf.Module):
       limits: a `ServingLimits` (default: its defaults).
     """
 
-    def __init__(self, model, mem_len, clamp_len, same_length, tgt_len, gen_mem_len,
-                 gen_seg_len, vocab_file=None, text_codec=None, limits=None,
-                 gen_jit_compile=False):
+    def __init__(self, model, settings: ServingSettings, vocab_file=None, text_codec=None,
+                 limits=None):
         super().__init__(name="txl_serving")
         c = model.config
         # The Keras model itself is not a dependency of the module: only the tf.Variables
@@ -88,21 +86,29 @@ class ServingModule(tf.Module):
         object.__setattr__(self, "model", model)
         self.weights = self._track_weights(model)
         self.config = c
-        # the run settings of score / nll / score_text, and of the generate signatures
-        object.__setattr__(self, "context", ContextSettings(
-            tgt_len=int(tgt_len), mem_len=int(mem_len), clamp_len=int(clamp_len),
-            same_length=bool(same_length)))
-        object.__setattr__(self, "gen_context", ContextSettings(
-            tgt_len=int(gen_seg_len), mem_len=int(gen_mem_len), clamp_len=int(clamp_len),
-            same_length=False))
-        self.gen_jit_compile = bool(gen_jit_compile)
+        object.__setattr__(self, "settings", settings)
         object.__setattr__(self, "limits", limits or ServingLimits())
         object.__setattr__(self, "checks", RequestChecks(
-            c, self.limits, mem_len, getattr(text_codec, "level", None)))
+            c, self.limits, settings.scoring.mem_len, getattr(text_codec, "level", None)))
         if vocab_file is not None:
             self.vocab_file = tf.saved_model.Asset(vocab_file)
         self.text_codec = text_codec
         self._define_signatures()
+
+    @property
+    def context(self) -> ContextSettings:
+        """The run settings of score / nll / init_mems / score_text."""
+        return self.settings.scoring
+
+    @property
+    def gen_context(self) -> ContextSettings:
+        """The run settings of the generate signatures (tgt_len: the prompt segment length)."""
+        return self.settings.generation
+
+    @property
+    def gen_jit_compile(self) -> bool:
+        """The generate signatures run their sampling loop as one XLA program."""
+        return self.settings.gen_jit_compile
 
     @property
     def tgt_len(self) -> int:
@@ -281,7 +287,7 @@ class ServingModule(tf.Module):
     def _text_segments(self, ids):
         """ids int32 [n + 1] -> (inputs, labels) int32 [S, 1, tgt_len]: one stream cut into S
         segments, the last padded (labels -1), as tf_records' `pad` layout with one stream."""
-        seg = self.tgt_len
+        seg = self.context.tgt_len
         n = tf.size(ids) - 1
         steps = (n + seg - 1) // seg
         pad = steps * seg - n

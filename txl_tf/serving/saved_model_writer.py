@@ -23,6 +23,7 @@ from typing import Optional
 
 import tensorflow as tf
 
+from txl_tf.model.context_settings import ContextSettings
 from txl_tf.model.lora import merged_copy
 from txl_tf.runtime.error_text import first_line, is_disk_full
 from txl_tf.storage.atomic_writes import write_json_atomic
@@ -33,6 +34,7 @@ from txl_tf.serving.export_options import (INFO_FILE, ExportInputError, ExportOp
                                            ExportRuntimeError)
 from txl_tf.serving.limits import ServingLimits
 from txl_tf.serving.module import SIGNATURE_VERSION, ServingModule
+from txl_tf.serving.serving_settings import ServingSettings
 from txl_tf.serving.signatures import signature_count
 from txl_tf.serving.versions import reserved_version, swap_in
 from txl_tf.devices.step_compilation import choose_generation
@@ -79,24 +81,22 @@ def write_saved_model(module, path, info):
         raise ExportRuntimeError(f"writing {path} failed: {first_line(error, 400)}") from None
 
 
-def run_settings(options: ExportOptions, config) -> dict:
-    """The ServingModule run settings: the options, else the model's."""
+def run_settings(options: ExportOptions, config) -> ServingSettings:
+    """The `ServingSettings` of the export: the options, else the model's."""
     o = options
     mem_len = config.mem_len if o.mem_len is None else o.mem_len
-    settings = dict(
-        mem_len=mem_len, clamp_len=config.clamp_len if o.clamp_len is None else o.clamp_len,
-        same_length=config.same_length if o.same_length is None else o.same_length,
-        tgt_len=o.tgt_len or config.tgt_len,
-        gen_mem_len=mem_len if o.gen_mem_len is None else o.gen_mem_len,
-        gen_seg_len=o.gen_seg_len or o.tgt_len or config.tgt_len)
-    if settings["mem_len"] < 0 or settings["gen_mem_len"] < 1:
+    gen_mem_len = mem_len if o.gen_mem_len is None else o.gen_mem_len
+    if mem_len < 0 or gen_mem_len < 1:
         raise ExportInputError("--mem_len must be >= 0 and --gen_mem_len >= 1.")
     try:
         choice = choose_generation(o.gen_jit_compile, flag="--gen_jit_compile")
     except ValueError as error:
         raise ExportInputError(str(error)) from None
-    settings["gen_jit_compile"] = choice.mode is not None
-    return settings
+    scoring = ContextSettings.of_config(config, o.tgt_len or None, mem_len, o.clamp_len,
+                                        o.same_length)
+    return ServingSettings(scoring, gen_mem_len=gen_mem_len,
+                           gen_seg_len=o.gen_seg_len or scoring.tgt_len,
+                           gen_jit_compile=choice.mode is not None)
 
 
 def check_target(options: ExportOptions) -> None:
@@ -174,12 +174,12 @@ def _module_and_info(model, options, limits, vocab_file, codec, source, version)
     """(the export info, the `ServingModule`) of an export of `model` as `version`."""
     config = model.config
     settings = run_settings(options, config)
-    module = ServingModule(model, vocab_file=vocab_file, text_codec=codec, limits=limits,
-                           **settings)
+    module = ServingModule(model, settings, vocab_file=vocab_file, text_codec=codec,
+                           limits=limits)
     info = {"version": version, "signatures": sorted(module.signatures()),
             "n_layer": config.n_layer, "d_model": config.d_model, "n_token": config.n_token,
             "vocab_asset": None if vocab_file is None else os.path.basename(vocab_file),
-            **(source or {}), **settings,
+            **(source or {}), **settings.to_json(),
             "limits": dataclasses.asdict(limits), "signature_version": SIGNATURE_VERSION,
             "model_name": os.path.basename(os.path.abspath(options.export_dir)),
             "warmup_requests": options.warmup_requests}

@@ -62,8 +62,9 @@ def _lengths(module, batch) -> tuple:
     score / nll rows of tgt_len tokens, generate prompts of gen_seg_len, 4 new tokens, all cut
     to the export's limits."""
     limits = module.limits
-    length = max(1, min(module.tgt_len, limits.max_seq_len, limits.max_request_tokens // batch))
-    prompt = max(1, min(module.gen_seg_len, limits.max_seq_len))
+    length = max(1, min(module.settings.scoring.tgt_len, limits.max_seq_len,
+                        limits.max_request_tokens // batch))
+    prompt = max(1, min(module.settings.gen_seg_len, limits.max_seq_len))
     num_tokens = max(0, min(limits.max_num_tokens, 4,
                             limits.max_request_tokens // batch - prompt))
     return length, prompt, num_tokens

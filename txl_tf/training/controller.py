@@ -88,14 +88,16 @@ class Controller:
       actions: called in order after every call.
       heartbeat: time-based progress (None: step-based only).
       clock: monotonic seconds, for the loops' wall time (tests pass a fake clock).
+
+    Attributes:
       should_stop: asked after every call (and its actions): True ends `run` there, before
-        `end_step` (a stop requested by a signal: `txl_tf/training/interruption.py`).
+        `end_step`. Never, until the caller sets it (a stop requested by a signal:
+        `txl_tf/training/interruption.py`, set by `txl_tf/commands/train.py`).
     """
 
     def __init__(self, trainer: Trainer, iterator, mems, step: int, steps_per_loop: int,
                  actions: Sequence[Action] = (), heartbeat: Optional[Heartbeat] = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 should_stop: Callable[[], bool] = lambda: False):
+                 clock: Callable[[], float] = time.monotonic):
         self.trainer = trainer
         self.iterator = iterator
         self.mems = mems
@@ -104,7 +106,7 @@ class Controller:
         self.actions: List[Action] = list(actions)
         self.heartbeat = heartbeat
         self.clock = clock
-        self.should_stop = should_stop
+        self.should_stop: Callable[[], bool] = lambda: False
 
     def _loop_length(self, end_step: int) -> int:
         """Steps of the next call: at most `steps_per_loop`, ending at the next boundary (an

@@ -33,6 +33,7 @@ import tensorflow as tf
 
 from txl_tf.loss.half_loss import half_loss_mask
 from txl_tf.training.optimizer import take_summed_gradients
+from txl_tf.training.step_settings import StepSettings
 from txl_tf.devices.step_compilation import compiled_mode
 
 SUM = tf.distribute.ReduceOp.SUM
@@ -45,12 +46,8 @@ class ReplicaStep:
       model, optimizer: created under `strategy.scope()`; the optimizer is made to take the
         step's already all-reduced gradients (`txl_tf.training.optimizer.take_summed_gradients`).
       strategy: the distribution strategy (the loss-scale variables are created under it).
-      clip: max global norm of the reduced gradient (<= 0: no clipping).
-      grad_accum_steps: chunks per replica batch whose gradients are accumulated (divides B).
-      loss_scaling: dynamic loss scaling (for mixed_float16).
-      initial_loss_scale, growth_interval: loss scaling settings.
-      half_loss: train on the second half of every segment only (see the module docstring).
-      jit_compile: compile the step with XLA (how: `step_compilation.compiled_mode` of the
+      settings: the `StepSettings`: clipping, gradient accumulation, loss scaling, half loss
+        (see the module docstring) and XLA (how: `step_compilation.compiled_mode` of the
         strategy; under TPUStrategy the step is compiled either way).
 
     Call arguments (in replica context, e.g. under `strategy.run`):
@@ -63,25 +60,22 @@ class ReplicaStep:
       every replica), 1.0 if the update was skipped for non-finite gradients else 0.0).
     """
 
-    def __init__(self, model, optimizer, strategy: tf.distribute.Strategy, clip: float = 0.25,
-                 grad_accum_steps: int = 1, loss_scaling: bool = False,
-                 initial_loss_scale: float = 2.0 ** 15, growth_interval: int = 2000,
-                 half_loss: bool = False, jit_compile: bool = False):
-        if grad_accum_steps < 1:
-            raise ValueError(f"grad_accum_steps must be >= 1, got {grad_accum_steps}.")
+    def __init__(self, model, optimizer, strategy: tf.distribute.Strategy,
+                 settings: StepSettings = StepSettings()):
         self.model = model
         self.optimizer = take_summed_gradients(optimizer)
-        self.clip = float(clip)
-        self.grad_accum_steps = int(grad_accum_steps)
-        self.loss_scaling = bool(loss_scaling)
-        self.growth_interval = int(growth_interval)
-        self.half_loss = bool(half_loss)
-        self.xla_mode = compiled_mode(strategy) if jit_compile else None
+        self.settings = settings
+        self.clip = float(settings.clip)
+        self.grad_accum_steps = int(settings.grad_accum_steps)
+        self.loss_scaling = bool(settings.loss_scaling)
+        self.growth_interval = int(settings.growth_interval)
+        self.half_loss = bool(settings.half_loss)
+        self.xla_mode = compiled_mode(strategy) if settings.jit_compile else None
         self._compiled: Dict[str, tf.types.experimental.GenericFunction] = {}
         with strategy.scope():
             agg = dict(synchronization=tf.VariableSynchronization.ON_WRITE,
                        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-            self.loss_scale = tf.Variable(initial_loss_scale, dtype=tf.float32,
+            self.loss_scale = tf.Variable(settings.initial_loss_scale, dtype=tf.float32,
                                           trainable=False, name="loss_scale", **agg)
             self.good_steps = tf.Variable(0, dtype=tf.int64, trainable=False,
                                           name="good_steps", **agg)

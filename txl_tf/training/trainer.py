@@ -28,6 +28,7 @@ import tensorflow as tf
 from txl_tf.inference import evaluation
 from txl_tf.training.distribute import local_replicas
 from txl_tf.training.replica_step import ReplicaStep
+from txl_tf.training.step_settings import StepSettings
 
 SUM = tf.distribute.ReduceOp.SUM
 
@@ -54,24 +55,18 @@ class Trainer:
     Args:
       model, optimizer: created under `strategy.scope()`.
       strategy: the distribution strategy.
-      clip, grad_accum_steps, loss_scaling, initial_loss_scale, growth_interval, half_loss,
-        jit_compile: the step's settings (`txl_tf.training.replica_step.ReplicaStep`).
+      settings: the step's `StepSettings` (`txl_tf.training.replica_step.ReplicaStep`).
 
     The `step` variable (int64, under the strategy) counts applied training steps.
     """
 
-    def __init__(self, model, optimizer, strategy: tf.distribute.Strategy, clip: float = 0.25,
-                 grad_accum_steps: int = 1, loss_scaling: bool = False,
-                 initial_loss_scale: float = 2.0 ** 15, growth_interval: int = 2000,
-                 half_loss: bool = False, jit_compile: bool = False):
+    def __init__(self, model, optimizer, strategy: tf.distribute.Strategy,
+                 settings: StepSettings = StepSettings()):
         self.model = model
         self.strategy = strategy
         with strategy.scope():
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-        self.replica_step = ReplicaStep(
-            model, optimizer, strategy, clip=clip, grad_accum_steps=grad_accum_steps,
-            loss_scaling=loss_scaling, initial_loss_scale=initial_loss_scale,
-            growth_interval=growth_interval, half_loss=half_loss, jit_compile=jit_compile)
+        self.replica_step = ReplicaStep(model, optimizer, strategy, settings)
         self._train_fn = tf.function(self._train_loop)
 
     @property

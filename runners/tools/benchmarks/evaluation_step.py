@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from runners.tools.benchmarks.train_step import random_tokens
 from txl_tf.inference.evaluation import segment_nll
+from txl_tf.model.context_settings import ContextSettings
 
 
 class EvalStep:
@@ -21,11 +22,12 @@ class EvalStep:
     def __init__(self, model, generator, batch_size, tgt_len, mem_len, jit):
         self.batch = random_tokens(generator, batch_size, tgt_len, model.config.n_token)
         self.mems = model.init_mems(batch_size, mem_len)
+        settings = ContextSettings.of_config(model.config, tgt_len=tgt_len, mem_len=mem_len)
 
         @tf.function(jit_compile=jit)
         def eval_step(batch, mems):
             nll_sum, count, new_mems = segment_nll(model, batch["inputs"], batch["labels"], mems,
-                                                   mem_len=mem_len)
+                                                   settings)
             return nll_sum / count, new_mems
         self._step = eval_step
 

@@ -11,6 +11,7 @@ from txl_tf.training.lr_schedule import WarmupCosineSchedule
 from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.actions.profile_steps import ProfileSteps
 from txl_tf.training.trainer import Trainer
+from txl_tf.training.step_settings import StepSettings
 
 
 def random_tokens(generator, batch_size, length, n_token):
@@ -41,10 +42,10 @@ def make_trainer(model, strategy, compilation):
                                     FLAGS.min_lr_ratio)
     with strategy.scope():
         optimizer = make_optimizer(schedule)
-    return Trainer(model, optimizer, strategy, clip=FLAGS.clip,
-                   grad_accum_steps=FLAGS.grad_accum_steps,
-                   loss_scaling=FLAGS.precision == "mixed_float16",
-                   jit_compile=compilation.mode is not None)
+    return Trainer(model, optimizer, strategy,
+                   StepSettings(clip=FLAGS.clip, grad_accum_steps=FLAGS.grad_accum_steps,
+                                loss_scaling=FLAGS.precision == "mixed_float16",
+                                jit_compile=compilation.mode is not None))
 
 
 class TrainStep:

@@ -135,11 +135,25 @@ def _rates(part, record, options):
     return measured
 
 
-def _run(part, record, name, deadline, options, devices, rate, physical=1, profile=None):
+@dataclasses.dataclass(frozen=True)
+class RunDevices:
+    """Where a recipe runs (`recipes.run_recipe`'s devices, rate and physical_devices).
+
+    Attributes:
+      devices: the replicas' devices.
+      rate: the matmul rate (FLOP/s) of one device in the run's precision, or None.
+      physical: the physical devices behind `devices`.
+    """
+    devices: list
+    rate: Optional[float]
+    physical: int = 1
+
+
+def _run(part, record, name, deadline, options, where: RunDevices, profile=None):
     """One run into record["runs"]; a failure (e.g. out of memory) is listed, not raised."""
     try:
         run = recipes.run_recipe(name, deadline, 2 if options.smoke else options.max_steps,
-                                 devices, rate, physical, profile)
+                                 where.devices, where.rate, where.physical, profile)
     except (tf.errors.OpError, ValueError, RuntimeError, MemoryError) as error:
         part.skip(name, f"failed: {type(error).__name__}: {first_line(error)}")
         return None
@@ -168,8 +182,8 @@ def _recipes(part, record, options, measured, work):
         if recipe == options.profile_recipe:
             logdirs[precision] = os.path.join(work, f"profile-{precision}")
             profile = (logdirs[precision], PROFILED_STEPS, part.deadline)
-        run = _run(part, record, name, deadline, options, [_dev(m, 0)],
-                   recipes.precision_rate(measured, precision), profile=profile)
+        where = RunDevices([_dev(m, 0)], recipes.precision_rate(measured, precision))
+        run = _run(part, record, name, deadline, options, where, profile=profile)
         if run is not None:
             run["data"] = source
         if profile is not None:  # packed at once: a run stopped later keeps the profiles
@@ -206,7 +220,7 @@ def _replicas(part, record, options, measured, work):
     physical = min(2, m["physical_devices"])
     recipes.apply_recipe(options.replica_recipe, "float32", overrides, options.smoke)
     one = _run(part, record, f"{name}, 1 replica, dropout 0", part.slot(2), options,
-               [_dev(m, 0)], rate)
+               RunDevices([_dev(m, 0)], rate))
     if one is None or not one["steps_timed"]:
         part.skip("two replicas", "the one-replica run gave no timed step to compare with")
         return None
@@ -216,9 +230,8 @@ def _replicas(part, record, options, measured, work):
     steps = one["steps_timed"]
     recipes.apply_recipe(options.replica_recipe, "float32", overrides, options.smoke)
     two = _run(part, record, f"{name}, 2 replicas ({_dev(m, 0)}, {_dev(m, 1)}), dropout 0",
-               part.deadline, dataclasses.replace(options, max_steps=steps), [_dev(m, 0),
-                                                                               _dev(m, 1)],
-               rate, physical)
+               part.deadline, dataclasses.replace(options, max_steps=steps),
+               RunDevices([_dev(m, 0), _dev(m, 1)], rate, physical))
     if two is None:
         return None
     pairs = list(zip(one["losses"], two["losses"]))
