@@ -305,7 +305,7 @@ class ServingModule(tf.Module):
         def body(i, mems, total):
             nll, _, new_mems = evaluation.segment_nll(
                 self.model, inputs[i], labels[i], tf.unstack(mems, num=c.n_layer),
-                self.context.mem_len, self.context.clamp_len, self.context.same_length)
+                self.context)
             return i + 1, tf.stack(new_mems), total + tf.cast(nll, tf.float64)
 
         mems = tf.zeros([c.n_layer, 1, self.context.mem_len, c.d_model])
