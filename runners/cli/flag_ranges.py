@@ -4,7 +4,7 @@ flag is defined and checked in one place, `check_flag_ranges`, before a runner's
 A flag generated from an options dataclass takes the range its class declares (`RANGES`); a flag
 a runner defines itself is defined with `define_integer` / `define_float` and its range. The
 range is written at the end of the flag's help ("Range: [1, 2147483647]."), so `--help`, the
-check and the tests (tests/commands/test_flag_ranges.py) read the same declaration.
+check and the tests (tests/runners/cli/test_flag_ranges.py) read the same declaration.
 
 An integer flag defined elsewhere without a range (absl's own `--verbosity`, ...) is held to
 int32 (`FALLBACK`): TensorFlow casts a Python int to int32 modulo 2^32 without a word.

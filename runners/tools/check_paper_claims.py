@@ -17,7 +17,7 @@ marked twice are refused before anything runs (exit code 1, naming the table): s
 would be checked by nothing.
 
 Each table of the doc follows a marker line `<!-- table: NAME -->` (NAME: ablation-synthetic,
-recl-synthetic-16, recl-synthetic-32). tests/tools/test_paper_claims.py checks, fast, that the
+recl-synthetic-16, recl-synthetic-32). tests/runners/tools/test_paper_claims.py checks, fast, that the
 doc's tables are the ones made from the committed record; only this tool checks that the code
 still produces the record.
 """

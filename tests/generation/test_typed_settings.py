@@ -1,5 +1,5 @@
 """The settings of generation travel typed (the sampling values as one `Sampler`, the memory
-settings as one `ContextSettings`; the parameter counts: tests/tools/test_function_size.py),
+settings as one `ContextSettings`; the parameter counts: tests/repository/test_function_size.py),
 and a `Sampler` holds either checked Python numbers or the graph's tensors."""
 import numpy as np
 import pytest

@@ -1,7 +1,7 @@
 """How `SignalHandler` counts presses (txl_tf/training/interruption.py), without signals: copies
 of a press within `DUPLICATE_WINDOW_SECONDS` are that press, anything after the window or another
 signal is a second press. The real signals are in test_interrupt.py and
-tests/commands/test_interrupt_prepare.py."""
+tests/runners/test_interrupt_prepare.py."""
 import itertools
 import random
 import signal

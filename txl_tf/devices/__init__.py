@@ -8,5 +8,5 @@ evaluation, generation and export share, below all of them.
                     `--jit_compile` decision of a training step (`choose`) and of generation
                     (`choose_generation`), each with the line that says what was chosen and why
 
-Nothing here imports another folder of txl_tf/ (tests/tools/test_package_boundaries.py).
+Nothing here imports another folder of txl_tf/ (tests/repository/test_package_boundaries.py).
 """

@@ -22,5 +22,5 @@ The settings travel typed: sampling as one `Sampler`, memory as one
 `txl_tf.model.context_settings.ContextSettings` (tgt_len: the prompt's segment length); the
 doors (`Generator`, the Keras model's `generate`, generate.py, the SavedModel in
 `txl_tf/serving/`) build them. Nothing here imports causal_lm/, serving/ or commands/, which
-are built on it (tests/tools/test_package_boundaries.py).
+are built on it (tests/repository/test_package_boundaries.py).
 """

@@ -105,21 +105,6 @@ class ServingModule(tf.Module):
         """The run settings of the generate signatures (tgt_len: the prompt segment length)."""
         return self.settings.generation
 
-    @property
-    def gen_jit_compile(self) -> bool:
-        """The generate signatures run their sampling loop as one XLA program."""
-        return self.settings.gen_jit_compile
-
-    @property
-    def tgt_len(self) -> int:
-        """The segment length of score_text."""
-        return self.context.tgt_len
-
-    @property
-    def gen_seg_len(self) -> int:
-        """The prompt segment length of the generate signatures."""
-        return self.gen_context.tgt_len
-
     def _define_signatures(self):
         """One tf.function per record of `signatures.SIGNATURES` (the text ones only with a
         text codec), held in the attribute of the record's name."""
@@ -197,7 +182,7 @@ class ServingModule(tf.Module):
         longest = tf.reduce_max(tf.concat([num_tokens, [0]], 0))
         width = self.limits.max_num_tokens
         sampler = Sampler(temperature, top_k, top_p, seed)
-        if self.gen_jit_compile:
+        if self.settings.gen_jit_compile:
             generated = self._generate_compiled(prompt, longest, sampler)
         else:
             generated = graph_loop.generate_ids(self.model, prompt, longest, sampler,
@@ -211,7 +196,7 @@ class ServingModule(tf.Module):
         max_num_tokens], the prompt right-padded to gen_seg_len * 2**ceil(log2(ceil(P /
         gen_seg_len))) tokens (`buckets.prompt_bucket` with segments of gen_seg_len);
         `sampler`: the per-row `Sampler` (tensors [B])."""
-        seg_len = self.gen_seg_len
+        seg_len = self.gen_context.tgt_len
         length = tf.shape(prompt)[1]
         segments = (length + seg_len - 1) // seg_len
         bucket = seg_len * tf.while_loop(lambda n: n < segments, lambda n: n * 2,

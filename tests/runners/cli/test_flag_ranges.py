@@ -5,7 +5,7 @@ those outside with exit code 2 and one line naming the flag and its range.
 In-process: each runner's flags are defined into their own `flags.FlagValues` (the `RUNNERS`
 registry: a new runner or flag is covered as soon as it is listed or defined), and hypothesis
 draws values from each declared range and just outside it (profiles: tests/support/
-hypothesis_profiles.py). tests/commands/test_flag_ranges_runners.py proves, one subprocess per
+hypothesis_profiles.py). tests/runners/test_flag_ranges_runners.py proves, one subprocess per
 runner, that the runner runs this check before any work.
 """
 import contextlib

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 RUNNERS = ("train", "evaluate", "generate", "export", "prepare_data", "import_weights", "recl",
            "ablation")
 ABSL_FLAGS = ("logtostderr", "alsologtostderr", "verbosity", "only_check_args", "pdb",
@@ -171,7 +171,7 @@ def _definers():
 @pytest.mark.parametrize("name", RUNNERS)
 def test_every_default_shown_is_the_value_used(name):
     """Each flag --help shows with a default, given explicitly with that text, parses to the
-    value the runner gets without it (ablation.py's preset applied: tests/commands/
+    value the runner gets without it (ablation.py's preset applied: tests/runners/cli/
     test_ablation_flags.py compares the options it runs with)."""
     from absl import flags as absl_flags
     from runners.cli import help as help_lib

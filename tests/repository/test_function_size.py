@@ -25,6 +25,10 @@ ALLOWED = {
     "txl_tf/causal_lm/causal_lm.py:TransformerXLCausalLM.compile":
         "keras.Model.compile's keywords plus the step's, which get_compile_config() records "
         "one by one and compile_from_config() passes back",
+    "txl_tf/causal_lm/task_methods.py:CausalLMTaskMethods.generate":
+        "the Keras model's public generate: keras-hub's keywords (inputs, max_length, "
+        "stop_token_ids, strip_prompt) plus sampler, seed and the run settings users pass by "
+        "name; it builds one Sampler and one ContextSettings at its door",
     "txl_tf/model/transformer_xl.py:TransformerXL.call":
         "the Keras call convention: the model's public call keywords (mem_len, clamp_len, "
         "same_length may be traced values in generation's compiled loops); a `context=` beside "

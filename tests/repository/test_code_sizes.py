@@ -2,7 +2,7 @@
 tf_records/, runners/ or untrusted_files/ spans more than MAX_CLASS_LINES lines, docstring and
 methods included (ast: end_lineno - lineno + 1). A class that grows past it has more than one
 job: its parts go to collaborators whose names say what they hold.
-(The parameter counts of every function: tests/tools/test_function_size.py.)
+(The parameter counts of every function: tests/repository/test_function_size.py.)
 Under Bazel the files are those of the test's runfiles, i.e. the libraries' sources.
 """
 import ast

@@ -17,7 +17,7 @@ from runners.cli import help as help_lib
 from runners.cli.model_flags import SMALL_MODEL, template_from_flags
 from runners.cli.train_flags import options_from_flags
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def parsed(*args):

@@ -19,7 +19,7 @@ from txl_tf.commands.train_options import checked
 from txl_tf.training.measurement import profile_summary
 from txl_tf.training.actions.profile_steps import ProfileSteps
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def train(tmp_path, data_dir, *extra):

@@ -70,7 +70,7 @@ def test_verdict_says_the_corpus_is_too_small_for_word_level(trained):
     verdicts = [line for line in out.splitlines() if line.startswith("verdict:")]
     assert len(verdicts) == 1, out[-3000:]
     # Not below the baseline after 4 steps: the usual line plus the corpus' reason; narrowly
-    # below it: the corpus' own line (tests/model/test_loss_report.py checks both exactly).
+    # below it: the corpus' own line (tests/loss/test_loss_report.py checks both exactly).
     assert (verdicts[0].startswith("verdict: the model does not beat counting words")
             and "This corpus is also too small for word level: " in verdicts[0]
             or verdicts[0].startswith("verdict: this corpus is too small for word level: "))

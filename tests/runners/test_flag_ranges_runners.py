@@ -3,7 +3,7 @@ ends the program with exit code 2 and one line naming the flag and its range, be
 nothing is written into the directories it was given. The runners run in this process
 (`runner_calls.call_runner`: their flag parsing, main and `sys.exit`); the tools, which define
 their flags as their modules are imported, each in a process of its own. The ranges themselves
-are tested in-process (tests/commands/test_flag_ranges.py)."""
+are tested in-process (tests/runners/cli/test_flag_ranges.py)."""
 import os
 import re
 

@@ -2,7 +2,7 @@
 `main` under `txl_tf.training.interruption.handling_signals`): outside the training loop, the
 first press (however many copies of it) stops `main` with one line and exit code 130. In-process:
 `main` signals its own process. The runners themselves, as subprocesses, are in
-tests/training/test_interrupt.py and tests/commands/test_interrupt_prepare.py."""
+tests/training/test_interrupt.py and tests/runners/test_interrupt_prepare.py."""
 import glob
 import os
 import re
@@ -13,7 +13,7 @@ import pytest
 
 from runners.cli import app, errors
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 RUNNERS = sorted(os.path.basename(p) for p in glob.glob(os.path.join(REPO, "runners", "*.py"))
                  if re.search(r"^if __name__ == ['\"]__main__['\"]:", open(p).read(), re.M))
 

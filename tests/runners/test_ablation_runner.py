@@ -4,7 +4,7 @@ TensorBoard runs, resumption and bad inputs (training without XLA: its compilati
 is tested here).
 
 The models are trained for a few steps only, so the losses themselves are not checked (the
-readings are tested against naive computations in tests/model/test_ablation_readings.py)."""
+readings are tested against naive computations in tests/ablation/test_ablation_readings.py)."""
 import glob
 import json
 import os

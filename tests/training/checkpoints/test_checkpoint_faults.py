@@ -38,7 +38,7 @@ from txl_tf.training.run_record.warm_start import warm_start
 
 from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_SIZES, train_config, train_flags
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 TINY = dict(TRAIN_SIZES, dropout=0.0, dropatt=0.0)
 RUN = dict(per_host_train_bsz=4, learning_rate=1e-2, warmup_steps=2, train_steps=12,
            steps_per_loop=4, log_steps=4, save_steps=4, eval_steps=0, max_eval_batches=2)

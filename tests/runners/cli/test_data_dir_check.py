@@ -11,7 +11,7 @@ from absl import app
 
 from runners.cli.paths import check_data_dir
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def tree(root):

@@ -13,7 +13,7 @@ from runners.cli import data_flags
 
 from tiny import SYNTHETIC
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def defined_flags():

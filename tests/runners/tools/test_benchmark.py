@@ -14,7 +14,7 @@ import txl_tf
 from txl_tf.model import flops as model_flops
 from tiny import tiny_config
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def _graph_matmul_flops(graph):

@@ -1,7 +1,7 @@
 """What TF Serving does with an export, replayed through its session-based loader
 (`tf.compat.v1.saved_model.loader.load` into a graph of its own + `Session.run`, as the server's
 C++ LoadSavedModel runs a SavedModel; that a fresh process with TensorFlow and TF Text alone loads
-it is tests/inference/test_serving_loaders.py's):
+it is tests/serving/test_serving_loaders.py's):
 
 * request batching: the batcher concatenates requests along dimension 0 and splits the outputs
   along dimension 0; for every signature, the split outputs of a merged request equal those of

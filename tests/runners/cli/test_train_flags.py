@@ -14,7 +14,7 @@ from txl_tf.commands.train_options import for_level
 
 from tiny import tiny_config
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 # Vocabulary sizes of the corpora (reference-implementation.md section 2.2).
 N_TOKEN = {"builtin": 256, "enwik8": 204, "text8": 27, "wt103": 267735, "lm1b": 793471}
 # (n_layer, d_model, n_head x d_head, d_inner, tgt_len, global batch, lr, steps) per recipe,
