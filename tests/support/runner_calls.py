@@ -12,9 +12,11 @@ same `main`, the same one error line and exit code (`runners/cli/app.py` ends ev
 `sys.stderr`, absl's log lines and the Python warnings a plain interpreter would show (its
 default warning filters); the lines TensorFlow's C++ code writes to the file descriptors are not
 in it.
-The flags the runner defined are removed again afterwards, so that the next call can define
-them anew (the runners under runners/tools/ that define flags as their modules are imported are
-for `run_runner` only).
+For the call, the flags that runners' modules defined into absl's global `flags.FLAGS` earlier
+in this process are set aside (another test may have imported a runner and defined its flags,
+as a process that runs one runner never has) and registered again after it; the flags the
+runner defined are removed afterwards, so that the next call defines them anew (the runners under runners/tools/ that
+define flags as their modules are imported are for `run_runner` only).
 
 Both return a `subprocess.CompletedProcess` (returncode, stdout, stderr as text).
 
@@ -77,6 +79,33 @@ def run_runner(name, args, cwd=REPO, wrap=(), env=None, timeout=600, **popen):
                           env=user_env() if env is None else env, timeout=timeout, **popen)
 
 
+def _is_runners_module(module: str) -> bool:
+    """A module name of runners/ (imported, or run as `__main__` by a call)."""
+    return module == "__main__" or module.split(".")[0] == "runners"
+
+
+def set_aside_runner_flags(fv) -> list:
+    """Removes from `fv` every flag a module of runners/ defined; returns [(module, Flag)] for
+    `restore_flags`."""
+    found = {}
+    for module, module_flags in fv.flags_by_module_dict().items():
+        if _is_runners_module(module):
+            for flag in module_flags:
+                found.setdefault(flag.name, (module, flag))
+    for name in found:
+        if name in fv:
+            delattr(fv, name)
+    return list(found.values())
+
+
+def restore_flags(fv, aside) -> None:
+    """Registers again the flags `set_aside_runner_flags` removed (their values unchanged)."""
+    for module, flag in aside:
+        if flag.name not in fv:
+            fv[flag.name] = flag
+            fv.register_flag_by_module(module, flag)
+
+
 def call_runner(name, args, cwd=REPO):
     """`runners/<name>.py args` run as `__main__` in this process; its exit code (the
     `sys.exit` that ends every runner; 0 when it returned) and what it printed."""
@@ -84,6 +113,7 @@ def call_runner(name, args, cwd=REPO):
 
     app.define_help_flags()  # --help, --helpfull ...: absl defines them once per process
     fv = flags.FLAGS
+    aside = set_aside_runner_flags(fv)
     defined = set(fv)
     out, err = io.StringIO(), io.StringIO()
     argv, here = sys.argv, os.getcwd()
@@ -116,5 +146,6 @@ def call_runner(name, args, cwd=REPO):
         for flag in set(fv) - defined:
             delattr(fv, flag)
         fv.unparse_flags()
+        restore_flags(fv, aside)
     return subprocess.CompletedProcess([runner_path(name)] + [str(a) for a in args], code,
                                        out.getvalue(), err.getvalue())
