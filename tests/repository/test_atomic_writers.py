@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from package_files import REPO, modules
 PACKAGES = ("txl_tf", "tf_records", "runners")
 WRITES = re.compile(
     r"""\bopen\(.*['"](?:w|wb|w\+|a|ab|x|xb)['"]\s*[,)]"""  # open(path, "w") and friends
@@ -46,18 +46,12 @@ ALLOWED = {
 def writes():
     """{repository path: [source lines that open a file for writing]}."""
     found = {}
-    for package in PACKAGES:
-        for directory, dirs, names in os.walk(os.path.join(REPO, package)):
-            dirs[:] = [d for d in dirs if d != "__pycache__"]
-            for name in names:
-                if not name.endswith(".py"):
-                    continue
-                path = os.path.join(directory, name)
-                with open(path, encoding="utf-8") as f:
-                    lines = [line.strip() for line in f
-                             if WRITES.search(line) and not line.lstrip().startswith("#")]
-                if lines:
-                    found[os.path.relpath(path, REPO).replace(os.sep, "/")] = lines
+    for path in (p for package in PACKAGES for p in modules(package)):
+        with open(os.path.join(REPO, path), encoding="utf-8") as f:
+            lines = [line.strip() for line in f
+                     if WRITES.search(line) and not line.lstrip().startswith("#")]
+        if lines:
+            found[path] = lines
     return found
 
 

@@ -10,19 +10,9 @@ import os
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from package_files import REPO, modules
 PACKAGES = ("txl_tf", "tf_records", "runners", "untrusted_files")
 MAX_CLASS_LINES = 250
-
-
-def modules(package):
-    """Repository-relative paths of the package's .py files."""
-    found = []
-    for directory, dirs, names in os.walk(os.path.join(REPO, package)):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        rel = os.path.relpath(directory, REPO).replace(os.sep, "/")
-        found += [f"{rel}/{n}" for n in sorted(names) if n.endswith(".py")]
-    return found
 
 
 def class_spans(source, path="<source>"):

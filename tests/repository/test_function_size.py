@@ -11,7 +11,7 @@ Under Bazel the files are those of the test's runfiles, i.e. the sources.
 import ast
 import os
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from package_files import REPO, modules
 PACKAGES = ("txl_tf", "tf_records", "runners")
 MOST = 8
 
@@ -56,19 +56,10 @@ def functions(tree: ast.AST, prefix: str = ""):
             yield from functions(node, prefix)
 
 
-def sources():
-    """Repository-relative paths of the .py files of `PACKAGES`."""
-    for package in PACKAGES:
-        for directory, dirs, names in os.walk(os.path.join(REPO, package)):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            rel = os.path.relpath(directory, REPO).replace(os.sep, "/")
-            yield from (f"{rel}/{n}" for n in sorted(names) if n.endswith(".py"))
-
-
 def too_long() -> dict:
     """"path:qualified name" -> parameter count of every function with more than `MOST`."""
     found = {}
-    for path in sources():
+    for path in (p for package in PACKAGES for p in modules(package)):
         with open(os.path.join(REPO, path), encoding="utf-8") as f:
             tree = ast.parse(f.read(), path)
         for name, node in functions(tree):

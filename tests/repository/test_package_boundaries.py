@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from package_files import REPO, modules
 FORBIDDEN = {
     "txl_tf": ("tf_records", "runners", "absl.flags"),
     "tf_records": ("txl_tf", "runners"),
@@ -23,16 +23,6 @@ FORBIDDEN = {
     "untrusted_files": ("txl_tf", "tf_records", "runners", "absl", "tensorflow", "keras",
                         "numpy", "h5py"),
 }
-
-
-def modules(package, root=REPO):
-    """Repository-relative (`root`-relative) paths of the package's .py files."""
-    found = []
-    for directory, dirs, names in os.walk(os.path.join(root, package)):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        rel = os.path.relpath(directory, root).replace(os.sep, "/")
-        found += [f"{rel}/{n}" for n in sorted(names) if n.endswith(".py")]
-    return found
 
 
 def imported_names(tree):
