@@ -3,7 +3,6 @@ command-line importer writes a complete model directory (weights, config, vocabu
 import json
 import os
 import pickle
-import subprocess
 import sys
 import types
 
@@ -12,6 +11,7 @@ import pytest
 
 import reference_numpy as ref
 from import_helpers import write_tf1_checkpoint
+from runner_calls import call_runner
 from tf_records.vocab import imported_files
 from tf_records.vocab.reference_pickle import UnsafePickleError, load_vocab_pickle
 from tf_records.vocab.vocabulary import Vocabulary
@@ -125,12 +125,11 @@ def test_command_line_import_writes_a_complete_model_dir(tmp_path):
     json.dump({"vocab_size": 6, "cutoffs": [0, 6], "dataset": "wt103"},
               open(tmp_path / "corpus-info.json", "w"))
     model_dir = str(tmp_path / "model")
-    result = subprocess.run(
-        [sys.executable, os.path.join(REPO, "runners", "import_weights.py"), "--source=tf1",
+    result = call_runner(
+        "import_weights", ["--source=tf1",
          f"--checkpoint={prefix}", f"--vocab_pickle={tmp_path / 'cache.pkl'}",
          f"--corpus_info={tmp_path / 'corpus-info.json'}", f"--model_dir={model_dir}",
-         "--tgt_len=5", "--mem_len=7", "--clamp_len=3", "--same_length"],
-        capture_output=True, text=True, cwd=REPO, timeout=300)
+         "--tgt_len=5", "--mem_len=7", "--clamp_len=3", "--same_length"])
     assert result.returncode == 0, result.stderr[-3000:]
     model = txl_tf.load_model(model_dir)
     c = model.config
@@ -141,21 +140,19 @@ def test_command_line_import_writes_a_complete_model_dir(tmp_path):
 
     # A vocabulary of another size is rejected, and nothing is written.
     _reference_cache_pickle(str(tmp_path / "other.pkl"), symbols[:4], "wt103")
-    result = subprocess.run(
-        [sys.executable, os.path.join(REPO, "runners", "import_weights.py"), "--source=tf1",
+    result = call_runner(
+        "import_weights", ["--source=tf1",
          f"--checkpoint={prefix}", f"--vocab_pickle={tmp_path / 'other.pkl'}",
-         f"--model_dir={tmp_path / 'model2'}"],
-        capture_output=True, text=True, cwd=REPO, timeout=300)
+         f"--model_dir={tmp_path / 'model2'}"])
     assert result.returncode != 0 and "4 symbols" in result.stderr
     assert not os.path.exists(tmp_path / "model2" / "checkpoint")
 
     # Importing into a directory that holds a model is refused before its vocabulary changes.
     _reference_cache_pickle(str(tmp_path / "reversed.pkl"), symbols[::-1], "wt103")
-    result = subprocess.run(
-        [sys.executable, os.path.join(REPO, "runners", "import_weights.py"), "--source=tf1",
+    result = call_runner(
+        "import_weights", ["--source=tf1",
          f"--checkpoint={prefix}", f"--vocab_pickle={tmp_path / 'reversed.pkl'}",
-         f"--model_dir={model_dir}"],
-        capture_output=True, text=True, cwd=REPO, timeout=300)
+         f"--model_dir={model_dir}"])
     assert result.returncode == 2 and "already holds a checkpoint" in result.stderr
     assert Vocabulary.load(os.path.join(model_dir, "vocab.txt"), "word").symbols == symbols
 

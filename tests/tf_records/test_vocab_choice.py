@@ -2,17 +2,15 @@
 corpus too small for its vocabulary, through `prepare` and `runners/prepare_data.py`."""
 import collections
 import json
-import os
 import random
-import subprocess
-import sys
 
 import pytest
 
 import tf_records
 from tf_records.vocab import choice
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from runner_calls import call_runner
+
 
 
 def naive_min_freq(counts, num_tokens, specials, target):
@@ -72,9 +70,8 @@ def test_prepare_chooses_the_minimum_count_and_records_it(tmp_path):
 
 
 def prepare_data(*args, cwd):
-    return subprocess.run([sys.executable, os.path.join(REPO, "runners", "prepare_data.py"),
-                           *args, "--splits="], cwd=str(cwd), capture_output=True, text=True,
-                          timeout=300, env=dict(os.environ, PYTHONPATH=REPO))
+    """`runners/prepare_data.py args` (in this process: what it writes and prints is tested)."""
+    return call_runner("prepare_data", [*args, "--splits="], cwd=cwd)
 
 
 def test_prepare_data_says_at_once_when_the_corpus_is_too_small(tmp_path):
