@@ -17,10 +17,13 @@ from tiny import SYNTHETIC_FLAGS, TRAIN_FLAGS
 from txl_tf.training.interruption import DUPLICATE_WINDOW_SECONDS
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# Long enough never to end by itself; loops of 2 steps, each logged; no periodic save.
+# Long enough never to end by itself; loops of 2 steps, each logged; no periodic save. Without
+# XLA, whose compilation of the step was most of each run (the loop is one `tf.function` either
+# way; the compiled step: tests/training/test_jit_compile.py).
 RUN = ["--dataset=synthetic", "--per_host_train_bsz=4", "--warmup_steps=1",
        "--train_steps=1000000", "--steps_per_loop=2", "--log_steps=2", "--save_steps=0",
-       "--eval_steps=0", "--max_eval_batches=1", *TRAIN_FLAGS, *SYNTHETIC_FLAGS]
+       "--eval_steps=0", "--max_eval_batches=1", "--jit_compile=false", *TRAIN_FLAGS,
+       *SYNTHETIC_FLAGS]
 
 
 def start(model_dir, data_dir, *extra, wrapper=()):
