@@ -43,11 +43,16 @@ from txl_tf.commands.train_options import TrainOptions
 from tiny import (SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, TRAIN_SIZES, prepare_synthetic,
                   train_config)
 
+pytestmark = pytest.mark.usefixtures("matmul_rate_once")  # conftest.py
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN = os.path.join(REPO, "runners", "train.py")
 GLOBAL_BATCH, STEPS, SAVE_STEPS = 4, 12, 4
+# Without XLA in the workers and in the process they are compared with: its compilation of the
+# step was most of each run, and the strategy, not the compiler, is what is checked here (XLA's
+# per-replica `gradients` mode under a CPU MirroredStrategy: tests/training/test_jit_compile.py).
 RUN = dict(learning_rate=3e-3, warmup_steps=2, train_steps=STEPS, steps_per_loop=4, log_steps=1,
-           save_steps=SAVE_STEPS, eval_steps=0, max_eval_batches=2)
+           save_steps=SAVE_STEPS, eval_steps=0, max_eval_batches=2, jit_compile="false")
 TIMEOUT = 240  # seconds per two-worker job (about 30 s on an idle 2-core machine)
 
 
