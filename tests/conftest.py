@@ -97,6 +97,31 @@ def word_export(tmp_path_factory):
     assert unchanged(path, recorded), f"a test changed the shared directory {path}"
 
 
+_MATMUL_RATES = {}
+
+
+@pytest.fixture(scope="module")
+def matmul_rate_once():
+    """For a module's tests: a training run in this process (`txl_tf.training.announce`)
+    measures the matmul rate of its duration estimate once per (dtype, device) in the session
+    and then reuses it, instead of about half a CPU second of matrix products per run. The
+    measurement itself: tests/training/measurement/test_matmul_rate.py. Opt in with
+    `pytestmark = pytest.mark.usefixtures("matmul_rate_once")`."""
+    from txl_tf.training import announce
+
+    measure = announce.measure_matmul_rate
+
+    def measured_once(dtype=tf.float32, device=None, **kwargs):
+        key = (tf.as_dtype(dtype).name, device, tuple(sorted(kwargs.items())))
+        if key not in _MATMUL_RATES:
+            _MATMUL_RATES[key] = measure(dtype, device, **kwargs)
+        return _MATMUL_RATES[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(announce, "measure_matmul_rate", measured_once)
+        yield
+
+
 _COLLECTIVE_KEY_RANGES = itertools.count(1)
 _mirrored_strategy_init = tf.distribute.MirroredStrategy.__init__
 

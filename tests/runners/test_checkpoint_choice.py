@@ -19,6 +19,8 @@ import txl_tf
 from runner_calls import call_runner as run_runner
 from tiny import TRAIN_FLAGS
 
+pytestmark = pytest.mark.usefixtures("matmul_rate_once")  # conftest.py
+
 STEPS = ["--warmup_steps=1", "--steps_per_loop=2", "--log_steps=2", "--save_steps=2",
          "--eval_steps=2", "--max_eval_batches=1", "--per_host_train_bsz=4",
          "--dataset=builtin", "--corpus_option=max_bytes=20000", "--jit_compile=false"]

@@ -20,6 +20,8 @@ from txl_tf.model.config import ConfigError
 from txl_tf.commands.train_options import TrainError, TrainOptions
 from txl_tf.commands.train_options import checked
 
+pytestmark = pytest.mark.usefixtures("matmul_rate_once")  # conftest.py
+
 FLAGS = TRAIN_FLAGS + ["--per_host_train_bsz=4", "--dataset=synthetic", "--data_dir=D",
                        "--warmup_steps=1", "--steps_per_loop=2", "--log_steps=2",
                        "--save_steps=2", "--eval_steps=0", "--max_eval_batches=1",

@@ -19,9 +19,12 @@ from txl_tf.storage.lora_record import read_lora_record
 
 from tiny import SYNTHETIC, TRAIN_FLAGS
 
+pytestmark = pytest.mark.usefixtures("matmul_rate_once")  # conftest.py
+
 STEPS = ["--warmup_steps=2", "--steps_per_loop=5", "--log_steps=5", "--save_steps=10",
          "--eval_steps=10", "--max_eval_batches=2", "--per_host_train_bsz=4",
-         "--learning_rate=1e-2", "--dropout=0.0", "--dropatt=0.0"]
+         "--learning_rate=1e-2", "--dropout=0.0", "--dropatt=0.0",
+         "--jit_compile=false"]  # XLA's compilation was most of each run; not what is tested
 
 
 def run(args):

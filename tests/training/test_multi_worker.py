@@ -43,11 +43,16 @@ from txl_tf.commands.train_options import TrainOptions
 from tiny import (SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, TRAIN_SIZES, prepare_synthetic,
                   train_config)
 
+pytestmark = pytest.mark.usefixtures("matmul_rate_once")  # conftest.py
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN = os.path.join(REPO, "runners", "train.py")
 GLOBAL_BATCH, STEPS, SAVE_STEPS = 4, 12, 4
+# Without XLA in the workers and in the process they are compared with: its compilation of the
+# step was most of each run, and the strategy, not the compiler, is what is checked here (XLA's
+# per-replica `gradients` mode under a CPU MirroredStrategy: tests/training/test_jit_compile.py).
 RUN = dict(learning_rate=3e-3, warmup_steps=2, train_steps=STEPS, steps_per_loop=4, log_steps=1,
-           save_steps=SAVE_STEPS, eval_steps=0, max_eval_batches=2)
+           save_steps=SAVE_STEPS, eval_steps=0, max_eval_batches=2, jit_compile="false")
 TIMEOUT = 240  # seconds per two-worker job (about 30 s on an idle 2-core machine)
 
 
@@ -206,12 +211,10 @@ def two_replicas_dropout(data):
 
 
 @pytest.fixture(scope="module")
-def killed_job(data):
+def killed(data):
     """Two workers with dropout on; worker 1 killed with SIGKILL after the first checkpoint, the
-    job then stopped and started again to the end (worker 1 with model_dir read-only where this
-    machine allows it). Returns the model_dir, what the kill left (worker 1's return code,
-    whether the job had finished, the newest checkpoint), and of the restarted job the logs,
-    whether worker 1 ran read-only and its temporary directory."""
+    job then stopped, as a scheduler does. Returns the model_dir and what the kill left (worker
+    1's return code, whether the job had finished, the newest checkpoint)."""
     model_dir = str(data["root"] / "killed")
     processes, logs, _ = start_job(data, model_dir, "killed", dropout=DROPOUT)
     state_file = os.path.join(model_dir, "checkpoint")
@@ -230,9 +233,17 @@ def killed_job(data):
             pass
     finally:
         kill_workers(processes)
-    killed = dict(returncode=processes[1].returncode,
-                  finished=os.path.exists(os.path.join(model_dir, "train_summary.json")),
-                  at=int(tf.train.latest_checkpoint(model_dir).rsplit("-", 1)[1]))
+    return dict(model_dir=model_dir, returncode=processes[1].returncode,
+                finished=os.path.exists(os.path.join(model_dir, "train_summary.json")),
+                at=int(tf.train.latest_checkpoint(model_dir).rsplit("-", 1)[1]))
+
+
+@pytest.fixture(scope="module")
+def killed_job(data, killed):
+    """The killed job started again to the end (worker 1 with model_dir read-only where this
+    machine allows it). Returns the model_dir, what the kill left (`killed`), and of the
+    restarted job the logs, whether worker 1 ran read-only and its temporary directory."""
+    model_dir = killed["model_dir"]
     processes, logs, read_only = start_job(data, model_dir, "restarted", dropout=DROPOUT,
                                            read_only_nonchief=True)
     wait_job(processes, logs)
@@ -267,6 +278,66 @@ def test_two_host_layout_gives_global_replica_r_the_streams_of_replica_r(data):
                 single[step * GLOBAL_BATCH + host * b:step * GLOBAL_BATCH + (host + 1) * b])
     # Not trivially equal: the two replicas' streams differ.
     assert not np.array_equal(single[:b], single[b:2 * b])
+
+
+def test_worker_1_is_killed_after_the_first_checkpoint(killed):
+    """The premise of the restart: worker 1 died of SIGKILL between the first checkpoint and
+    the end of the job. (The tests below are in the order that sets up one part of the job
+    each: the kill, the restart, the reference with dropout, the one without.)"""
+    assert killed["returncode"] == -signal.SIGKILL
+    assert not killed["finished"], "the job ended before the kill"
+    assert SAVE_STEPS <= killed["at"] < STEPS
+
+
+def test_only_the_chief_writes_into_model_dir(killed_job):
+    chief_log, other_log = (tail(p, 100_000) for p in killed_job["logs"])
+    assert "train_summary " in chief_log and "train_summary " not in other_log
+    assert f"step {STEPS}/{STEPS}" in chief_log and f"step {STEPS}/{STEPS}" not in other_log
+    model_dir = killed_job["model_dir"]
+    # The chief wrote the memory of both workers (the non-chief has none of its own to write).
+    steps = [sorted(worker_memory.memory_steps(model_dir, w)) for w in range(2)]
+    assert steps[0] == steps[1] and steps[0][-1] == STEPS, steps
+    assert set(steps[0]) <= set(range(SAVE_STEPS, STEPS + 1, SAVE_STEPS)), steps
+    names = sorted(os.listdir(model_dir))
+    assert not [n for n in names if n.startswith(".tmp")], names
+    # Worker 1 saved its share of each checkpoint into a temporary directory and deleted it.
+    leftovers = [os.path.join(root, f) for root, _, files in os.walk(killed_job["tmp_worker1"])
+                 for f in files if "txl-nonchief-ckpt" in root]
+    assert not leftovers, leftovers
+    if not killed_job["read_only"]:
+        pytest.skip("no private read-only mount here (needs root and unshare): worker 1 could "
+                    "not be run with a read-only model_dir")
+    # Worker 1 ran with model_dir read-only, restored from it and still finished: it wrote
+    # nothing there.
+
+
+def test_killed_worker_resumes_to_the_undisturbed_weights(killed_job, two_replicas_dropout):
+    """Dropout on, so the dropout RNG state must be restored too. The undisturbed run is one
+    process with two replicas (which the two workers equal up to the kill:
+    test_two_workers_train_like_one_process_with_two_replicas)."""
+    model_dir, killed_at = killed_job["model_dir"], killed_job["killed"]["at"]
+
+    chief = tail(killed_job["logs"][0], 100_000)
+    resumed_at = int(chief.split("resuming at step ")[1].split()[0])
+    assert resumed_at == killed_at
+    with open(os.path.join(model_dir, "train_summary.json")) as f:
+        summary = json.load(f)
+    assert summary["resumed"] and summary["step"] == STEPS
+
+    undisturbed, resumed = state(two_replicas_dropout), state(model_dir)
+    diff = max(float(np.abs(undisturbed[k] - resumed[k]).max()) for k in undisturbed)
+    print(f"\nkilled worker 1 after checkpoint {killed_at}, job restarted: final weights + Adam "
+          f"slots vs the undisturbed run, max abs difference {diff:.3g}")
+    assert_same_state(resumed, undisturbed, atol=1e-6)
+    for x, y in zip(memory(model_dir, 2), memory(two_replicas_dropout, 1)):
+        np.testing.assert_allclose(x, y, atol=1e-6, rtol=1e-5)
+    # The restarted job's losses continue the undisturbed sequence step for step (the data
+    # position and memory were restored, not restarted).
+    after = losses(model_dir)
+    before = losses(two_replicas_dropout)
+    assert [n for n in after if n > killed_at] == list(range(killed_at + 1, STEPS + 1))
+    np.testing.assert_allclose([after[n] for n in range(killed_at + 1, STEPS + 1)],
+                               [before[n] for n in range(killed_at + 1, STEPS + 1)], rtol=1e-6)
 
 
 def test_two_workers_train_like_one_process_with_two_replicas(killed_job, two_replicas_dropout,
@@ -309,61 +380,6 @@ def test_two_workers_train_like_one_process_with_two_replicas(killed_job, two_re
     moved = max(float(np.abs(first.get_tensor(k) - w[k]).max())
                 for k in w if k.startswith("model/"))
     assert moved > 1e-2, moved
-
-
-def test_only_the_chief_writes_into_model_dir(killed_job):
-    chief_log, other_log = (tail(p, 100_000) for p in killed_job["logs"])
-    assert "train_summary " in chief_log and "train_summary " not in other_log
-    assert f"step {STEPS}/{STEPS}" in chief_log and f"step {STEPS}/{STEPS}" not in other_log
-    model_dir = killed_job["model_dir"]
-    # The chief wrote the memory of both workers (the non-chief has none of its own to write).
-    steps = [sorted(worker_memory.memory_steps(model_dir, w)) for w in range(2)]
-    assert steps[0] == steps[1] and steps[0][-1] == STEPS, steps
-    assert set(steps[0]) <= set(range(SAVE_STEPS, STEPS + 1, SAVE_STEPS)), steps
-    names = sorted(os.listdir(model_dir))
-    assert not [n for n in names if n.startswith(".tmp")], names
-    # Worker 1 saved its share of each checkpoint into a temporary directory and deleted it.
-    leftovers = [os.path.join(root, f) for root, _, files in os.walk(killed_job["tmp_worker1"])
-                 for f in files if "txl-nonchief-ckpt" in root]
-    assert not leftovers, leftovers
-    if not killed_job["read_only"]:
-        pytest.skip("no private read-only mount here (needs root and unshare): worker 1 could "
-                    "not be run with a read-only model_dir")
-    # Worker 1 ran with model_dir read-only, restored from it and still finished: it wrote
-    # nothing there.
-
-
-def test_killed_worker_resumes_to_the_undisturbed_weights(killed_job, two_replicas_dropout):
-    """Dropout on, so the dropout RNG state must be restored too. The undisturbed run is one
-    process with two replicas (which the two workers equal up to the kill:
-    test_two_workers_train_like_one_process_with_two_replicas)."""
-    model_dir, killed = killed_job["model_dir"], killed_job["killed"]
-    assert killed["returncode"] == -signal.SIGKILL
-    assert not killed["finished"], "the job ended before the kill"
-    killed_at = killed["at"]
-    assert SAVE_STEPS <= killed_at < STEPS
-
-    chief = tail(killed_job["logs"][0], 100_000)
-    resumed_at = int(chief.split("resuming at step ")[1].split()[0])
-    assert resumed_at == killed_at
-    with open(os.path.join(model_dir, "train_summary.json")) as f:
-        summary = json.load(f)
-    assert summary["resumed"] and summary["step"] == STEPS
-
-    undisturbed, resumed = state(two_replicas_dropout), state(model_dir)
-    diff = max(float(np.abs(undisturbed[k] - resumed[k]).max()) for k in undisturbed)
-    print(f"\nkilled worker 1 after checkpoint {killed_at}, job restarted: final weights + Adam "
-          f"slots vs the undisturbed run, max abs difference {diff:.3g}")
-    assert_same_state(resumed, undisturbed, atol=1e-6)
-    for x, y in zip(memory(model_dir, 2), memory(two_replicas_dropout, 1)):
-        np.testing.assert_allclose(x, y, atol=1e-6, rtol=1e-5)
-    # The restarted job's losses continue the undisturbed sequence step for step (the data
-    # position and memory were restored, not restarted).
-    after = losses(model_dir)
-    before = losses(two_replicas_dropout)
-    assert [n for n in after if n > killed_at] == list(range(killed_at + 1, STEPS + 1))
-    np.testing.assert_allclose([after[n] for n in range(killed_at + 1, STEPS + 1)],
-                               [before[n] for n in range(killed_at + 1, STEPS + 1)], rtol=1e-6)
 
 
 def test_non_chief_waits_for_the_records_the_chief_makes(tmp_path):

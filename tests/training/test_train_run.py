@@ -5,6 +5,10 @@
 * an interrupted and resumed run (dropout on) ends with the weights and memory of an
   uninterrupted one, in-process and after `kill -9` of `runners/train.py`;
 * bad values are errors with a clear message.
+Every run here is without XLA (`jit_compile="false"`): its compilation of the step was most of
+each run's time and is not what these tests check (the compiled step: test_jit_compile.py; the
+default `auto` path end to end: the conftest's `trained_byte_model` and
+tests/runners/test_own_text_learns.py).
 """
 import json
 import os
@@ -27,6 +31,8 @@ from txl_tf.commands.train import train
 from txl_tf.commands.train_options import TrainError, TrainOptions
 
 from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, TRAIN_SIZES, train_config
+
+pytestmark = pytest.mark.usefixtures("matmul_rate_once")  # conftest.py
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -59,7 +65,7 @@ def short_run(tmp_path_factory):
     options = TrainOptions(
         model_dir=str(root / "model"), per_host_train_bsz=8, learning_rate=5e-3,
         warmup_steps=10, train_steps=80, steps_per_loop=10, log_steps=20, save_steps=40,
-        eval_steps=40, max_eval_batches=4)
+        eval_steps=40, max_eval_batches=4, jit_compile="false")
     summary = train(options, train_config(), PreparedData(data))
     return options, summary, data
 
@@ -131,7 +137,7 @@ def test_flags_that_do_not_fit_the_checkpoint_are_errors(short_run):
 def resume_options(root, name, **changes):
     values = dict(model_dir=str(root / name), per_host_train_bsz=4, learning_rate=1e-2,
                   warmup_steps=2, train_steps=12, steps_per_loop=3, log_steps=3, save_steps=4,
-                  eval_steps=0, max_eval_batches=2)
+                  eval_steps=0, max_eval_batches=2, jit_compile="false")
     values.update(changes)
     return TrainOptions(**values)
 
@@ -171,8 +177,8 @@ def test_kill_9_then_restart_matches_uninterrupted(tmp_path, capsys):
                f"--model_dir={options.model_dir}", f"--data_dir={tmp_path / 'data'}",
                "--dataset=synthetic", "--per_host_train_bsz=4", "--learning_rate=1e-2",
                "--warmup_steps=2", "--eval_steps=0", "--max_eval_batches=2",
-               "--dropout=0.0", "--dropatt=0.0"] + [f"--{k}={v}" for k, v in sizes.items()] \
-        + TRAIN_FLAGS + SYNTHETIC_FLAGS
+               "--dropout=0.0", "--dropatt=0.0", "--jit_compile=false"] \
+        + [f"--{k}={v}" for k, v in sizes.items()] + TRAIN_FLAGS + SYNTHETIC_FLAGS
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
     process = subprocess.Popen(command, cwd=str(tmp_path), env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE)
@@ -222,7 +228,8 @@ def test_init_checkpoint_warm_starts_the_weights(short_run, tmp_path):
     options, _, data = short_run
     warm = TrainOptions(model_dir=str(tmp_path / "warm"), per_host_train_bsz=8, learning_rate=1e-9, warmup_steps=0, train_steps=1,
                         steps_per_loop=1, log_steps=1, save_steps=1, eval_steps=0,
-                        max_eval_batches=1, init_checkpoint=options.model_dir)
+                        max_eval_batches=1, init_checkpoint=options.model_dir,
+                        jit_compile="false")
     train(warm, train_config(), PreparedData(data))
     source, started = final_weights(options.model_dir), final_weights(warm.model_dir)
     model_names = [n for n in source if n.startswith("model/")]

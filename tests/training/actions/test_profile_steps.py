@@ -4,12 +4,11 @@ writes a TensorBoard profile of exactly those steps to model_dir/plugins/profile
 the controller cuts its compiled loops at START - 1 and END; bad values are one error line."""
 import glob
 import os
-import subprocess
-import sys
 
 import pytest
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
+from runner_calls import call_runner
 from tf_records import DataOptions, PreparedData
 from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, train_config
 from txl_tf.commands.train import train as run_training
@@ -19,18 +18,17 @@ from txl_tf.commands.train_options import checked
 from txl_tf.training.measurement import profile_summary
 from txl_tf.training.actions.profile_steps import ProfileSteps
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+pytestmark = pytest.mark.usefixtures("matmul_rate_once")  # conftest.py
 
 
 def train(tmp_path, data_dir, *extra):
-    command = [sys.executable, os.path.join(REPO, "runners", "train.py"),
-               f"--model_dir={tmp_path / 'model'}", f"--data_dir={data_dir}",
-               "--dataset=synthetic", "--per_host_train_bsz=4", "--warmup_steps=1",
-               "--train_steps=4", "--steps_per_loop=4", "--log_steps=4", "--save_steps=4",
-               "--eval_steps=0", "--max_eval_batches=1", *TRAIN_FLAGS, *SYNTHETIC_FLAGS, *extra]
-    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run(command, cwd=str(tmp_path), env=env, capture_output=True, text=True,
-                          timeout=600)
+    """runners/train.py with these flags, as `__main__` in this process (`call_runner`)."""
+    args = [f"--model_dir={tmp_path / 'model'}", f"--data_dir={data_dir}",
+            "--dataset=synthetic", "--per_host_train_bsz=4", "--warmup_steps=1",
+            "--train_steps=4", "--steps_per_loop=4", "--log_steps=4", "--save_steps=4",
+            "--eval_steps=0", "--max_eval_batches=1", *TRAIN_FLAGS, *SYNTHETIC_FLAGS, *extra]
+    return call_runner("train", args, cwd=tmp_path)
 
 
 def test_train_writes_a_profile_of_the_steps(tmp_path, synthetic_data_dir, capsys):
@@ -41,7 +39,8 @@ def test_train_writes_a_profile_of_the_steps(tmp_path, synthetic_data_dir, capsy
                            profile_steps=("2", "3"))
     data = PreparedData(DataOptions(data_dir=synthetic_data_dir, dataset="synthetic",
                                     corpus_options=SYNTHETIC))
-    assert run_training(options, train_config(), data)["step"] == 4
+    # One layer: XLA compiles the step (what the trace is checked for) in about half the time.
+    assert run_training(options, train_config(n_layer=1), data)["step"] == 4
     out = capsys.readouterr().out
     assert "profile of steps 2-3" in out
     # No jit_compile given: auto, the whole step compiled on this CPU in float32.

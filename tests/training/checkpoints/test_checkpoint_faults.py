@@ -4,18 +4,20 @@ A tiny run leaves ckpt-4, ckpt-8 and ckpt-12 (with their memory) in a model dire
 damages a copy of it the way a crash, a full disk or a user would, then resumes:
 * through `train` with the options of runners/train.py's flags, the error sorted as the runner
   sorts it (exit code, one line naming the problem, no traceback; one case through
-  `runners/train.py` itself), checking that the older checkpoints' files keep their bytes and
-  mtimes and that the damaged ones are moved into damaged/, never written over;
+  `runners/train.py` itself, run in this process by `call_runner`), checking that the older
+  checkpoints' files keep their bytes and mtimes and that the damaged ones are moved into
+  damaged/, never written over;
 * through `TrainCheckpoints.restore` where finer checks are needed: after the fallback, the
   restored variables are those of the older checkpoint, tensor for tensor.
 The disk-full case mounts a 3 MB tmpfs as model_dir (skipped when mounting is not permitted).
+The runs are without XLA (`--jit_compile=false`): its compilation of the step was most of each
+run's time, and checkpoints are not what it changes (the compiled step: test_jit_compile.py).
 """
 import hashlib
 import json
 import os
 import shutil
 import subprocess
-import sys
 import types
 
 import numpy as np
@@ -23,6 +25,7 @@ import pytest
 import tensorflow as tf
 
 import txl_tf
+from runner_calls import call_runner
 from runners.cli import errors
 from tf_records import DataOptions, PreparedData
 from txl_tf.storage.checkpoint_probes import checkpoint_files, checkpoint_problem
@@ -38,10 +41,11 @@ from txl_tf.training.run_record.warm_start import warm_start
 
 from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_SIZES, train_config, train_flags
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+pytestmark = pytest.mark.usefixtures("matmul_rate_once")  # conftest.py
 TINY = dict(TRAIN_SIZES, dropout=0.0, dropatt=0.0)
 RUN = dict(per_host_train_bsz=4, learning_rate=1e-2, warmup_steps=2, train_steps=12,
-           steps_per_loop=4, log_steps=4, save_steps=4, eval_steps=0, max_eval_batches=2)
+           steps_per_loop=4, log_steps=4, save_steps=4, eval_steps=0, max_eval_batches=2,
+           jit_compile="false")
 DATA_FILE = "ckpt-{}.data-00000-of-00001"
 
 
@@ -110,20 +114,20 @@ def assert_restored_from(prefix, restored):
         np.testing.assert_array_equal(restored[name], value, err_msg=name)
 
 
-# ------------------------------------------------------------------------------- subprocesses
-def train_command(base, model_dir, *extra, train_steps=16, tiny=TINY):
-    return ([sys.executable, os.path.join(REPO, "runners", "train.py"),
-             f"--model_dir={model_dir}", f"--data_dir={base.data_dir}", "--dataset=synthetic",
+# ----------------------------------------------------------------------------------- runner
+def train_args(base, model_dir, *extra, train_steps=16, tiny=TINY):
+    """runners/train.py's flags of the options `options_of` gives."""
+    return ([f"--model_dir={model_dir}", f"--data_dir={base.data_dir}", "--dataset=synthetic",
              "--per_host_train_bsz=4", "--learning_rate=1e-2", "--warmup_steps=2",
              f"--train_steps={train_steps}", "--steps_per_loop=4", "--log_steps=4",
-             "--save_steps=4", "--eval_steps=0", "--max_eval_batches=2"]
+             "--save_steps=4", "--eval_steps=0", "--max_eval_batches=2", "--jit_compile=false"]
             + train_flags(**tiny) + SYNTHETIC_FLAGS + list(extra))
 
 
-def run(command, cwd, timeout=300):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
-    result = subprocess.run(command, cwd=str(cwd), env=env, capture_output=True, text=True,
-                            timeout=timeout)
+def run(args, cwd):
+    """runners/train.py with `args`, as `__main__` in this process (`call_runner`: its flag
+    parsing, error line and exit code)."""
+    result = call_runner("train", args, cwd=cwd)
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     return result
 
@@ -137,7 +141,7 @@ def error_line(result):
 
 
 def options_of(model_dir, **changes):
-    """The `TrainOptions` of `train_command`'s flags (RUN, 16 steps) with `changes`."""
+    """The `TrainOptions` of `train_args`'s flags (RUN, 16 steps) with `changes`."""
     return TrainOptions(model_dir=model_dir, **{**RUN, "train_steps": 16, **changes})
 
 
@@ -224,8 +228,8 @@ def test_bad_init_checkpoint_is_one_line(base, tmp_path, case):
     model_dir = str(tmp_path / "warm")
     sizes = dict(d_model=48) if case == "other shapes" else {}
     if case == "garbage file":
-        result = run(train_command(base, model_dir, f"--init_checkpoint={path}", train_steps=4,
-                                   tiny=dict(TINY, **sizes)), tmp_path)
+        result = run(train_args(base, model_dir, f"--init_checkpoint={path}", train_steps=4,
+                                tiny=dict(TINY, **sizes)), tmp_path)
         code, line = result.returncode, error_line(result)
     else:
         code, line = refusal(options_of(model_dir, init_checkpoint=path, train_steps=4),
@@ -436,15 +440,14 @@ def test_one_loop_run_reports_tokens_per_sec(base, tmp_path, capsys):
     summary = run_training(options, base.data_dir, train_config())
     assert summary["tokens_per_sec"] > 0 and summary["tokens_per_sec_includes_tracing"]
     capsys.readouterr()
-    longer = run_training(TrainOptions(**dict(options.__dict__, train_steps=12)), base.data_dir,
-                          train_config())
-    assert "note: resuming with --train_steps=12 (was 4): the learning-rate schedule is " \
-           "recomputed over 12 steps from step 4 on" in capsys.readouterr().out
-    assert longer["tokens_per_sec"] > 0 and not longer["tokens_per_sec_includes_tracing"]
-    assert longer["resumed"]
+    # Resumed with another --train_steps and stopped at step 14 (loops 5-8, 9-12, 13-14; the
+    # last checkpoint is step 12's).
     sixteen = TrainOptions(**dict(options.__dict__, train_steps=16))
-    assert run_training(sixteen, base.data_dir, train_config(), stop_after_steps=14)["step"] == 14
-    assert "note: resuming with --train_steps=16 (was 12)" in capsys.readouterr().out
+    longer = run_training(sixteen, base.data_dir, train_config(), stop_after_steps=14)
+    assert "note: resuming with --train_steps=16 (was 4): the learning-rate schedule is " \
+           "recomputed over 16 steps from step 4 on" in capsys.readouterr().out
+    assert longer["tokens_per_sec"] > 0 and not longer["tokens_per_sec_includes_tracing"]
+    assert longer["resumed"] and longer["step"] == 14
     # Resumed again (from step 12) with the same flags: nothing to say.
     assert run_training(sixteen, base.data_dir, train_config())["step"] == 16
     out = capsys.readouterr().out

@@ -5,7 +5,8 @@ dashboard asks (`/experiment`, `/session_groups`).
 Two tiny runs with different learning rates under one root (as the ablation's variants): two
 session groups named as the runs, with the model configuration and run options as
 hyperparameters and the final train/valid loss and ppl as metrics, equal to the run summaries;
-each run's header names it.
+each run's header names it. The runs are without XLA (`jit_compile="false"`): its compilation of
+the step was most of each run and changes nothing TensorBoard reads.
 """
 import contextlib
 import io
@@ -25,6 +26,7 @@ from tiny import SYNTHETIC, TRAIN_SIZES, train_config
 from txl_tf.commands.train import train
 from txl_tf.commands.train_options import TrainOptions
 
+pytestmark = pytest.mark.usefixtures("matmul_rate_once")  # conftest.py
 RATES = {"a": 3e-3, "b": 1e-2}
 STATUSES = ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_FAILURE", "STATUS_RUNNING"]
 
@@ -59,7 +61,7 @@ def two_runs(tmp_path_factory):
         options = TrainOptions(model_dir=str(root / "runs" / name), per_host_train_bsz=4,
                                learning_rate=rate, warmup_steps=2, train_steps=4,
                                steps_per_loop=2, log_steps=2, save_steps=4, eval_steps=4,
-                               max_eval_batches=2)
+                               max_eval_batches=2, jit_compile="false")
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             summaries[name] = train(options, train_config(), data, name=f"variant {name}")
@@ -113,7 +115,7 @@ def test_a_resumed_run_stays_one_session_with_the_latest_metrics(two_runs, tmp_p
     data = PreparedData(os.path.join(os.path.dirname(logdir), "data"))
     options = TrainOptions(model_dir=str(copy), per_host_train_bsz=4, learning_rate=RATES["a"],
                            warmup_steps=2, train_steps=6, steps_per_loop=2, log_steps=2,
-                           save_steps=2, eval_steps=2, max_eval_batches=2)
+                           save_steps=2, eval_steps=2, max_eval_batches=2, jit_compile="false")
     with contextlib.redirect_stdout(io.StringIO()):
         resumed = train(options, train_config(), data)
     assert resumed["resumed"] and resumed["step"] == 6
