@@ -142,19 +142,20 @@ def test_text_without_a_preprocessor_is_refused(byte):
 
 def test_compiled_generate_equals_the_graph_loop(byte):
     """jit_compile=True (one XLA program per batch) gives the graph loop's ids and text, for
-    prompts of different lengths (grouped, each group padded to its bucket)."""
+    prompts of different lengths (grouped by length, each group padded to its bucket: the
+    group of "hello" and "world" runs the XLA program of the ids' batch)."""
     lm = byte[2]
     sampler = Sampler(temperature=0.9, top_k=20, top_p=0.9, seed=3)
     ids = np.array([[1, 2, 3, 4, 5], [6, 7, 8, 9, 10]], np.int32)
     for chosen in ("greedy", sampler):
         np.testing.assert_array_equal(
-            generate(lm, ids, max_length=12, sampler=chosen, jit_compile=True),
-            generate(lm, ids, max_length=12, sampler=chosen, jit_compile="false"))
-    texts = ["ab", "hello w"]
+            generate(lm, ids, max_length=14, sampler=chosen, jit_compile=True),
+            generate(lm, ids, max_length=14, sampler=chosen, jit_compile="false"))
+    texts = ["ab", "hello", "world"]
     assert (generate(lm, texts, max_length=14, sampler=sampler, jit_compile="true")
             == generate(lm, texts, max_length=14, sampler=sampler, jit_compile=False))
     with pytest.raises(CausalLMInputError, match="jit_compile must be a bool or one of"):
-        generate(lm, ids, max_length=12, jit_compile="yes")
+        generate(lm, ids, max_length=14, jit_compile="yes")
 
 
 def test_predict_is_refused_with_what_to_use(byte):
