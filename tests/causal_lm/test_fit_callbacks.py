@@ -8,7 +8,6 @@ Every run trains on the same finite dataset of contiguous batches: an epoch is o
 the memory carries over from the end of one pass to the start of the next (as the Trainer's
 repeated data).
 """
-import os
 
 import keras
 import numpy as np
