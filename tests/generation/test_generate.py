@@ -38,18 +38,23 @@ def naive_greedy(model, prompt, num_tokens):
     return np.stack(out, axis=1)
 
 
-@pytest.mark.parametrize("prompt_len,seg_len,clamp_len", [(11, 4, -1), (3, 5, 6), (1, 4, -1)])
-def test_cached_greedy_generation_equals_full_rerun(prompt_len, seg_len, clamp_len):
+@pytest.mark.parametrize("prompt_lens,seg_len,clamp_len", [((11, 1), 4, -1), ((3,), 5, 6)])
+def test_cached_greedy_generation_equals_full_rerun(prompt_lens, seg_len, clamp_len):
+    """With a memory that holds the whole context, the cached graph loop and the stream give
+    the greedy tokens of re-running the model over the whole text: prompts of several
+    segments, of one token, and shorter than a segment with clamped distances (one Generator
+    per setting, its graphs traced once for its prompts)."""
     model = random_model(clamp_len=clamp_len)
-    prompt = np.random.RandomState(prompt_len).randint(0, 23, size=(2, prompt_len))
     num_tokens = 17
-    gen = Generator(model, seg_len=seg_len, mem_len=prompt_len + num_tokens)
-    cached = gen.generate(prompt, num_tokens, temperature=0.0)
-    expected = naive_greedy(model, prompt, num_tokens)
-    np.testing.assert_array_equal(cached, expected)
-    assert len(set(expected.ravel().tolist())) > 2  # not a degenerate constant output
-    streamed = np.stack(list(gen.stream(prompt, num_tokens, temperature=0.0)), axis=1)
-    np.testing.assert_array_equal(streamed, expected)
+    gen = Generator(model, seg_len=seg_len, mem_len=max(prompt_lens) + num_tokens)
+    for prompt_len in prompt_lens:
+        prompt = np.random.RandomState(prompt_len).randint(0, 23, size=(2, prompt_len))
+        cached = gen.generate(prompt, num_tokens, temperature=0.0)
+        expected = naive_greedy(model, prompt, num_tokens)
+        np.testing.assert_array_equal(cached, expected)
+        assert len(set(expected.ravel().tolist())) > 2  # not a degenerate constant output
+        streamed = np.stack(list(gen.stream(prompt, num_tokens, temperature=0.0)), axis=1)
+        np.testing.assert_array_equal(streamed, expected)
 
 
 def test_learned_relative_encoding_generation_equals_full_rerun():
