@@ -176,10 +176,15 @@ def test_fit_still_trains_on_good_batches_with_padding():
 
 
 # -- serving: NaN / Inf memory -----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def serving():
+    """A `ServingModule` of a tiny model (20 ids), its signatures traced once for the module."""
+    return ServingModule(tiny_model(n_token=20, tgt_len=4), SETTINGS)
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_serving_refuses_non_finite_memory(bad):
-    model = tiny_model(n_token=20, tgt_len=4)
-    module = ServingModule(model, SETTINGS)
+def test_serving_refuses_non_finite_memory(serving, bad):
+    module = serving
     score = module.signatures()["score"]
     mems = module.signatures()["init_mems"](streams=tf.zeros([1], tf.int32))["mems"].numpy()
     tokens = tf.constant([[1, 2]], tf.int32)
