@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from causal_lm_support import causal_lm, from_preset, model_dir, run_runner
+from causal_lm_support import causal_lm, from_preset, model_dir
+from runner_calls import call_runner
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.generation.text_generation import context_of, generate
 from txl_tf.generation.sampler import Sampler
@@ -17,15 +18,25 @@ from txl_tf.model.context_settings import ContextSettings
 
 @pytest.fixture(scope="module")
 def trained(trained_byte_model):
-    return trained_byte_model["model"]
+    """(model directory, causal LM) of the shared trained byte-level model (read only)."""
+    return trained_byte_model["model"], from_preset(trained_byte_model["model"])
+
+
+@pytest.fixture(scope="module")
+def byte(tmp_path_factory):
+    """(model directory, model, causal LM of the directory) of a random tiny byte-level model,
+    shared read only by the tests that generate from it or refuse its inputs."""
+    path, model = model_dir(tmp_path_factory.mktemp("byte") / "m", "byte")
+    return path, model, from_preset(path)
 
 
 def generate_py(model, prompt, num_tokens, **flags):
-    """(printed continuation, generated ids) of runners/generate.py (which prints the prompt
-    first)."""
+    """(printed continuation, generated ids) of runners/generate.py's main (which prints the
+    prompt first), run in this process (`call_runner`: the same flags, model loading and
+    output; generate.py started as a process: tests/runners/test_checkpoint_choice.py)."""
     args = [f"--model_dir={model}", f"--prompt={prompt}", f"--num_tokens={num_tokens}",
             "--output_ids"] + [f"--{k}={v}" for k, v in flags.items()]
-    proc = run_runner("generate", args)
+    proc = call_runner("generate", args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text, _, last = proc.stdout.rstrip("\n").rpartition("\n")
     assert text.startswith(prompt), (prompt, text)
@@ -37,9 +48,9 @@ SAMPLED = dict(temperature=0.8, top_k=40, top_p=0.95, seed=7)
 
 @pytest.mark.parametrize("settings", [dict(temperature=0.0), SAMPLED], ids=["greedy", "sampled"])
 def test_text_equals_generate_py_on_a_trained_model(trained, settings):
+    path, lm = trained
     prompt, num_tokens = "def main(argv):\n    ", 24
-    text, ids = generate_py(trained, prompt, num_tokens, **settings)
-    lm = from_preset(trained)
+    text, ids = generate_py(path, prompt, num_tokens, **settings)
     sampler = Sampler(**{"seed": 0, **settings})
     prompt_ids = lm.preprocessor.tokenize(prompt)
     out = generate(lm, [prompt], max_length=len(prompt_ids) + num_tokens, sampler=sampler)
@@ -84,9 +95,8 @@ def test_prompts_of_different_lengths_equal_each_alone(tmp_path):
         assert out == text + lm.preprocessor.continuation(ids, tokens)
 
 
-def test_ids_in_ids_out_shapes(tmp_path):
-    path, model = model_dir(tmp_path / "m", "byte")
-    lm = from_preset(path)
+def test_ids_in_ids_out_shapes(byte):
+    _, model, lm = byte
     batch = np.array([[1, 2, 3], [4, 5, 6]], np.int32)
     out = generate(lm, batch, max_length=7, sampler="greedy")
     assert out.shape == (2, 7) and out.dtype == np.int32
@@ -109,8 +119,8 @@ def test_ids_in_ids_out_shapes(tmp_path):
     ("abc", {"sampler": 3}, "sampler must be a name"),
     ("abc", {"context": ContextSettings(tgt_len=4, mem_len=0)}, "mem_len >= 1"),
 ])
-def test_bad_inputs_give_one_clear_error(tmp_path, inputs, kwargs, message):
-    lm = from_preset(model_dir(tmp_path / "m", "byte")[0])
+def test_bad_inputs_give_one_clear_error(byte, inputs, kwargs, message):
+    lm = byte[2]
     with pytest.raises(CausalLMInputError, match=message) as error:
         generate(lm, inputs, **kwargs)
     assert "\n" not in str(error.value)
@@ -124,31 +134,32 @@ def test_bad_sampler_settings(settings, message):
         Sampler(**settings)
 
 
-def test_text_without_a_preprocessor_is_refused(tmp_path):
-    _, model = model_dir(tmp_path / "m", "byte")
+def test_text_without_a_preprocessor_is_refused(byte):
+    model = byte[1]
     with pytest.raises(CausalLMInputError, match="no preprocessor to read text"):
         generate(causal_lm(model), "abc", max_length=5)
 
 
-def test_compiled_generate_equals_the_graph_loop(tmp_path):
+def test_compiled_generate_equals_the_graph_loop(byte):
     """jit_compile=True (one XLA program per batch) gives the graph loop's ids and text, for
-    prompts of different lengths (grouped, each group padded to its bucket)."""
-    lm = from_preset(model_dir(tmp_path / "m", "byte")[0])
+    prompts of different lengths (grouped by length, each group padded to its bucket: the
+    group of "hello" and "world" runs the XLA program of the ids' batch)."""
+    lm = byte[2]
     sampler = Sampler(temperature=0.9, top_k=20, top_p=0.9, seed=3)
     ids = np.array([[1, 2, 3, 4, 5], [6, 7, 8, 9, 10]], np.int32)
     for chosen in ("greedy", sampler):
         np.testing.assert_array_equal(
-            generate(lm, ids, max_length=12, sampler=chosen, jit_compile=True),
-            generate(lm, ids, max_length=12, sampler=chosen, jit_compile="false"))
-    texts = ["ab", "hello w"]
+            generate(lm, ids, max_length=14, sampler=chosen, jit_compile=True),
+            generate(lm, ids, max_length=14, sampler=chosen, jit_compile="false"))
+    texts = ["ab", "hello", "world"]
     assert (generate(lm, texts, max_length=14, sampler=sampler, jit_compile="true")
             == generate(lm, texts, max_length=14, sampler=sampler, jit_compile=False))
     with pytest.raises(CausalLMInputError, match="jit_compile must be a bool or one of"):
-        generate(lm, ids, max_length=12, jit_compile="yes")
+        generate(lm, ids, max_length=14, jit_compile="yes")
 
 
-def test_predict_is_refused_with_what_to_use(tmp_path):
-    lm = from_preset(model_dir(tmp_path / "m", "byte")[0])
+def test_predict_is_refused_with_what_to_use(byte):
+    lm = byte[2]
     with pytest.raises(CausalLMInputError, match="predict\\(\\) does not carry the memory") as e:
         lm.predict(np.zeros([2, 4], np.int32))
     assert "\n" not in str(e.value) and "evaluate()" in str(e.value)

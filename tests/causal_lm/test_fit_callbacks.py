@@ -8,7 +8,6 @@ Every run trains on the same finite dataset of contiguous batches: an epoch is o
 the memory carries over from the end of one pass to the start of the next (as the Trainer's
 repeated data).
 """
-import os
 
 import keras
 import numpy as np
@@ -75,11 +74,15 @@ def weights(lm):
 @pytest.fixture(scope="module")
 def whole(tmp_path_factory):
     """The uninterrupted run the tests compare with: `new_lm()` trained EPOCHS epochs with
-    BackupAndRestore, its `Record` and final weights and memory."""
+    BackupAndRestore, its `Record`, final weights and memory, and the weights files
+    ModelCheckpoint wrote at every epoch's end (`checkpoint(epoch)`, epochs from 1)."""
     lm, record = new_lm(), Record()
+    saved = str(tmp_path_factory.mktemp("checkpoints") / "epoch{epoch}.weights.h5")
     lm.fit(data(), epochs=EPOCHS, verbose=0, callbacks=[
-        keras.callbacks.BackupAndRestore(str(tmp_path_factory.mktemp("whole"))), record])
-    return dict(record=record, weights=weights(lm), memory=lm.memory_to_host())
+        keras.callbacks.BackupAndRestore(str(tmp_path_factory.mktemp("whole"))), record,
+        keras.callbacks.ModelCheckpoint(saved, save_weights_only=True)])
+    return dict(record=record, weights=weights(lm), memory=lm.memory_to_host(),
+                checkpoint=lambda epoch: saved.format(epoch=epoch))
 
 
 def test_backup_and_restore_resumes_with_the_memory(tmp_path, whole):
@@ -115,15 +118,11 @@ def test_backup_that_cannot_resume_exactly_is_refused(tmp_path, save_freq, steps
     assert lm.optimizer.iterations.numpy() == 0
 
 
-def test_without_the_memory_the_resumed_run_differs(tmp_path, whole):
+def test_without_the_memory_the_resumed_run_differs(whole):
     """The control of the test above: restoring everything but the memory gives other losses."""
     record = whole["record"]
-    path = str(tmp_path / "epoch0.weights.h5")
-    first = new_lm()
-    first.fit(data(), epochs=1, verbose=0)
-    first.save_weights(path)
     resumed, resumed_record = new_lm(seed=2), Record()
-    resumed.load_weights(path)
+    resumed.load_weights(whole["checkpoint"](1))  # the weights and memory of epoch 0's end
     np.testing.assert_array_equal(resumed.memory_to_host(), record.ends[0])
     resumed.reset_memory()
     resumed.fit(data(), epochs=1, verbose=0, callbacks=[resumed_record])
@@ -132,16 +131,15 @@ def test_without_the_memory_the_resumed_run_differs(tmp_path, whole):
     assert not np.allclose(resumed.memory_to_host(), record.ends[1], rtol=1e-4)  # 2 epochs
 
 
-def test_model_checkpoint_holds_weights_and_memory(tmp_path):
-    lm = new_lm()
-    path = str(tmp_path / "lm.weights.h5")
-    lm.fit(data(), epochs=1, verbose=0,
-           callbacks=[keras.callbacks.ModelCheckpoint(path, save_weights_only=True)])
+def test_model_checkpoint_holds_weights_and_memory(whole):
+    """The file ModelCheckpoint wrote at the last epoch's end (in the run of `whole`) holds
+    that run's final weights and memory."""
     fresh = new_lm(seed=3)
-    fresh.load_weights(path)
-    for a, b in zip(weights(fresh), weights(lm)):
+    fresh.load_weights(whole["checkpoint"](EPOCHS))
+    for a, b in zip(weights(fresh), whole["weights"]):
         np.testing.assert_array_equal(a, b)
-    np.testing.assert_array_equal(fresh.memory_to_host(), lm.memory_to_host())
+    assert np.abs(whole["memory"]).max() > 0.1  # a real memory, not zeros
+    np.testing.assert_array_equal(fresh.memory_to_host(), whole["memory"])
 
 
 def test_evaluate_equals_the_trainer_and_early_stopping_reads_it():

@@ -84,15 +84,18 @@ def test_explicit_stop_ids_cut_each_row_on_both_paths(word, jit_compile):
     lm = word[1]
     free = lm.generate(PROMPTS, LENGTH, None, sampler="random", jit_compile=jit_compile)
     p = PROMPTS.shape[1]
+    # Two ids per call (one of them never generated), so that every call with stop ids runs
+    # the one XLA program of 2 stop ids.
+    never = [int(t) for t in range(23) if t not in free[:, p:]]
+    assert len(never) >= 2, "every id was generated: no stop id can be absent"
     for stop in (free[0, p + 2], free[1, p]):  # one row stops later than the other
-        got = lm.generate(PROMPTS, LENGTH, [int(stop)], sampler="random",
+        got = lm.generate(PROMPTS, LENGTH, [never[0], int(stop)], sampler="random",
                           jit_compile=jit_compile)
         np.testing.assert_array_equal(got, expected_rows(free, p, stop))
-        stripped = lm.generate(PROMPTS, LENGTH, (int(stop),), strip_prompt=True,
+        stripped = lm.generate(PROMPTS, LENGTH, (int(stop), never[0]), strip_prompt=True,
                                sampler="random", jit_compile=jit_compile)
         np.testing.assert_array_equal(stripped, got[:, p:])
-    absent = lm.generate(PROMPTS, LENGTH, [int(t) for t in range(23) if t not in free[:, p:]]
-                         or None, sampler="random", jit_compile=jit_compile)
+    absent = lm.generate(PROMPTS, LENGTH, never[:2], sampler="random", jit_compile=jit_compile)
     np.testing.assert_array_equal(absent, free)
 
 
@@ -101,10 +104,10 @@ def test_compiled_and_graph_loops_end_once_every_row_has_stopped(word):
     are never generated (zeros), on both paths, whose tokens are equal."""
     backbone = word[1].backbone
     prompt = PROMPTS[:1]
-    first = Generator(backbone).generate(prompt, 1, temperature=0.0)[0, 0]
-    for jit in (False, True):
-        raw = Generator(backbone, jit_compile=jit).generate(prompt, 12, temperature=0.0,
-                                                            stop_ids=[int(first)])
+    graph_loop = Generator(backbone)
+    first = graph_loop.generate(prompt, 1, temperature=0.0)[0, 0]
+    for gen in (graph_loop, Generator(backbone, jit_compile=True)):
+        raw = gen.generate(prompt, 12, temperature=0.0, stop_ids=[int(first)])
         assert raw[0, 0] == first
         np.testing.assert_array_equal(raw[0, 2:], np.zeros(10, np.int32))
 

@@ -143,12 +143,21 @@ FIT_CASES = [  # (id, inputs, labels, regex)
 ]
 
 
+@pytest.fixture(scope="module")
+def compiled():
+    """A compiled causal LM of `tiny_model(n_token=50)` the refusals share: each case checks
+    that its refused call left the weights as it found them."""
+    model = causal_lm(tiny_model(n_token=50))
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    return model
+
+
 @pytest.mark.parametrize("method", ["fit", "evaluate"])
 @pytest.mark.parametrize("inputs,labels,pattern", [c[1:] for c in FIT_CASES],
                          ids=[c[0] for c in FIT_CASES])
-def test_fit_and_evaluate_refuse_bad_batches_in_one_line(method, inputs, labels, pattern):
-    model = causal_lm(tiny_model(n_token=50))
-    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+def test_fit_and_evaluate_refuse_bad_batches_in_one_line(compiled, method, inputs, labels,
+                                                         pattern):
+    model = compiled
     before = [w.numpy().copy() for w in model.backbone.weights]
     with pytest.raises(CausalLMInputError, match=pattern) as caught:
         getattr(model, method)(_dataset(inputs, labels), verbose=0)
@@ -167,10 +176,15 @@ def test_fit_still_trains_on_good_batches_with_padding():
 
 
 # -- serving: NaN / Inf memory -----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def serving():
+    """A `ServingModule` of a tiny model (20 ids), its signatures traced once for the module."""
+    return ServingModule(tiny_model(n_token=20, tgt_len=4), SETTINGS)
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_serving_refuses_non_finite_memory(bad):
-    model = tiny_model(n_token=20, tgt_len=4)
-    module = ServingModule(model, SETTINGS)
+def test_serving_refuses_non_finite_memory(serving, bad):
+    module = serving
     score = module.signatures()["score"]
     mems = module.signatures()["init_mems"](streams=tf.zeros([1], tf.int32))["mems"].numpy()
     tokens = tf.constant([[1, 2]], tf.int32)

@@ -1,9 +1,6 @@
 """Generation: cached decoding equals full re-runs, sampling filters, streaming, the CLI."""
 import io
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -19,9 +16,8 @@ from tf_records.vocab.model_vocab import write_model_vocab
 from tf_records.text.tokenize import TextRules
 from tf_records.vocab.vocabulary import Vocabulary
 
+from runner_calls import call_runner
 from tiny import tiny_model
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def random_model(seed=0, **changes):
@@ -42,18 +38,23 @@ def naive_greedy(model, prompt, num_tokens):
     return np.stack(out, axis=1)
 
 
-@pytest.mark.parametrize("prompt_len,seg_len,clamp_len", [(11, 4, -1), (3, 5, 6), (1, 4, -1)])
-def test_cached_greedy_generation_equals_full_rerun(prompt_len, seg_len, clamp_len):
+@pytest.mark.parametrize("prompt_lens,seg_len,clamp_len", [((11, 1), 4, -1), ((3,), 5, 6)])
+def test_cached_greedy_generation_equals_full_rerun(prompt_lens, seg_len, clamp_len):
+    """With a memory that holds the whole context, the cached graph loop and the stream give
+    the greedy tokens of re-running the model over the whole text: prompts of several
+    segments, of one token, and shorter than a segment with clamped distances (one Generator
+    per setting, its graphs traced once for its prompts)."""
     model = random_model(clamp_len=clamp_len)
-    prompt = np.random.RandomState(prompt_len).randint(0, 23, size=(2, prompt_len))
     num_tokens = 17
-    gen = Generator(model, seg_len=seg_len, mem_len=prompt_len + num_tokens)
-    cached = gen.generate(prompt, num_tokens, temperature=0.0)
-    expected = naive_greedy(model, prompt, num_tokens)
-    np.testing.assert_array_equal(cached, expected)
-    assert len(set(expected.ravel().tolist())) > 2  # not a degenerate constant output
-    streamed = np.stack(list(gen.stream(prompt, num_tokens, temperature=0.0)), axis=1)
-    np.testing.assert_array_equal(streamed, expected)
+    gen = Generator(model, seg_len=seg_len, mem_len=max(prompt_lens) + num_tokens)
+    for prompt_len in prompt_lens:
+        prompt = np.random.RandomState(prompt_len).randint(0, 23, size=(2, prompt_len))
+        cached = gen.generate(prompt, num_tokens, temperature=0.0)
+        expected = naive_greedy(model, prompt, num_tokens)
+        np.testing.assert_array_equal(cached, expected)
+        assert len(set(expected.ravel().tolist())) > 2  # not a degenerate constant output
+        streamed = np.stack(list(gen.stream(prompt, num_tokens, temperature=0.0)), axis=1)
+        np.testing.assert_array_equal(streamed, expected)
 
 
 def test_learned_relative_encoding_generation_equals_full_rerun():
@@ -152,6 +153,14 @@ def word_model_dir(path, n_token=23):
     return model
 
 
+@pytest.fixture(scope="module")
+def word_model(tmp_path_factory):
+    """(path, model): a word-level model directory of `word_model_dir`, shared read only by the
+    tests of runners/generate.py (which writes nothing into it)."""
+    path = tmp_path_factory.mktemp("word") / "m"
+    return str(path), word_model_dir(path)
+
+
 def gen_flags(**kw):
     base = dict(model_dir=None, prompt=None, prompt_file=None, vocab_file=None, num_tokens=10,
                 temperature=0.0, top_k=0, top_p=1.0, seed=0, seg_len=None, mem_len=40,
@@ -161,10 +170,10 @@ def gen_flags(**kw):
     return generate.GenerateOptions(**base)
 
 
-def test_run_streams_text_and_reports_json(tmp_path):
-    model = word_model_dir(tmp_path / "m")
+def test_run_streams_text_and_reports_json(word_model):
+    path, model = word_model
     out = io.StringIO()
-    result = generate.run(gen_flags(model_dir=str(tmp_path / "m"), prompt="w1 w2\nw3 w4",
+    result = generate.run(gen_flags(model_dir=path, prompt="w1 w2\nw3 w4",
                                     num_tokens=12), out=out)
     # prompt ids: w1 w2 <eos> w3 w4 (the last line continues: no <eos>)
     expected = naive_greedy(model, np.array([[2, 3, 0, 4, 5]]), 12)[0]
@@ -175,33 +184,31 @@ def test_run_streams_text_and_reports_json(tmp_path):
     for i, w in enumerate(words):
         text += "\n" if w == "<eos>" else (("" if i and words[i - 1] == "<eos>" else " ") + w)
     assert out.getvalue() == "w1 w2\nw3 w4" + text + "\n" and "text" not in result
-    same = generate.run(gen_flags(model_dir=str(tmp_path / "m"), prompt="w1 w2\nw3 w4",
+    same = generate.run(gen_flags(model_dir=path, prompt="w1 w2\nw3 w4",
                                   num_tokens=12, stream=False), out=io.StringIO())
     assert same["ids"] == result["ids"] and same["jit_compile"] is False  # auto: off on CPU
-    compiled = generate.run(gen_flags(model_dir=str(tmp_path / "m"), prompt="w1 w2\nw3 w4",
+    compiled = generate.run(gen_flags(model_dir=path, prompt="w1 w2\nw3 w4",
                                       num_tokens=12, stream=False, jit_compile="true"),
                             out=io.StringIO())
     assert compiled["ids"] == result["ids"] and compiled["jit_compile"] is True
     with pytest.raises(generate.GenerateInputError, match="--jit_compile must be one of"):
-        generate.run(gen_flags(model_dir=str(tmp_path / "m"), prompt="w1", jit_compile="on"),
+        generate.run(gen_flags(model_dir=path, prompt="w1", jit_compile="on"),
                      out=io.StringIO())
 
 
-def test_generate_bad_input_and_cli(tmp_path):
-    word_model_dir(tmp_path / "m")
+def test_generate_bad_input_and_cli(word_model, tmp_path):
+    path, _ = word_model
     from tf_records.errors import VocabularyError
     with pytest.raises(VocabularyError, match="'dog'"):
-        generate.run(gen_flags(model_dir=str(tmp_path / "m"), prompt="w1 dog"), io.StringIO())
+        generate.run(gen_flags(model_dir=path, prompt="w1 dog"), io.StringIO())
     with pytest.raises(generate.GenerateInputError, match="no tokens"):
-        generate.run(gen_flags(model_dir=str(tmp_path / "m"), prompt="   "), io.StringIO())
+        generate.run(gen_flags(model_dir=path, prompt="   "), io.StringIO())
     with pytest.raises(txl_tf.ModelDirError):
         generate.run(gen_flags(model_dir=str(tmp_path / "none"), prompt="w1"), io.StringIO())
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run(
-        [sys.executable, os.path.join(REPO, "runners", "generate.py"),
-         f"--model_dir={tmp_path / 'm'}", "--prompt=w1 w2 w3", "--num_tokens=5",
-         "--temperature=0.8", "--top_k=5", "--seed=3"],
-        capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    # runners/generate.py's main in this process (its start-up as a process:
+    # tests/runners/test_checkpoint_choice.py)
+    proc = call_runner("generate", [f"--model_dir={path}", "--prompt=w1 w2 w3", "--num_tokens=5",
+                                    "--temperature=0.8", "--top_k=5", "--seed=3"])
     assert proc.returncode == 0, proc.stderr
     # the continuation for people, then a compact JSON line: no text, ids only with --output_ids
     continuation, line = proc.stdout.rstrip("\n").rsplit("\n", 1)
@@ -209,10 +216,7 @@ def test_generate_bad_input_and_cli(tmp_path):
     assert result["tokens"] == 5 and "ids" not in result and "text" not in result
     assert continuation.split() and set(continuation.split()) <= {f"w{i}" for i in range(22)}
     assert result["checkpoint_name"] == "latest" and result["checkpoint"].endswith("ckpt-1")
-    proc = subprocess.run(
-        [sys.executable, os.path.join(REPO, "runners", "generate.py"),
-         f"--model_dir={tmp_path / 'm'}", "--prompt=w1 cat"],
-        capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    proc = call_runner("generate", [f"--model_dir={path}", "--prompt=w1 cat"])
     assert proc.returncode == 2 and "unknown word symbol 'cat'" in proc.stderr
 
 

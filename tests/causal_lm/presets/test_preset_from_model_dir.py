@@ -8,7 +8,8 @@ import pytest
 
 import txl_tf
 import reference_numpy
-from causal_lm_support import from_preset, log_probs, run_runner
+from causal_lm_support import from_preset, log_probs
+from runner_calls import call_runner
 from import_helpers import write_tf1_checkpoint
 from txl_tf.causal_lm.presets.from_model_dir import preset_from_model_dir
 
@@ -29,7 +30,8 @@ def test_preset_from_model_dir_records_its_source(trained, tmp_path):
 
 
 def test_import_weights_writes_a_preset_of_the_imported_model(tmp_path):
-    """runners/import_weights.py --preset_dir: the TF1 checkpoint's model, as a preset."""
+    """runners/import_weights.py --preset_dir: the TF1 checkpoint's model, as a preset (the
+    runner's main in this process, `call_runner`)."""
     cfg = dict(n_layer=1, d_model=8, n_head=2, d_head=4, d_inner=16, n_token=6, div_val=1,
                cutoffs=[])
     prefix = write_tf1_checkpoint(str(tmp_path / "model.ckpt-0"),
@@ -38,7 +40,7 @@ def test_import_weights_writes_a_preset_of_the_imported_model(tmp_path):
     (tmp_path / "corpus-info.json").write_text(json.dumps(
         {"vocab_size": 6, "cutoffs": [0, 6], "dataset": "wt103"}))
     model, preset = str(tmp_path / "model"), str(tmp_path / "preset")
-    proc = run_runner("import_weights", [
+    proc = call_runner("import_weights", [
         "--source=tf1", f"--checkpoint={prefix}", f"--vocab_file={tmp_path / 'vocab.txt'}",
         f"--corpus_info={tmp_path / 'corpus-info.json'}", f"--model_dir={model}",
         f"--preset_dir={preset}", "--tgt_len=5", "--mem_len=7"])

@@ -3,6 +3,7 @@ a fresh process gives the same log-probabilities and generated text; a model dir
 checkpoint) reads as a preset does; damaged files and bad arguments give one clear error."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -30,6 +31,13 @@ def trained(trained_byte_model):
     return trained_byte_model["model"]
 
 
+@pytest.fixture(scope="module")
+def trained_preset(trained, tmp_path_factory):
+    """(causal LM of `trained`, the preset it saved), made once for the module, read only."""
+    lm = from_preset(trained)
+    return lm, save_to_preset(lm, tmp_path_factory.mktemp("trained") / "preset")
+
+
 
 FRESH = textwrap.dedent("""
     import json, sys
@@ -46,9 +54,8 @@ FRESH = textwrap.dedent("""
 """)
 
 
-def test_preset_reloaded_in_a_fresh_process_gives_the_same_outputs(trained, tmp_path):
-    lm = from_preset(trained)
-    path = save_to_preset(lm, tmp_path / "preset")
+def test_preset_reloaded_in_a_fresh_process_gives_the_same_outputs(trained_preset, tmp_path):
+    lm, path = trained_preset
     assert sorted(os.listdir(path)) == sorted(layout.PRESET_FILES)
     env = dict(os.environ, PYTHONPATH=f"{REPO}:{os.path.join(REPO, 'tests', 'support')}")
     proc = subprocess.run([sys.executable, "-c", FRESH, path, str(tmp_path / "lp.npy")],
@@ -61,9 +68,8 @@ def test_preset_reloaded_in_a_fresh_process_gives_the_same_outputs(trained, tmp_
                                      sampler=get_sampler("top_k", 5))
 
 
-def test_preset_files_are_text_json_and_h5(trained, tmp_path):
-    lm = from_preset(trained)
-    path = save_to_preset(lm, tmp_path / "preset")
+def test_preset_files_are_text_json_and_h5(trained, trained_preset):
+    lm, path = trained_preset
     for name in layout.PRESET_FILES:
         with open(os.path.join(path, name), "rb") as f:
             assert not f.read(2).startswith(b"\x80"), f"{name} is a pickle"
@@ -108,9 +114,22 @@ def test_every_level_round_trips(tmp_path, level):
     assert generate(again, text, max_length=12) == generate(lm, text, max_length=12)
 
 
-def _broken(tmp_path, what):
-    path, model = model_dir(tmp_path / "m", "byte")
-    preset = save_to_preset(from_preset(path), tmp_path / "p")
+@pytest.fixture(scope="module")
+def byte(tmp_path_factory):
+    """(model directory, model, its preset) of a random tiny byte-level model, made once for
+    the module; a test that changes the preset changes its own copy (`preset_copy`)."""
+    root = tmp_path_factory.mktemp("byte")
+    path, model = model_dir(root / "m", "byte")
+    return path, model, save_to_preset(from_preset(path), root / "p")
+
+
+def preset_copy(byte, tmp_path):
+    """A copy of `byte`'s preset in `tmp_path`, for a test to damage."""
+    return str(shutil.copytree(byte[2], tmp_path / "p"))
+
+
+def _broken(byte, tmp_path, what):
+    preset = preset_copy(byte, tmp_path)
     if what == "preprocessor_json":
         with open(os.path.join(preset, "preprocessor.json"), "w") as f:
             f.write("{not json")
@@ -158,17 +177,17 @@ MALFORMED = {
     ("weights", "cannot read the weights"),
     ("vocab", "cannot read the vocabulary"),
 ])
-def test_damaged_presets_give_one_clear_error(tmp_path, what, message):
-    preset = _broken(tmp_path, what)
+def test_damaged_presets_give_one_clear_error(byte, tmp_path, what, message):
+    preset = _broken(byte, tmp_path, what)
     with pytest.raises(CausalLMInputError, match=message) as error:
         load_preset(preset)
     assert "\n" not in str(error.value)
 
 
-def test_a_refused_preprocessor_can_be_given_instead(tmp_path):
+def test_a_refused_preprocessor_can_be_given_instead(byte, tmp_path):
     """The fix the refusal names: the caller's own preprocessor, with the preset's weights."""
-    path, model = model_dir(tmp_path / "m", "byte")
-    preset = save_to_preset(from_preset(path), tmp_path / "p")
+    path, model, _ = byte
+    preset = preset_copy(byte, tmp_path)
     with open(os.path.join(preset, "preprocessor.json"), "w") as f:
         json.dump({"module": "this", "class_name": "X", "config": {}}, f)
     backbone, preprocessor = load_preset(preset, preprocessor=CausalLMPreprocessor(path))
@@ -176,9 +195,8 @@ def test_a_refused_preprocessor_can_be_given_instead(tmp_path):
     assert preprocessor.vocabulary_size == 256
 
 
-def test_bad_arguments_give_one_clear_error(tmp_path):
-    path, _ = model_dir(tmp_path / "m", "byte")
-    preset = save_to_preset(from_preset(path), tmp_path / "p")
+def test_bad_arguments_give_one_clear_error(byte, tmp_path):
+    path, _, preset = byte  # read only: every call here is refused before it writes
     (tmp_path / "file").write_text("x")
     (tmp_path / "empty").mkdir()
     (tmp_path / "other").mkdir()

@@ -3,6 +3,7 @@ nothing: the user's files are refused, a save killed by SIGKILL is undone by the
 save, a full disk leaves the old preset and one line."""
 import errno
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -84,8 +85,26 @@ def killed_save(tmp_path, point):
     return preset, old, txl_tf.load_model(str(tmp_path / "m2"))
 
 
-def test_a_save_killed_between_its_renames_is_undone_by_the_next_load(tmp_path):
-    preset, old, _ = killed_save(tmp_path, "between_renames")
+@pytest.fixture(scope="module")
+def killed_between_renames(tmp_path_factory):
+    """A directory left by `killed_save(..., "between_renames")`, made once for the module;
+    the tests that go on from it work on copies (`copy_of_killed`)."""
+    root = tmp_path_factory.mktemp("killed")
+    killed_save(root, "between_renames")
+    return root
+
+
+def copy_of_killed(killed, tmp_path):
+    """`killed_save`'s (preset, old model, new model) in a copy of the directory `killed` at
+    `tmp_path` (the preset's leftovers named as they were)."""
+    shutil.copytree(killed, tmp_path, symlinks=True, dirs_exist_ok=True)
+    return (str(tmp_path / "p"), txl_tf.load_model(str(tmp_path / "m")),
+            txl_tf.load_model(str(tmp_path / "m2")))
+
+
+def test_a_save_killed_between_its_renames_is_undone_by_the_next_load(killed_between_renames,
+                                                                      tmp_path):
+    preset, old, _ = copy_of_killed(killed_between_renames, tmp_path)
     leftovers = sorted(n for n in os.listdir(tmp_path) if n.startswith(".p."))
     assert not os.path.exists(preset) and [n.split("-")[0] for n in leftovers] == [".p.old",
                                                                                    ".p.tmp"]
@@ -96,8 +115,10 @@ def test_a_save_killed_between_its_renames_is_undone_by_the_next_load(tmp_path):
 
 
 @pytest.mark.parametrize("point", ["before_swap", "between_renames"])
-def test_the_next_save_after_a_killed_one_writes_a_whole_preset(tmp_path, point):
-    preset, old, new = killed_save(tmp_path, point)
+def test_the_next_save_after_a_killed_one_writes_a_whole_preset(killed_between_renames,
+                                                                tmp_path, point):
+    preset, old, new = (killed_save(tmp_path, point) if point == "before_swap" else
+                        copy_of_killed(killed_between_renames, tmp_path))
     if point == "before_swap":  # the old preset is still in place
         np.testing.assert_array_equal(log_probs(load_preset(preset)[0]), log_probs(old))
     save_to_preset(causal_lm(new), preset)
