@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 import tensorflow as tf
@@ -159,17 +160,18 @@ def test_benchmark_times_train_pys_step_on_two_replicas_and_profiles(tmp_path, c
     assert "Traceback" not in refused.stderr
 
 
-def test_benchmark_inference_reports_graph_loop_against_compiled(tmp_path):
+def test_benchmark_inference_reports_graph_loop_against_compiled(monkeypatch, capsys):
     """benchmark_inference.py's compiled and serving sections on a tiny model: every figure of
-    both ways, and the same tokens (graph loop and XLA program; both SavedModels)."""
-    args = [sys.executable, os.path.join(REPO, "runners", "tools", "benchmark_inference.py"),
-            "--sections=compiled,serving", "--batches=2", "--prompt_lens=3", "--gen_tokens=3",
-            "--gen_mem_len=6", "--n_layer=1", "--d_model=16", "--n_head=2", "--d_inner=32",
-            "--n_token=20", "--eval_tgt_len=4", "--eval_mem_len=6", "--repeats=1"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run(args, capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = json.loads(result.stdout.strip().splitlines()[-1])
+    both ways, and the same tokens (graph loop and XLA program; both SavedModels). Its `main`
+    in this process with these values of its flags (the program's flags and their ranges:
+    tests/runners/test_flag_ranges_runners.py, which starts it as a process)."""
+    from runners.tools.benchmarks import inference_speed
+    monkeypatch.setattr(inference_speed, "FLAGS", SimpleNamespace(
+        sections=["compiled", "serving"], batches=["2"], prompt_lens=["3"], gen_tokens=3,
+        gen_mem_len=6, n_layer=1, d_model=16, n_head=2, d_inner=32, n_token=20, eval_tgt_len=4,
+        eval_mem_len=6, repeats=1))
+    inference_speed.main([])
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     run = out["compiled"]["runs"][0]
     assert (run["batch"], run["prompt_len"], run["same_tokens"]) == (2, 3, True)
     for way in ("graph_loop", "compiled"):
