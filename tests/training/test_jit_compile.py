@@ -23,6 +23,9 @@ from tiny import assert_same_state, stream_batches, tiny_config
 CONFIG = tiny_config(n_token=40, d_embed=16, div_val=2, cutoffs=(10, 25), tgt_len=8, mem_len=8,
                      init_std=0.02, dropout=0.1, dropatt=0.1)
 GLOBAL_BATCH, STEPS = 4, 4
+# Where the layers' stacking is not what a test checks (what the mirrored step reduces outside
+# XLA, the precisions' compilation), one layer.
+ONE_LAYER = CONFIG.replace(n_layer=1)
 
 
 def batches(steps=STEPS):
@@ -30,13 +33,14 @@ def batches(steps=STEPS):
     return stream_batches(CONFIG, GLOBAL_BATCH, steps)
 
 
-def run(strategy, jit_compile, precision="float32", **trainer_args):
-    """STEPS steps of `Trainer.train`, one per call; what they gave and left."""
+def run(strategy, jit_compile, precision="float32", config=CONFIG, **trainer_args):
+    """STEPS steps of `Trainer.train` on a model of `config`, one per call; what they gave and
+    left."""
     keras.config.set_dtype_policy(precision)
     try:
         keras.utils.set_random_seed(3)
         with strategy.scope():
-            model = txl_tf.TransformerXL(CONFIG)
+            model = txl_tf.TransformerXL(config)
             optimizer = make_optimizer(1e-2)
         trainer = Trainer(model, optimizer, strategy, StepSettings(
             clip=0.25, jit_compile=jit_compile, loss_scaling=precision == "mixed_float16",
@@ -53,7 +57,7 @@ def run(strategy, jit_compile, precision="float32", **trainer_args):
             losses.append(stats.loss)
             norms.append(stats.last_grad_norm)
             skipped += stats.skipped_steps
-        return dict(trainer=trainer, losses=losses, norms=norms, skipped=skipped,
+        return dict(config=config, trainer=trainer, losses=losses, norms=norms, skipped=skipped,
                     loss_scale=float(trainer.loss_scale.numpy()),
                     weights=[v.numpy() for v in model.trainable_variables],
                     slots=[v.numpy() for v in optimizer._momentums + optimizer._velocities],
@@ -91,7 +95,7 @@ def assert_same_training(xla, plain, float16=False):
         assert_same_state(xla, plain)
     # The steps trained (agreement is not that of two no-ops).
     keras.utils.set_random_seed(3)
-    initial = txl_tf.TransformerXL(CONFIG)
+    initial = txl_tf.TransformerXL(plain["config"])
     initial(tf.zeros([1, CONFIG.tgt_len], tf.int32))
     assert max(np.abs(w - v.numpy()).max()
                for w, v in zip(plain["weights"], initial.trainable_variables)) > 1e-3
@@ -103,10 +107,13 @@ def compiled_hlo(trainer, name, *args):
     return compiled.experimental_get_compiler_ir(*args)(stage="hlo")
 
 
+# Each setting is compiled once where XLA sees it: gradient accumulation (its unrolled chunks
+# double the compiled graph) and half loss in float32, where the state must agree within
+# rounding; loss scaling with skipped steps in mixed_float16, one chunk per step.
 CASES = {
     "accumulation_half_loss": dict(grad_accum_steps=2, half_loss=True),
-    "mixed_float16": dict(precision="mixed_float16", grad_accum_steps=2,
-                          initial_loss_scale=2.0 ** 19, growth_interval=2),
+    "mixed_float16": dict(precision="mixed_float16", initial_loss_scale=2.0 ** 19,
+                          growth_interval=2),
 }
 
 
@@ -130,13 +137,14 @@ def test_whole_step_compiled_equals_the_plain_step_default_strategy(case):
 
 
 def test_replica_gradients_compiled_equal_the_plain_step_mirrored(two_cpu_devices):
-    """One run pair, every setting at once: what the replica's compiled forward and backward
-    see of accumulation, half loss and loss scaling is the whole step's (checked one by one
-    above, float32 within rounding); what is the mirrored step's own, the loss scale's
-    unscaling and skipping after the all-reduce, outside XLA, needs mixed_float16 with steps
+    """One run pair: what the replica's compiled forward and backward see of accumulation,
+    half loss and loss scaling is the whole step's `gradients` (checked above, float32 within
+    rounding; XLA compiles it once per replica device, so one chunk per step here); what is
+    the mirrored step's own, the half-loss token count and the loss scale's unscaling and
+    skipping after the all-reduce, outside XLA, needs half loss and mixed_float16 with steps
     that overflow."""
     strategy = tf.distribute.MirroredStrategy(two_cpu_devices)
-    settings = dict(CASES["mixed_float16"], half_loss=True)
+    settings = dict(CASES["mixed_float16"], half_loss=True, config=ONE_LAYER)
     plain = run(strategy, False, **settings)
     xla = run(strategy, True, **settings)
     assert xla["trainer"].xla_mode == "gradients"
@@ -146,26 +154,27 @@ def test_replica_gradients_compiled_equal_the_plain_step_mirrored(two_cpu_device
 
 
 @pytest.fixture(scope="module")
-def float32_compiled():
-    """The float32 step compiled whole by XLA (default strategy): the reference of both
+def float32_step():
+    """The float32 step (default strategy, TensorFlow's kernels; compiled whole by XLA it
+    gives the same state within float32 rounding, the first test): the reference of both
     precisions below, read only."""
-    return run(tf.distribute.get_strategy(), True)
+    return run(tf.distribute.get_strategy(), False, config=ONE_LAYER)
 
 
 @pytest.mark.parametrize("precision,dtype", [("mixed_float16", "f16"), ("mixed_bfloat16", "bf16")])
 def test_mixed_precision_with_the_adaptive_softmax_compiles_and_trains(precision, dtype,
-                                                                       float32_compiled):
+                                                                       float32_step):
     """Half-precision matmuls, the adaptive softmax's cutoffs (two tail bins, div_val 2) and
     (mixed_float16) the loss scaling, compiled whole by XLA (mixed_bfloat16: the TPU
-    precision): the losses follow the float32 compiled step's within half-precision rounding
+    precision): the losses follow the float32 step's within half-precision rounding
     (2e-2); weights and memory stay float32, and differ from float32's."""
     strategy = tf.distribute.get_strategy()
-    reference = float32_compiled
-    half = run(strategy, True, precision=precision)
+    reference = float32_step
+    half = run(strategy, True, precision=precision, config=ONE_LAYER)
     trainer = half["trainer"]
     data = batches()[0]
-    mems = [tf.zeros([GLOBAL_BATCH, CONFIG.mem_len, CONFIG.d_model], tf.float32)
-            for _ in range(CONFIG.n_layer)]
+    mems = [tf.zeros([GLOBAL_BATCH, ONE_LAYER.mem_len, ONE_LAYER.d_model], tf.float32)
+            for _ in range(ONE_LAYER.n_layer)]
     keras.config.set_dtype_policy(precision)
     try:
         hlo = compiled_hlo(trainer, "step",
@@ -184,8 +193,8 @@ def test_mixed_precision_with_the_adaptive_softmax_compiles_and_trains(precision
     assert max(np.abs(a - b).max()
                for a, b in zip(half["weights"], reference["weights"])) > 1e-3
     keras.utils.set_random_seed(3)
-    initial = txl_tf.TransformerXL(CONFIG)
-    initial(tf.zeros([1, CONFIG.tgt_len], tf.int32))
+    initial = txl_tf.TransformerXL(ONE_LAYER)
+    initial(tf.zeros([1, ONE_LAYER.tgt_len], tf.int32))
     assert max(np.abs(w - v.numpy()).max()
                for w, v in zip(half["weights"], initial.trainable_variables)) > 1e-3
 

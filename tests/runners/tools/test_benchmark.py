@@ -1,20 +1,47 @@
 """Benchmark runner: it runs on a tiny configuration and reports every figure; its FLOPs count
-matches the matrix products in the model's own graph. No timing assertions."""
+matches the matrix products in the model's own graph. No timing assertions.
+
+The training benchmark runs in this process (`run_benchmark` after its flags are parsed, as
+`runners/tools/benchmark.py` runs it; its memory children are processes of their own); the
+process as a user starts it: `test_xla_fusion.py::test_benchmark_with_xla_fusion`."""
 import json
 import math
 import os
 import re
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 import tensorflow as tf
+
+from runners.tools.benchmarks.accelerator_report.recipes import FlagState
+from runners.tools.benchmarks.configuration import FLAGS
+from runners.tools.benchmarks.run import run_benchmark
 
 import txl_tf
 from txl_tf.model import flops as model_flops
 from tiny import tiny_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+TINY_FLAGS = ["--n_token=30", "--n_layer=2", "--d_model=16", "--n_head=2", "--d_head=8",
+              "--d_inner=32", "--tgt_len=8", "--mem_len=8", "--steps=1", "--bench_warmup=1",
+              "--matmul_size=64"]
+
+
+def benchmark(args, capsys):
+    """`runners/tools/benchmark.py` with `args` run in this process: (its BENCHMARK_JSON record,
+    what it printed). The flags and Keras's dtype policy are put back afterwards."""
+    state = FlagState()
+    try:
+        FLAGS(["benchmark", *args])
+        run_benchmark()
+    finally:
+        state.restore()
+    printed = capsys.readouterr().out
+    lines = re.findall(r"^BENCHMARK_JSON (.*)$", printed, re.M)
+    assert len(lines) == 1, printed[-3000:]
+    return json.loads(lines[0]), printed
 
 
 def _graph_matmul_flops(graph):
@@ -67,20 +94,12 @@ def test_forward_flops_match_the_model_graph(attn_type, d_embed, mem_len):
     assert 2.0 * total / (b * q) < train <= 3.0 * total / (b * q)
 
 
-def test_benchmark_runs_on_a_tiny_config_and_reports_every_figure(tmp_path):
+def test_benchmark_runs_on_a_tiny_config_and_reports_every_figure(tmp_path, capsys):
     out = tmp_path / "bench.json"
-    args = [sys.executable, os.path.join(REPO, "runners", "tools", "benchmark.py"),
-            "--n_token=30", "--n_layer=2", "--d_model=16", "--n_head=2", "--d_head=8",
-            "--d_inner=32", "--tgt_len=8", "--mem_len=8", "--batch_size=2", "--steps=1",
-            "--rounds=1", "--bench_warmup=1", "--matmul_size=64", "--memory_mem_lens=0,8",
-            "--compare_vanilla", "--vanilla_lens=8", "--vanilla_predictions=1",
-            f"--json_out={out}"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run(args, capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
-    assert result.returncode == 0, result.stderr[-3000:]
-    lines = re.findall(r"^BENCHMARK_JSON (.*)$", result.stdout, re.M)
-    assert len(lines) == 1
-    record = json.loads(lines[0])
+    record, printed = benchmark(
+        [*TINY_FLAGS, "--batch_size=2", "--rounds=1", "--memory_mem_lens=0,8",
+         "--compare_vanilla", "--vanilla_lens=8", "--vanilla_predictions=1",
+         f"--json_out={out}"], capsys)
     assert json.loads(out.read_text()) == record
     for key in ("train_tokens_per_s", "eval_tokens_per_s", "train_step_s", "eval_step_s",
                 "peak_rss_mb", "train_flops_per_token", "eval_flops_per_token",
@@ -107,51 +126,52 @@ def test_benchmark_runs_on_a_tiny_config_and_reports_every_figure(tmp_path):
     assert row["attn_len"] == 8 and row["slowdown"] > 0
     for key in ("tensorflow", "keras", "cpu", "cores"):
         assert key in record["machine"]
-    assert "train tokens/s" in result.stdout and "MFU train" in result.stdout
+    assert "train tokens/s" in printed and "MFU train" in printed
 
 
-def test_benchmark_times_train_pys_step_on_two_replicas_and_profiles(tmp_path):
+def test_benchmark_times_train_pys_step_on_two_replicas_and_profiles(tmp_path, capsys,
+                                                                      two_cpu_devices):
     """The benchmark takes train.py's --strategy and --jit_compile (auto: the step compiled as
     train.py compiles it under two mirrored CPUs), prints tokens/s per replica, and
-    --profile_steps writes a profile to --model_dir as train.py does."""
-    args = [sys.executable, os.path.join(REPO, "runners", "tools", "benchmark.py"),
-            "--n_token=30", "--n_layer=2", "--d_model=16", "--n_head=2", "--d_head=8",
-            "--d_inner=32", "--tgt_len=8", "--mem_len=8", "--batch_size=4", "--steps=1",
-            "--rounds=2", "--bench_warmup=1", "--matmul_size=64", "--nomeasure_memory",
-            "--logical_cpus=2", "--strategy=mirrored", "--devices=/CPU:0,/CPU:1",
+    --profile_steps writes a profile to --model_dir as train.py does. In this process, which
+    has two logical CPUs; the process a user starts makes them with --logical_cpus=2 and
+    refuses a profile range past the run's steps in one line with exit status 2 (the refusal
+    comes after the mirrored strategy over its two CPUs and the model are built)."""
+    args = [*TINY_FLAGS, "--batch_size=4", "--rounds=2", "--nomeasure_memory",
+            "--strategy=mirrored", f"--devices={','.join(two_cpu_devices)}",
             "--compare_compilation", "--profile_steps=2,3", f"--model_dir={tmp_path}"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run(args, capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
-    assert result.returncode == 0, result.stderr[-3000:]
-    (line,) = re.findall(r"^BENCHMARK_JSON (.*)$", result.stdout, re.M)
-    record = json.loads(line)
+    record, printed = benchmark(args, capsys)
     assert record["replicas"] == 2 and record["jit_compile"] is True
     assert record["xla_mode"] == "gradients" and record["jit_compile_flag"] == "auto"
     assert record["train_tokens_per_s_per_replica"] == pytest.approx(
         record["train_tokens_per_s"] / 2)
-    assert "train tokens/s/replica (x2)" in result.stdout
+    assert "train tokens/s/replica (x2)" in printed
     other = record["other_compilation"]  # the step without XLA, timed in the same rounds
     assert other["jit_compile"] is False and len(other["train_step_s_all"]) == 2
-    assert "train tokens/s, jit off" in result.stdout
+    assert "train tokens/s, jit off" in printed
     assert len(list(tmp_path.glob("plugins/profile/*/*.xplane.pb"))) == 1
-    refused = subprocess.run(args[:-2] + ["--profile_steps=2,9"], capture_output=True,
-                             text=True, timeout=600, cwd=REPO, env=env)
-    assert refused.returncode == 2
+    command = [sys.executable, os.path.join(REPO, "runners", "tools", "benchmark.py"),
+               *args[:-2], "--logical_cpus=2", "--devices=/CPU:0,/CPU:1", "--profile_steps=2,9"]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=REPO,
+                             env=env)
+    assert refused.returncode == 2, refused.stderr[-3000:]
     assert "--profile_steps=2,9 is not START,END" in refused.stderr
     assert "Traceback" not in refused.stderr
 
 
-def test_benchmark_inference_reports_graph_loop_against_compiled(tmp_path):
+def test_benchmark_inference_reports_graph_loop_against_compiled(monkeypatch, capsys):
     """benchmark_inference.py's compiled and serving sections on a tiny model: every figure of
-    both ways, and the same tokens (graph loop and XLA program; both SavedModels)."""
-    args = [sys.executable, os.path.join(REPO, "runners", "tools", "benchmark_inference.py"),
-            "--sections=compiled,serving", "--batches=2", "--prompt_lens=3", "--gen_tokens=3",
-            "--gen_mem_len=6", "--n_layer=1", "--d_model=16", "--n_head=2", "--d_inner=32",
-            "--n_token=20", "--eval_tgt_len=4", "--eval_mem_len=6", "--repeats=1"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run(args, capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = json.loads(result.stdout.strip().splitlines()[-1])
+    both ways, and the same tokens (graph loop and XLA program; both SavedModels). Its `main`
+    in this process with these values of its flags (the program's flags and their ranges:
+    tests/runners/test_flag_ranges_runners.py, which starts it as a process)."""
+    from runners.tools.benchmarks import inference_speed
+    monkeypatch.setattr(inference_speed, "FLAGS", SimpleNamespace(
+        sections=["compiled", "serving"], batches=["2"], prompt_lens=["3"], gen_tokens=3,
+        gen_mem_len=6, n_layer=1, d_model=16, n_head=2, d_inner=32, n_token=20, eval_tgt_len=4,
+        eval_mem_len=6, repeats=1))
+    inference_speed.main([])
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     run = out["compiled"]["runs"][0]
     assert (run["batch"], run["prompt_len"], run["same_tokens"]) == (2, 3, True)
     for way in ("graph_loop", "compiled"):
