@@ -16,6 +16,7 @@ runners/export.py.
 import concurrent.futures
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,6 +33,7 @@ from txl_tf.inference import evaluation
 from txl_tf.generation.generator import Generator
 from tf_records.text.tokenize import decode_ids, encode_text
 
+from runner_calls import call_runner
 from saved_model_calls import SUPPORT, SavedModelCalls
 from shared_dirs import writable_copy
 from tiny import TINY_MODEL
@@ -39,7 +41,6 @@ from word_export import LIMITS, MEM_LEN, N_TOKEN, RULES, vocabulary, word_model
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXPORT = os.path.join(REPO, "runners", "export.py")
-SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
            PYTHONPATH=os.pathsep.join([REPO, SUPPORT]))
 N_LAYER, D_MODEL = TINY_MODEL["n_layer"], TINY_MODEL["d_model"]
@@ -54,12 +55,13 @@ def run(args, **kw):
 
 @pytest.fixture(scope="module")
 def served(word_export, tmp_path_factory):
-    """The shared tiny word-level model directory and its export by runners/export.py (with
-    LIMITS; tests/support/word_export.py), and a directory of this module's own files."""
+    """The shared tiny word-level model directory, its export by runners/export.py (with
+    LIMITS; tests/support/word_export.py) and its ids export (--notext_signatures), and a
+    directory of this module's own files."""
     assert "INFO" not in word_export["stderr"]  # absl's INFO log is off by default
     return dict(root=tmp_path_factory.mktemp("serving"), model_dir=word_export["model"],
                 model=word_model(), vocab=vocabulary(), path=word_export["full"],
-                info=word_export["info"])
+                ids=word_export["ids"], info=word_export["info"])
 
 
 def requests():
@@ -98,14 +100,15 @@ def requests():
 
 
 LOADER = textwrap.dedent("""
-    import json, sys
+    import contextlib, io, json, sys
     import numpy as np
+    import tensorflow as tf
     from saved_model_calls import SavedModelCalls
-    kind, path, output, jobs = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+    kind, output, jobs, commands = sys.argv[1], sys.argv[2], *map(json.loads, sys.argv[3:5])
     if kind == "text":
         import tensorflow_text  # noqa: F401
     saved = {}
-    for tag, (loader, inputs) in jobs.items():
+    for tag, (loader, path, inputs) in jobs.items():
         inputs = np.load(inputs)
         requests = {}
         for key in inputs.files:
@@ -119,12 +122,37 @@ LOADER = textwrap.dedent("""
             return value
 
         call = SavedModelCalls(path, loader)
+        out["loaded.signatures"] = np.array(call.names())
+        if loader != "session" and hasattr(call.loaded, "vocab_file"):
+            with open(call.loaded.vocab_file.asset_path.numpy().decode()) as f:
+                out["loaded.vocab_file"] = np.array(f.read())
         for (name, signature), feeds in requests.items():
-            for k, v in call(signature, {k: resolve(v) for k, v in feeds.items()}).items():
+            try:
+                result = call(signature, {k: resolve(v) for k, v in feeds.items()})
+            except tf.errors.InvalidArgumentError as error:
+                if not name.startswith("bad_"):
+                    raise
+                out[f"{name}.error"] = np.array(error.message)
+                continue
+            for k, v in result.items():
                 out[f"{name}.{k}"] = v.astype("S") if v.dtype == object else v  # no pickle
         saved.update({f"{tag}/{key}": value for key, value in out.items()})
+    # saved_model_cli: its main, as its console script calls it, once per command
+    from tensorflow.python.tools.saved_model_cli import main
+    printed = []
+    for argv in commands:
+        sys.argv = ["saved_model_cli"] + argv
+        stdout = io.StringIO()
+        with contextlib.redirect_stdout(stdout):
+            try:
+                code = main()
+            except SystemExit as exit:
+                code = exit.code
+        printed.append([code or 0, stdout.getvalue()])
     assert ("tensorflow_text" in sys.modules) == (kind == "text")
     np.savez(output, **saved)
+    with open(output + ".json", "w") as f:
+        json.dump(printed, f)
 """)
 
 
@@ -134,35 +162,12 @@ def save_requests(path, reqs):
     np.savez(path, **arrays)
 
 
-def through_loaders(served, kind, jobs):
-    """{tag: (loader, requests)} -> {tag: {name.output: array}}, all in one fresh process that
-    imports tensorflow_text only if `kind` is "text"."""
-    root = served["root"]
-    script = root / f"loader-{kind}.py"
-    script.write_text(LOADER)
-    for tag, (_, reqs) in jobs.items():
-        save_requests(root / f"in-{kind}-{tag}.npz", reqs)
-    out = root / f"out-{kind}.npz"
-    proc = run([sys.executable, str(script), kind, served["path"], str(out),
-                json.dumps({tag: [loader, str(root / f"in-{kind}-{tag}.npz")]
-                            for tag, (loader, _) in jobs.items()})], cwd=str(root))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    saved = np.load(out)
-    return {tag: {key.split("/", 1)[1]: saved[key] for key in saved.files
-                  if key.split("/")[0] == tag} for tag in jobs}
-
-
-def through_saved_model_cli(served, kind, reqs):
-    """Every request as `saved_model_cli run`: arrays through --inputs (.npy files), the
-    memory of a previous call through its --outdir .npy file."""
-    root = served["root"] / f"cli-{kind}"
+def cli_run_commands(root, path, reqs):
+    """The `saved_model_cli run` command (its arguments) of every request in `root`: arrays
+    through --inputs (.npy files), the memory of a previous call through its --outdir .npy
+    file; and a reader of their outputs."""
     root.mkdir(exist_ok=True)
-    if kind == "text":  # saved_model_cli itself, with the TF Text ops registered first
-        cli = [sys.executable, "-c", "import sys, tensorflow_text; from tensorflow.python.tools."
-               "saved_model_cli import main; sys.argv[0] = 'saved_model_cli'; sys.exit(main())"]
-    else:
-        cli = [SAVED_MODEL_CLI]
-    out = {}
+    commands = []
     for name, signature, feeds in reqs:
         inputs = []
         for key, value in feeds.items():
@@ -172,18 +177,49 @@ def through_saved_model_cli(served, kind, reqs):
             else:
                 np.save(root / f"{name}-{key}.npy", np.asarray(value))
                 inputs.append(f"{key}={root / f'{name}-{key}.npy'}")
-        proc = run(cli + ["run", "--dir", served["path"], "--tag_set", "serve",
-                          "--signature_def", signature, "--inputs", ";".join(inputs),
-                          "--outdir", str(root / name), "--overwrite"])
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        assert "Result for output key" in proc.stdout
-        for f in os.listdir(root / name):
-            try:
-                out[f"{name}.{f[:-4]}"] = np.load(root / name / f, allow_pickle=False)
-            except ValueError:  # strings: their .npy needs pickle; read what the CLI printed
-                out[f"{name}.{f[:-4]}"] = proc.stdout.split(
-                    f"Result for output key {f[:-4]}:")[1].split("Result for output key")[0]
-    return out
+        commands.append(["run", "--dir", path, "--tag_set", "serve", "--signature_def",
+                         signature, "--inputs", ";".join(inputs), "--outdir",
+                         str(root / name), "--overwrite"])
+
+    def outputs(printed):
+        """{name.output: array, or the text the CLI printed for a string output} of the
+        commands, from `printed` ([exit code, stdout] of each)."""
+        out = {}
+        for (name, _, _), (code, stdout) in zip(reqs, printed):
+            assert code == 0 and "Result for output key" in stdout, (name, code, stdout)
+            for f in os.listdir(root / name):
+                try:
+                    out[f"{name}.{f[:-4]}"] = np.load(root / name / f, allow_pickle=False)
+                except ValueError:  # strings: their .npy needs pickle; read what was printed
+                    out[f"{name}.{f[:-4]}"] = stdout.split(
+                        f"Result for output key {f[:-4]}:")[1].split("Result for output key")[0]
+        return out
+
+    return commands, outputs
+
+
+def through_loaders(served, kind, jobs, commands=()):
+    """{tag: (loader, path, requests)} -> ({tag: {name.output: array}}, [[exit code, stdout]
+    of each `saved_model_cli` command]), all in one fresh process that imports tensorflow_text
+    only if `kind` is "text". A request named "bad_..." must fail: its output is "error", the
+    message. Each tag's "loaded.signatures" are the names the loader lists; a tf.saved_model.load
+    with a vocabulary asset gives "loaded.vocab_file", the text of the file it points to."""
+    root = served["root"]
+    script = root / f"loader-{kind}.py"
+    script.write_text(LOADER)
+    for tag, (_, _, reqs) in jobs.items():
+        save_requests(root / f"in-{kind}-{tag}.npz", reqs)
+    out = root / f"out-{kind}.npz"
+    proc = run([sys.executable, str(script), kind, str(out),
+                json.dumps({tag: [loader, path, str(root / f"in-{kind}-{tag}.npz")]
+                            for tag, (loader, path, _) in jobs.items()}),
+                json.dumps(list(commands))], cwd=str(root))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    saved = np.load(out)
+    with open(f"{out}.json") as f:
+        printed = json.load(f)
+    return {tag: {key.split("/", 1)[1]: saved[key] for key in saved.files
+                  if key.split("/")[0] == tag} for tag in jobs}, printed
 
 
 def keras_outputs(served, ids_reqs, text_reqs):
@@ -235,6 +271,21 @@ def keras_outputs(served, ids_reqs, text_reqs):
 # files, a memory from an earlier call's --outdir, strings in and printed out): one ids request
 # that starts from init_mems' output and the two text signatures.
 CLI_REQUESTS = ("init", "score", "gen_text", "score_text")
+ID_SIGNATURES = ["generate", "init_mems", "nll", "score", "serving_default"]
+ALL_SIGNATURES = sorted(ID_SIGNATURES + ["generate_text", "score_text"])
+# Requests the ids export refuses where TensorFlow alone loads it: (name, signature, inputs,
+# words of the error).
+BAD_IDS = [
+    ("bad_mems", "score", dict(tokens=np.ones([2, 5], np.int32),
+                               mems=np.zeros([3, N_LAYER, MEM_LEN, D_MODEL], np.float32)),
+     "mems must be float32 [batch (that of tokens), n_layer=2"),
+    ("bad_prompt", "generate", dict(prompt=np.array([[1, 99]], np.int32),
+                                    num_tokens=np.array([2], np.int32),
+                                    temperature=np.zeros([1], np.float32),
+                                    top_k=np.zeros([1], np.int32), top_p=np.ones([1], np.float32),
+                                    seed=np.zeros([1], np.int64)),
+     "prompt must be token ids < 12, the vocabulary size"),
+]
 
 
 def assert_same(got, expected, loader):
@@ -252,34 +303,71 @@ def assert_same(got, expected, loader):
             np.testing.assert_allclose(actual, value, atol=1e-5, rtol=0, err_msg=loader + key)
 
 
+def assert_show_lists(printed, names):
+    """`saved_model_cli show --all` ([exit code, stdout]) lists the signatures `names` and no
+    other, with mems of static n_layer and d_model."""
+    code, stdout = printed
+    assert code == 0, stdout[-2000:]
+    listed = sorted(set(re.findall(r"signature_def\['(\w+)'\]", stdout)) - {"__saved_model_init_op"})
+    assert listed == names, listed
+    assert f"shape: (-1, {N_LAYER}, -1, {D_MODEL})" in stdout  # mems
+
+
 def test_every_signature_equals_keras_through_every_loader(served):
-    """The loaders' processes run at the same time (each in a thread of its own here) while
-    this process computes what the Keras model gives."""
+    """Two fresh processes run at the same time (each from a thread of its own here) while
+    this process computes what the Keras model gives. With TensorFlow alone: the full export
+    through the session loader (its id signatures), the ids export (--notext_signatures)
+    through tf.saved_model.load (it resolves every op as it loads), `saved_model_cli show`
+    of both and `saved_model_cli run` of the CLI_REQUESTS of ids. With tensorflow_text: the
+    full export's text signatures through the session loader, all its signatures through
+    tf.saved_model.load (and its vocabulary asset), and `saved_model_cli run` of the text
+    CLI_REQUESTS."""
     ids_reqs, text_reqs = requests()
-    cli_ids = [r for r in ids_reqs if r[0] in CLI_REQUESTS]
-    cli_text = [r for r in text_reqs if r[0] in CLI_REQUESTS]
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        alone = pool.submit(through_loaders, served, "ids", {"session": ("session", ids_reqs)})
+    full, ids_export, root = served["path"], served["ids"], served["root"]
+    cli_ids, read_cli_ids = cli_run_commands(
+        root / "cli-ids", full, [r for r in ids_reqs if r[0] in CLI_REQUESTS])
+    cli_text, read_cli_text = cli_run_commands(
+        root / "cli-text", full, [r for r in text_reqs if r[0] in CLI_REQUESTS])
+    shows = [["show", "--all", "--dir", path] for path in (ids_export, full)]
+    bad = [(name, signature, feeds) for name, signature, feeds, _ in BAD_IDS]
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        alone = pool.submit(through_loaders, served, "ids", {
+            "session": ("session", full, ids_reqs),
+            "ids_export": ("tf2", ids_export, ids_reqs + bad)}, shows + cli_ids)
         with_text = pool.submit(through_loaders, served, "text", {
-            "session": ("session", text_reqs), "tf2": ("tf2", ids_reqs + text_reqs)})
-        cli = [pool.submit(through_saved_model_cli, served, "ids", cli_ids),
-               pool.submit(through_saved_model_cli, served, "text", cli_text)]
+            "session": ("session", full, text_reqs),
+            "tf2": ("tf2", full, ids_reqs + text_reqs)}, cli_text)
         expected = keras_outputs(served, ids_reqs, text_reqs)
-        alone, with_text = alone.result(), with_text.result()
-        results = {
-            "session": {**alone["session"], **with_text["session"]},
-            "tf.saved_model.load": with_text["tf2"],
-            "saved_model_cli": {**cli[0].result(), **cli[1].result()},
-        }
+        (alone, alone_printed), (with_text, text_printed) = alone.result(), with_text.result()
+    assert_show_lists(alone_printed[0], ID_SIGNATURES)
+    assert_show_lists(alone_printed[1], ALL_SIGNATURES)
+    for name, _, _, words in BAD_IDS:
+        assert words in str(alone["ids_export"][f"{name}.error"]), name
+    listed = {tag: sorted(out["loaded.signatures"].tolist())
+              for tag, out in [("alone", alone["session"]), ("ids", alone["ids_export"]),
+                               ("text", with_text["session"]), ("tf2", with_text["tf2"])]}
+    assert listed == dict(alone=ALL_SIGNATURES, ids=ID_SIGNATURES, text=ALL_SIGNATURES,
+                          tf2=ALL_SIGNATURES)
+    for out in (alone["ids_export"], with_text["tf2"]):
+        assert str(out["loaded.vocab_file"]) == served["vocab"].to_text()
+    every, ids_only = [r[0] for r in ids_reqs + text_reqs], [r[0] for r in ids_reqs]
+    results = {  # loader: (its outputs, the requests it ran)
+        "session": ({**alone["session"], **with_text["session"]}, every),
+        "tf.saved_model.load": (with_text["tf2"], every),
+        "tf.saved_model.load of the ids export": (alone["ids_export"], ids_only),
+        "saved_model_cli": ({**read_cli_ids(alone_printed[2:]), **read_cli_text(text_printed)},
+                            CLI_REQUESTS),
+    }
     keras_loss = expected.pop("score_text.loss")  # compared below, with nll_sum
-    for loader, got in results.items():
-        loss, nll_sum = got.pop("score_text.loss"), got.pop("score_text.nll_sum")
-        wanted = {k: v for k, v in expected.items()
-                  if loader != "saved_model_cli" or k.split(".")[0] in CLI_REQUESTS}
+    for loader, (got, names) in results.items():
+        got = {k: v for k, v in got.items() if not k.startswith(("loaded.", "bad_"))}
+        wanted = {k: v for k, v in expected.items() if k.split(".")[0] in names}
+        loss, nll_sum = got.pop("score_text.loss", None), got.pop("score_text.nll_sum", None)
         assert_same(got, wanted, loader)
-        scored = expected["score_text.tokens"][0]
-        np.testing.assert_allclose(loss * scored, nll_sum, rtol=1e-6)
-        np.testing.assert_allclose(loss, keras_loss, atol=1e-5, err_msg=loader)
+        if "score_text" in names:
+            scored = expected["score_text.tokens"][0]
+            np.testing.assert_allclose(loss * scored, nll_sum, rtol=1e-6)
+            np.testing.assert_allclose(loss, keras_loss, atol=1e-5, err_msg=loader)
 
 
 # -- bad requests -----------------------------------------------------------------------------
@@ -392,6 +480,8 @@ BAD_REQUESTS = {
                   ["top_p must be in (0, 1]"]),
     "generate_text top_p > 1": ("generate_text", dict(text=["w1"], num_tokens=2, **{
         **GREEDY, "top_p": 2.0}), ["top_p must be in (0, 1]"]),
+    "generate_text unknown word": ("generate_text", dict(text=["w1 zebra"], num_tokens=2,
+                                                         **GREEDY), ["zebra"]),
     "generate_text empty prompt": ("generate_text", dict(text=[""], num_tokens=2, **GREEDY),
                                    ["the prompt has no tokens"]),
     "generate_text too long": ("generate_text", dict(text=["w1 " * 41], num_tokens=2,
@@ -444,7 +534,15 @@ def test_the_limits_are_recorded_in_the_export(served):
 
 # -- export.py's own errors -------------------------------------------------------------------
 def export_cli(*args, wrapper=()):
+    """runners/export.py --notext_signatures `args` in a process of its own (behind
+    `wrapper`), as a user runs it."""
     return run(list(wrapper) + [sys.executable, EXPORT, "--notext_signatures"] + list(args))
+
+
+def export_here(*args):
+    """The same command run in this process (`runner_calls.call_runner`: the same flag checks,
+    main, error line and exit code)."""
+    return call_runner("export", ["--notext_signatures"] + list(args))
 
 
 def assert_one_line_error(proc, code, *words):
@@ -456,10 +554,13 @@ def assert_one_line_error(proc, code, *words):
 
 
 def test_export_usage_errors(served, tmp_path):
+    """Each usage error is one line and exit code 2, nothing written; in this process but for
+    the first case, which runs as a user runs it."""
     model_dir = served["model_dir"]
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
     cases = [
+        ([f"--export_dir={tmp_path / 'e'}"], ["missing required flag --model_dir;"]),
         ([f"--model_dir={model_dir}", f"--export_dir={a_file}"], ["is a file"]),
         ([f"--model_dir={tmp_path / 'missing'}", f"--export_dir={tmp_path / 'e'}"],
          ["config.json not found", "is not a txl-tf model directory"]),
@@ -469,16 +570,15 @@ def test_export_usage_errors(served, tmp_path):
          ["--max_seq_len must be an integer in [1, 2147483647]"]),
         ([f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'e'}", "--max_text_bytes=-5"],
          ["--max_text_bytes must be an integer in [1, 2147483647]"]),
-        ([f"--export_dir={tmp_path / 'e'}"], ["missing required flag --model_dir;"]),
         ([f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'e'}",
           "--warmup_requests=143"], ["--warmup_requests must be in [0, 142]"]),
     ]
-    for args, words in cases:
-        assert_one_line_error(export_cli(*args), 2, *words)
+    for i, (args, words) in enumerate(cases):
+        assert_one_line_error((export_here if i else export_cli)(*args), 2, *words)
     no_checkpoint = tmp_path / "no_checkpoint"
     no_checkpoint.mkdir()
     shutil.copy(os.path.join(model_dir, "config.json"), no_checkpoint)
-    assert_one_line_error(export_cli(f"--model_dir={no_checkpoint}",
+    assert_one_line_error(export_here(f"--model_dir={no_checkpoint}",
                                      f"--export_dir={tmp_path / 'e'}"), 2, "no checkpoint")
     assert a_file.read_text() == "x" and not os.path.exists(tmp_path / "e" / "1")
 
@@ -489,7 +589,7 @@ def test_export_damaged_checkpoint_is_a_runtime_error(served, tmp_path):
     data = [f for f in os.listdir(model_dir) if ".data-" in f]
     with open(model_dir / data[0], "r+b") as f:
         f.truncate(100)
-    proc = export_cli(f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'e'}")
+    proc = export_here(f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'e'}")
     assert_one_line_error(proc, 1, "cannot read the checkpoint")
     assert not os.path.exists(tmp_path / "e" / "1")
 
