@@ -7,11 +7,10 @@
 * `tf.saved_model.load`.
 Every signature gives the Keras model's outputs (<= 1e-5) through the session loader and
 `tf.saved_model.load`; `saved_model_cli` (the session loader behind a command line) runs the
-requests that use its own inputs and outputs (`CLI_REQUESTS`). Then the bad
-requests (ids, memory shapes, batch-major rows, limits and per-request budgets, sampling
-settings, empty inputs) through the session loader and `tf.saved_model.load` in this process
-(what the export answers, whichever process loads it), and the bad invocations of
-runners/export.py.
+requests that use its own inputs and outputs (`CLI_REQUESTS`). The bad requests (ids, memory
+shapes, batch-major rows, limits and per-request budgets, sampling settings, empty inputs,
+unknown words) through the session loader and `tf.saved_model.load`, in the same process with
+tensorflow_text; and the bad invocations of runners/export.py.
 """
 import concurrent.futures
 import json
@@ -25,7 +24,6 @@ import textwrap
 import numpy as np
 import pytest
 import tensorflow as tf
-import tensorflow_text  # noqa: F401  (the text signatures' ops, for the in-process loaders)
 
 from tf_records import dataset_from_tokens
 from txl_tf.model.context_settings import ContextSettings
@@ -34,7 +32,7 @@ from txl_tf.generation.generator import Generator
 from tf_records.text.tokenize import decode_ids, encode_text
 
 from runner_calls import call_runner
-from saved_model_calls import SUPPORT, SavedModelCalls
+from saved_model_calls import SUPPORT
 from shared_dirs import writable_copy
 from tiny import TINY_MODEL
 from word_export import LIMITS, MEM_LEN, N_TOKEN, RULES, vocabulary, word_model
@@ -313,15 +311,18 @@ def assert_show_lists(printed, names):
     assert f"shape: (-1, {N_LAYER}, -1, {D_MODEL})" in stdout  # mems
 
 
-def test_every_signature_equals_keras_through_every_loader(served):
-    """Two fresh processes run at the same time (each from a thread of its own here) while
-    this process computes what the Keras model gives. With TensorFlow alone: the full export
-    through the session loader (its id signatures), the ids export (--notext_signatures)
-    through tf.saved_model.load (it resolves every op as it loads), `saved_model_cli show`
-    of both and `saved_model_cli run` of the CLI_REQUESTS of ids. With tensorflow_text: the
-    full export's text signatures through the session loader, all its signatures through
-    tf.saved_model.load (and its vocabulary asset), and `saved_model_cli run` of the text
-    CLI_REQUESTS."""
+@pytest.fixture(scope="module")
+def loaded(served):
+    """What two fresh processes, run at the same time (each from a thread of its own here),
+    give while this process computes what the Keras model gives ("expected"). With TensorFlow
+    alone ("alone"): the full export through the session loader (its id signatures), the ids
+    export (--notext_signatures) through tf.saved_model.load (it resolves every op as it
+    loads; and BAD_IDS), `saved_model_cli show` of both and `saved_model_cli run` of the
+    CLI_REQUESTS of ids ("alone_printed": show, show, then the runs). With tensorflow_text
+    ("with_text"): the full export's text signatures through the session loader, all its
+    signatures through tf.saved_model.load (and its vocabulary asset), BAD_REQUESTS through
+    both ("bad_<i>"), and `saved_model_cli run` of the text CLI_REQUESTS ("text_printed").
+    "cli": the outputs of every `saved_model_cli run`."""
     ids_reqs, text_reqs = requests()
     full, ids_export, root = served["path"], served["ids"], served["root"]
     cli_ids, read_cli_ids = cli_run_commands(
@@ -329,18 +330,32 @@ def test_every_signature_equals_keras_through_every_loader(served):
     cli_text, read_cli_text = cli_run_commands(
         root / "cli-text", full, [r for r in text_reqs if r[0] in CLI_REQUESTS])
     shows = [["show", "--all", "--dir", path] for path in (ids_export, full)]
-    bad = [(name, signature, feeds) for name, signature, feeds, _ in BAD_IDS]
+    bad_ids = [(name, signature, feeds) for name, signature, feeds, _ in BAD_IDS]
+    bad = [(f"bad_{i}", signature, bad_feeds(feeds))
+           for i, (signature, feeds, _) in enumerate(BAD_REQUESTS.values())]
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         alone = pool.submit(through_loaders, served, "ids", {
             "session": ("session", full, ids_reqs),
-            "ids_export": ("tf2", ids_export, ids_reqs + bad)}, shows + cli_ids)
+            "ids_export": ("tf2", ids_export, ids_reqs + bad_ids)}, shows + cli_ids)
         with_text = pool.submit(through_loaders, served, "text", {
-            "session": ("session", full, text_reqs),
-            "tf2": ("tf2", full, ids_reqs + text_reqs)}, cli_text)
+            "session": ("session", full, text_reqs + bad),
+            "tf2": ("tf2", full, ids_reqs + text_reqs + bad)}, cli_text)
         expected = keras_outputs(served, ids_reqs, text_reqs)
         (alone, alone_printed), (with_text, text_printed) = alone.result(), with_text.result()
-    assert_show_lists(alone_printed[0], ID_SIGNATURES)
-    assert_show_lists(alone_printed[1], ALL_SIGNATURES)
+    return dict(alone=alone, alone_printed=alone_printed, with_text=with_text,
+                text_printed=text_printed, expected=expected,
+                requests=[r[0] for r in ids_reqs + text_reqs],
+                ids_requests=[r[0] for r in ids_reqs],
+                cli={**read_cli_ids(alone_printed[2:]), **read_cli_text(text_printed)})
+
+
+def test_every_signature_equals_keras_through_every_loader(loaded, served):
+    """Every signature's outputs equal the Keras model's through every loader of `loaded`;
+    each loader lists the export's signatures; the ids export refuses bad requests with
+    TensorFlow alone."""
+    alone, with_text = loaded["alone"], loaded["with_text"]
+    assert_show_lists(loaded["alone_printed"][0], ID_SIGNATURES)
+    assert_show_lists(loaded["alone_printed"][1], ALL_SIGNATURES)
     for name, _, _, words in BAD_IDS:
         assert words in str(alone["ids_export"][f"{name}.error"]), name
     listed = {tag: sorted(out["loaded.signatures"].tolist())
@@ -350,14 +365,14 @@ def test_every_signature_equals_keras_through_every_loader(served):
                           tf2=ALL_SIGNATURES)
     for out in (alone["ids_export"], with_text["tf2"]):
         assert str(out["loaded.vocab_file"]) == served["vocab"].to_text()
-    every, ids_only = [r[0] for r in ids_reqs + text_reqs], [r[0] for r in ids_reqs]
+    every, ids_only = loaded["requests"], loaded["ids_requests"]
     results = {  # loader: (its outputs, the requests it ran)
         "session": ({**alone["session"], **with_text["session"]}, every),
         "tf.saved_model.load": (with_text["tf2"], every),
         "tf.saved_model.load of the ids export": (alone["ids_export"], ids_only),
-        "saved_model_cli": ({**read_cli_ids(alone_printed[2:]), **read_cli_text(text_printed)},
-                            CLI_REQUESTS),
+        "saved_model_cli": (loaded["cli"], CLI_REQUESTS),
     }
+    expected = dict(loaded["expected"])
     keras_loss = expected.pop("score_text.loss")  # compared below, with nll_sum
     for loader, (got, names) in results.items():
         got = {k: v for k, v in got.items() if not k.startswith(("loaded.", "bad_"))}
@@ -371,25 +386,18 @@ def test_every_signature_equals_keras_through_every_loader(served):
 
 
 # -- bad requests -----------------------------------------------------------------------------
-def bad_messages(call, cases):
-    """{case: error message or None} of `cases` ({case: (signature, {input: list or
-    {"zeros": shape}})}) through `call` (a `SavedModelCalls`)."""
+def bad_feeds(feeds):
+    """The arrays of a request of BAD_REQUESTS ({input: list, scalar or {"zeros": shape}};
+    a sampling setting given as a scalar: one row; texts as UTF-8 bytes)."""
     dtypes = dict(tokens=np.int32, labels=np.int32, prompt=np.int32, num_tokens=np.int32,
                   top_k=np.int32, streams=np.int32, temperature=np.float32,
-                  top_p=np.float32, mems=np.float32, seed=np.int64, text=object)
-    messages = {}
-    for name, (signature, feeds) in cases.items():
-        feeds = {k: np.zeros(v["zeros"], np.float32) if isinstance(v, dict)
-                 else np.array(v, dtypes[k]) for k, v in feeds.items()}
-        for k in ("num_tokens", "temperature", "top_k", "top_p", "seed"):  # scalar: one row
-            if k in feeds and feeds[k].ndim == 0:
-                feeds[k] = feeds[k][None]
-        try:
-            call(signature, feeds)
-            messages[name] = None
-        except tf.errors.InvalidArgumentError as error:
-            messages[name] = error.message
-    return messages
+                  top_p=np.float32, mems=np.float32, seed=np.int64, text="S")
+    feeds = {k: np.zeros(v["zeros"], np.float32) if isinstance(v, dict)
+             else np.array(v, dtypes[k]) for k, v in feeds.items()}
+    for k in ("num_tokens", "temperature", "top_k", "top_p", "seed"):
+        if k in feeds and feeds[k].ndim == 0:
+            feeds[k] = feeds[k][None]
+    return feeds
 
 
 GREEDY = dict(temperature=0.0, top_k=0, top_p=1.0, seed=0)
@@ -501,15 +509,14 @@ BAD_REQUESTS = {
 
 
 @pytest.mark.parametrize("loader", ["session", "tf2"])
-def test_bad_requests_fail_with_a_named_error(served, loader):
-    cases = {name: [signature, {k: (v if isinstance(v, dict) else np.asarray(v).tolist())
-                                for k, v in feeds.items()}]
-             for name, (signature, feeds, _) in BAD_REQUESTS.items()}
-    messages = bad_messages(SavedModelCalls(served["path"], loader), cases)
-    for name, (_, _, words) in BAD_REQUESTS.items():
-        assert messages[name] is not None, f"{name}: accepted"
+def test_bad_requests_fail_with_a_named_error(loaded, loader):
+    """Each request of BAD_REQUESTS, sent in the process with tensorflow_text (`loaded`)."""
+    out = loaded["with_text"][loader]
+    for i, (name, (_, _, words)) in enumerate(BAD_REQUESTS.items()):
+        message = out.get(f"bad_{i}.error")
+        assert message is not None, f"{name}: accepted"
         for word in words:
-            assert word in messages[name], (name, messages[name])
+            assert word in str(message), (name, str(message))
 
 
 def test_each_weight_is_saved_once(served):
