@@ -15,6 +15,7 @@ tensorflow_text; and the bad invocations of runners/export.py.
 import concurrent.futures
 import json
 import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -33,7 +34,7 @@ from tf_records.text.tokenize import decode_ids, encode_text
 
 from runner_calls import call_runner
 from saved_model_calls import SUPPORT
-from shared_dirs import writable_copy
+from shared_dirs import shared_dir, writable_copy
 from tiny import TINY_MODEL
 from word_export import LIMITS, MEM_LEN, N_TOKEN, RULES, vocabulary, word_model
 
@@ -52,12 +53,11 @@ def run(args, **kw):
 
 
 @pytest.fixture(scope="module")
-def served(word_export, tmp_path_factory):
+def served(word_export):
     """The shared tiny word-level model directory, its export by runners/export.py (with
-    LIMITS; tests/support/word_export.py) and its ids export (--notext_signatures), and a
-    directory of this module's own files."""
+    LIMITS; tests/support/word_export.py) and its ids export (--notext_signatures)."""
     assert "INFO" not in word_export["stderr"]  # absl's INFO log is off by default
-    return dict(root=tmp_path_factory.mktemp("serving"), model_dir=word_export["model"],
+    return dict(model_dir=word_export["model"],
                 model=word_model(), vocab=vocabulary(), path=word_export["full"],
                 ids=word_export["ids"], info=word_export["info"])
 
@@ -161,9 +161,9 @@ def save_requests(path, reqs):
 
 
 def cli_run_commands(root, path, reqs):
-    """The `saved_model_cli run` command (its arguments) of every request in `root`: arrays
-    through --inputs (.npy files), the memory of a previous call through its --outdir .npy
-    file; and a reader of their outputs."""
+    """The `saved_model_cli run` command (its arguments) of every request, its files in
+    `root`: arrays through --inputs (.npy files), the memory of a previous call through its
+    --outdir .npy file."""
     root.mkdir(exist_ok=True)
     commands = []
     for name, signature, feeds in reqs:
@@ -178,31 +178,30 @@ def cli_run_commands(root, path, reqs):
         commands.append(["run", "--dir", path, "--tag_set", "serve", "--signature_def",
                          signature, "--inputs", ";".join(inputs), "--outdir",
                          str(root / name), "--overwrite"])
-
-    def outputs(printed):
-        """{name.output: array, or the text the CLI printed for a string output} of the
-        commands, from `printed` ([exit code, stdout] of each)."""
-        out = {}
-        for (name, _, _), (code, stdout) in zip(reqs, printed):
-            assert code == 0 and "Result for output key" in stdout, (name, code, stdout)
-            for f in os.listdir(root / name):
-                try:
-                    out[f"{name}.{f[:-4]}"] = np.load(root / name / f, allow_pickle=False)
-                except ValueError:  # strings: their .npy needs pickle; read what was printed
-                    out[f"{name}.{f[:-4]}"] = stdout.split(
-                        f"Result for output key {f[:-4]}:")[1].split("Result for output key")[0]
-        return out
-
-    return commands, outputs
+    return commands
 
 
-def through_loaders(served, kind, jobs, commands=()):
-    """{tag: (loader, path, requests)} -> ({tag: {name.output: array}}, [[exit code, stdout]
-    of each `saved_model_cli` command]), all in one fresh process that imports tensorflow_text
-    only if `kind` is "text". A request named "bad_..." must fail: its output is "error", the
+def cli_outputs(root, reqs, printed):
+    """{name.output: array, or the text the CLI printed for a string output} of the commands
+    of `cli_run_commands(root, path, reqs)`, from `printed` ([exit code, stdout] of each)."""
+    out = {}
+    for (name, _, _), (code, stdout) in zip(reqs, printed):
+        assert code == 0 and "Result for output key" in stdout, (name, code, stdout)
+        for f in os.listdir(root / name):
+            try:
+                out[f"{name}.{f[:-4]}"] = np.load(root / name / f, allow_pickle=False)
+            except ValueError:  # strings: their .npy needs pickle; read what was printed
+                out[f"{name}.{f[:-4]}"] = stdout.split(
+                    f"Result for output key {f[:-4]}:")[1].split("Result for output key")[0]
+    return out
+
+
+def through_loaders(root, kind, jobs, commands=()):
+    """Runs {tag: (loader, path, requests)} and the `saved_model_cli` `commands`, all in one
+    fresh process that imports tensorflow_text only if `kind` is "text"; its outputs go to
+    `root` (`read_loaders`). A request named "bad_..." must fail: its output is "error", the
     message. Each tag's "loaded.signatures" are the names the loader lists; a tf.saved_model.load
     with a vocabulary asset gives "loaded.vocab_file", the text of the file it points to."""
-    root = served["root"]
     script = root / f"loader-{kind}.py"
     script.write_text(LOADER)
     for tag, (_, _, reqs) in jobs.items():
@@ -213,11 +212,18 @@ def through_loaders(served, kind, jobs, commands=()):
                             for tag, (loader, path, _) in jobs.items()}),
                 json.dumps(list(commands))], cwd=str(root))
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def read_loaders(root, kind):
+    """What `through_loaders(root, kind, ...)` wrote: ({tag: {name.output: array}}, [[exit
+    code, stdout] of each `saved_model_cli` command])."""
+    out = root / f"out-{kind}.npz"
     saved = np.load(out)
     with open(f"{out}.json") as f:
         printed = json.load(f)
+    tags = {key.split("/")[0] for key in saved.files}
     return {tag: {key.split("/", 1)[1]: saved[key] for key in saved.files
-                  if key.split("/")[0] == tag} for tag in jobs}, printed
+                  if key.split("/")[0] == tag} for tag in tags}, printed
 
 
 def keras_outputs(served, ids_reqs, text_reqs):
@@ -311,46 +317,58 @@ def assert_show_lists(printed, names):
     assert f"shape: (-1, {N_LAYER}, -1, {D_MODEL})" in stdout  # mems
 
 
-@pytest.fixture(scope="module")
-def loaded(served):
-    """What two fresh processes, run at the same time (each from a thread of its own here),
-    give while this process computes what the Keras model gives ("expected"). With TensorFlow
-    alone ("alone"): the full export through the session loader (its id signatures), the ids
-    export (--notext_signatures) through tf.saved_model.load (it resolves every op as it
-    loads; and BAD_IDS), `saved_model_cli show` of both and `saved_model_cli run` of the
-    CLI_REQUESTS of ids ("alone_printed": show, show, then the runs). With tensorflow_text
-    ("with_text"): the full export's text signatures through the session loader, all its
-    signatures through tf.saved_model.load (and its vocabulary asset), BAD_REQUESTS through
-    both ("bad_<i>"), and `saved_model_cli run` of the text CLI_REQUESTS ("text_printed").
-    "cli": the outputs of every `saved_model_cli run`."""
+def run_loaders(served, root):
+    """The two fresh processes of `loaded`, run at the same time (each from a thread of its
+    own here), their files in `root`."""
     ids_reqs, text_reqs = requests()
-    full, ids_export, root = served["path"], served["ids"], served["root"]
-    cli_ids, read_cli_ids = cli_run_commands(
-        root / "cli-ids", full, [r for r in ids_reqs if r[0] in CLI_REQUESTS])
-    cli_text, read_cli_text = cli_run_commands(
-        root / "cli-text", full, [r for r in text_reqs if r[0] in CLI_REQUESTS])
+    full, ids_export = served["path"], served["ids"]
+    cli_ids = cli_run_commands(root / "cli-ids", full,
+                               [r for r in ids_reqs if r[0] in CLI_REQUESTS])
+    cli_text = cli_run_commands(root / "cli-text", full,
+                                [r for r in text_reqs if r[0] in CLI_REQUESTS])
     shows = [["show", "--all", "--dir", path] for path in (ids_export, full)]
     bad_ids = [(name, signature, feeds) for name, signature, feeds, _ in BAD_IDS]
     bad = [(f"bad_{i}", signature, bad_feeds(feeds))
            for i, (signature, feeds, _) in enumerate(BAD_REQUESTS.values())]
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        alone = pool.submit(through_loaders, served, "ids", {
+        alone = pool.submit(through_loaders, root, "ids", {
             "session": ("session", full, ids_reqs),
             "ids_export": ("tf2", ids_export, ids_reqs + bad_ids)}, shows + cli_ids)
-        with_text = pool.submit(through_loaders, served, "text", {
+        with_text = pool.submit(through_loaders, root, "text", {
             "session": ("session", full, text_reqs + bad),
             "tf2": ("tf2", full, ids_reqs + text_reqs + bad)}, cli_text)
-        expected = keras_outputs(served, ids_reqs, text_reqs)
-        (alone, alone_printed), (with_text, text_printed) = alone.result(), with_text.result()
+        alone.result(), with_text.result()
+
+
+@pytest.fixture(scope="module")
+def loaded(served, tmp_path_factory):
+    """What two fresh processes give (made once per run for both xdist workers,
+    `shared_dirs.shared_dir`). With TensorFlow alone ("alone"): the full export through the
+    session loader (its id signatures), the ids export (--notext_signatures) through
+    tf.saved_model.load (it resolves every op as it loads; and BAD_IDS), `saved_model_cli
+    show` of both and `saved_model_cli run` of the CLI_REQUESTS of ids ("alone_printed": show,
+    show, then the runs). With tensorflow_text ("with_text"): the full export's text
+    signatures through the session loader, all its signatures through tf.saved_model.load
+    (and its vocabulary asset), BAD_REQUESTS through both ("bad_<i>"), and `saved_model_cli
+    run` of the text CLI_REQUESTS ("text_printed"). "cli": the outputs of every
+    `saved_model_cli run`."""
+    path, _ = shared_dir(tmp_path_factory, "word_export_loaded",
+                         lambda root: run_loaders(served, pathlib.Path(root)))
+    root = pathlib.Path(path)
+    ids_reqs, text_reqs = requests()
+    (alone, alone_printed), (with_text, text_printed) = (read_loaders(root, "ids"),
+                                                         read_loaders(root, "text"))
+    cli = {**cli_outputs(root / "cli-ids", [r for r in ids_reqs if r[0] in CLI_REQUESTS],
+                         alone_printed[2:]),
+           **cli_outputs(root / "cli-text", [r for r in text_reqs if r[0] in CLI_REQUESTS],
+                         text_printed)}
     return dict(alone=alone, alone_printed=alone_printed, with_text=with_text,
-                text_printed=text_printed, expected=expected,
-                requests=[r[0] for r in ids_reqs + text_reqs],
-                ids_requests=[r[0] for r in ids_reqs],
-                cli={**read_cli_ids(alone_printed[2:]), **read_cli_text(text_printed)})
+                text_printed=text_printed, ids_reqs=ids_reqs, text_reqs=text_reqs, cli=cli)
 
 
 def test_every_signature_equals_keras_through_every_loader(loaded, served):
-    """Every signature's outputs equal the Keras model's through every loader of `loaded`;
+    """Every signature's outputs equal the Keras model's (computed here) through every loader
+    of `loaded`;
     each loader lists the export's signatures; the ids export refuses bad requests with
     TensorFlow alone."""
     alone, with_text = loaded["alone"], loaded["with_text"]
@@ -365,14 +383,17 @@ def test_every_signature_equals_keras_through_every_loader(loaded, served):
                           tf2=ALL_SIGNATURES)
     for out in (alone["ids_export"], with_text["tf2"]):
         assert str(out["loaded.vocab_file"]) == served["vocab"].to_text()
-    every, ids_only = loaded["requests"], loaded["ids_requests"]
+    for loader in ("session", "tf2"):
+        assert_bad_requests_refused(with_text[loader], loader)
+    ids_reqs, text_reqs = loaded["ids_reqs"], loaded["text_reqs"]
+    every, ids_only = [r[0] for r in ids_reqs + text_reqs], [r[0] for r in ids_reqs]
     results = {  # loader: (its outputs, the requests it ran)
         "session": ({**alone["session"], **with_text["session"]}, every),
         "tf.saved_model.load": (with_text["tf2"], every),
         "tf.saved_model.load of the ids export": (alone["ids_export"], ids_only),
         "saved_model_cli": (loaded["cli"], CLI_REQUESTS),
     }
-    expected = dict(loaded["expected"])
+    expected = keras_outputs(served, ids_reqs, text_reqs)
     keras_loss = expected.pop("score_text.loss")  # compared below, with nll_sum
     for loader, (got, names) in results.items():
         got = {k: v for k, v in got.items() if not k.startswith(("loaded.", "bad_"))}
@@ -508,15 +529,14 @@ BAD_REQUESTS = {
 }
 
 
-@pytest.mark.parametrize("loader", ["session", "tf2"])
-def test_bad_requests_fail_with_a_named_error(loaded, loader):
-    """Each request of BAD_REQUESTS, sent in the process with tensorflow_text (`loaded`)."""
-    out = loaded["with_text"][loader]
+def assert_bad_requests_refused(out, loader):
+    """Each request of BAD_REQUESTS ("bad_<i>" in `out`, the outputs of `loader`) was refused
+    with an error that has its words."""
     for i, (name, (_, _, words)) in enumerate(BAD_REQUESTS.items()):
         message = out.get(f"bad_{i}.error")
-        assert message is not None, f"{name}: accepted"
+        assert message is not None, f"{loader}: {name}: accepted"
         for word in words:
-            assert word in str(message), (name, str(message))
+            assert word in str(message), (loader, name, str(message))
 
 
 def test_each_weight_is_saved_once(served):
@@ -609,21 +629,38 @@ def private_mount(script):
     return ["unshare", "-m", "sh", "-c", script] if probe.returncode == 0 else None
 
 
+# Both exports of the next test in one process (runners/export.py's main, `call_runner`).
+READ_ONLY_AND_FULL = textwrap.dedent("""
+    import json, os, sys
+    from runner_calls import call_runner
+    runs = [call_runner("export", args) for args in json.loads(sys.argv[1])]
+    print(json.dumps({"runs": [[proc.returncode, proc.stderr] for proc in runs],
+                      "left": os.listdir(sys.argv[2])}))
+""")
+
+
 def test_export_read_only_and_full_export_dir(served, tmp_path):
-    """A read-only export_dir is a usage error (2); a full disk a runtime error (1) that
-    names it; neither leaves a version or temporary directory behind."""
-    target = tmp_path / "exports"
-    target.mkdir()
-    (target / "1").mkdir()  # an earlier version, which must survive
-    read_only = private_mount(f'mount --bind "{target}" "{target}" && '
-                              f'mount -o remount,bind,ro "{target}" "{target}" && exec "$@"')
-    full = private_mount(f'mount -t tmpfs -o size=256k tmpfs "{target}" && "$@"; '
-                         f'code=$?; ls -A "{target}" >&2; exit $code')
-    if read_only is None or full is None:
+    """A read-only export_dir is an error (1) that says so; a full disk an error (1) that
+    names it; neither leaves a version or temporary directory behind. One process in a
+    private mount namespace runs both exports: one export_dir bound read-only, the other a
+    256 KiB tmpfs."""
+    read_only, full = tmp_path / "read_only", tmp_path / "full"
+    for target in (read_only, full):
+        (target / "1").mkdir(parents=True)  # an earlier version, which must survive
+    wrapper = private_mount(f'mount --bind "{read_only}" "{read_only}" && '
+                            f'mount -o remount,bind,ro "{read_only}" "{read_only}" && '
+                            f'mount -t tmpfs -o size=256k tmpfs "{full}" && exec "$@"')
+    if wrapper is None:
         pytest.skip("no private mount namespace here (needs root and unshare)")
-    args = [f"--model_dir={served['model_dir']}", f"--export_dir={target}"]
-    assert_one_line_error(export_cli(*args, wrapper=read_only + ["sh"]), 1, "not writable")
-    proc = export_cli(*args, wrapper=full + ["sh"])
-    assert_one_line_error(proc, 1, f"no space left on {target}")
-    assert proc.stderr.strip().splitlines()[-1].startswith("error: ")  # ls: empty
-    assert os.listdir(target) == ["1"]
+    args = [["--notext_signatures", f"--model_dir={served['model_dir']}",
+             f"--export_dir={target}"] for target in (read_only, full)]
+    proc = run(wrapper + ["sh", sys.executable, "-c", READ_ONLY_AND_FULL, json.dumps(args),
+                          str(full)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    (code, stderr), (full_code, full_stderr) = result["runs"]
+    assert_one_line_error(subprocess.CompletedProcess([], code, "", stderr), 1, "not writable")
+    assert_one_line_error(subprocess.CompletedProcess([], full_code, "", full_stderr), 1,
+                          f"no space left on {full}")
+    assert result["left"] == []  # what the tmpfs held after the export
+    assert os.listdir(read_only) == ["1"] and os.listdir(full) == ["1"]
