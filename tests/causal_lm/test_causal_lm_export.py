@@ -15,6 +15,7 @@ from tensorflow_serving.apis import prediction_log_pb2
 from causal_lm_support import causal_lm, from_preset, model_dir
 from runner_calls import call_runner
 from saved_model_calls import SavedModelCalls
+from shared_dirs import shared_dir
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.serving_export import export
 from txl_tf.generation.text_generation import context_of, generate
@@ -55,23 +56,43 @@ def warmup_of(path):
     return [prediction_log_pb2.PredictionLog.FromString(r.numpy()) for r in records]
 
 
-@pytest.fixture(scope="module")
-def exports(tmp_path_factory):
-    """The model directory's export by `export()` and by runners/export.py (run in this process,
-    `call_runner`), and what the session loader gives for each."""
-    root = str(tmp_path_factory.mktemp("export"))
-    path, model = model_dir(os.path.join(root, "model"), "word", seed=3, clamp_len=5)
-    lm = from_preset(path)
-    keras_export = export(lm, os.path.join(root, "keras", "txl"), **SETTINGS)
+def build_exports(root):
+    """Writes root/model (a tiny word-level model directory), its export by `export()`
+    (root/keras/txl) and by runners/export.py (its main in this process, `call_runner`;
+    root/runner/txl), and for each, TAG.json ({"info": what the export returned, "signatures":
+    the names the session loader lists}) and TAG.npz (what it gives, `through_session`;
+    strings as bytes)."""
+    path, _ = model_dir(os.path.join(root, "model"), "word", seed=3, clamp_len=5)
+    keras_export = export(from_preset(path), os.path.join(root, "keras", "txl"), **SETTINGS)
     flags = [f"--{k}={v}" for k, v in SETTINGS.items() if k != "same_length"]
     proc = call_runner("export", [f"--model_dir={path}", f"--export_dir={root}/runner/txl",
                                   "--same_length"] + flags)
     assert proc.returncode == 0, proc.stderr[-3000:]
     runner = json.loads(proc.stdout.strip().splitlines()[-1])
-    served = {"keras": through_session(keras_export["export_path"]),
-              "runner": through_session(runner["export_path"])}
-    return dict(root=root, lm=lm, model=model, runner=runner, keras=keras_export,
-                served=served)
+    for tag, info in (("keras", keras_export), ("runner", runner)):
+        out, names = through_session(info["export_path"])
+        np.savez(os.path.join(root, f"{tag}.npz"),
+                 **{k: v.astype("S") if v.dtype == object else v for k, v in out.items()})
+        with open(os.path.join(root, f"{tag}.json"), "w") as f:
+            json.dump({"info": info, "signatures": names}, f)
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    """`build_exports`' directory (made once per run for both xdist workers,
+    `shared_dirs.shared_dir`; read-only), the causal LM of its model directory and, per
+    export, its info and what the session loader gives."""
+    root, _ = shared_dir(tmp_path_factory, "causal_lm_exports", build_exports)
+    lm = from_preset(os.path.join(root, "model"))
+    out = {}
+    for tag in ("keras", "runner"):
+        with open(os.path.join(root, f"{tag}.json")) as f:
+            recorded = json.load(f)
+        arrays = np.load(os.path.join(root, f"{tag}.npz"))
+        out[tag] = recorded["info"], ({k: arrays[k] for k in arrays.files},
+                                      recorded["signatures"])
+    return dict(root=root, lm=lm, model=lm.backbone, runner=out["runner"][0],
+                keras=out["keras"][0], served={tag: out[tag][1] for tag in out})
 
 
 def test_same_saved_model_as_export_py(exports):
