@@ -12,10 +12,8 @@ shapes, batch-major rows, limits and per-request budgets, sampling settings, emp
 unknown words) through the session loader and `tf.saved_model.load`, in the same process with
 tensorflow_text; and the bad invocations of runners/export.py.
 """
-import concurrent.futures
 import json
 import os
-import pathlib
 import re
 import shutil
 import subprocess
@@ -34,7 +32,7 @@ from tf_records.text.tokenize import decode_ids, encode_text
 
 from runner_calls import call_runner
 from saved_model_calls import SUPPORT
-from shared_dirs import shared_dir, writable_copy
+from shared_dirs import writable_copy
 from tiny import TINY_MODEL
 from word_export import LIMITS, MEM_LEN, N_TOKEN, RULES, vocabulary, word_model
 
@@ -60,6 +58,26 @@ def served(word_export):
     return dict(model_dir=word_export["model"],
                 model=word_model(), vocab=vocabulary(), path=word_export["full"],
                 ids=word_export["ids"], info=word_export["info"])
+
+
+def test_each_weight_is_saved_once(served):
+    """The SavedModel's checkpoint holds exactly the tf.Variables the signatures read, one per
+    Keras weight (no second copy that the restore op would fill instead)."""
+    saved = dict(tf.train.list_variables(os.path.join(served["path"], "variables",
+                                                      "variables")))
+    saved.pop("_CHECKPOINTABLE_OBJECT_GRAPH")
+    assert all(k.startswith("weights/") for k in saved), sorted(saved)
+    assert any(k.startswith("weights/transformer_xl.Sr_r_bias/") for k in saved), sorted(saved)
+    assert sorted(map(tuple, saved.values())) == sorted(
+        tuple(v.shape) for v in served["model"].variables)
+
+
+def test_the_limits_are_recorded_in_the_export(served):
+    path = os.path.join(served["path"], "assets.extra", "txl_export.json")
+    with open(path) as f:
+        recorded = json.load(f)
+    assert recorded["limits"] == LIMITS == served["info"]["limits"]
+    assert recorded["signatures"] == served["info"]["signatures"]
 
 
 def requests():
@@ -317,83 +335,49 @@ def assert_show_lists(printed, names):
     assert f"shape: (-1, {N_LAYER}, -1, {D_MODEL})" in stdout  # mems
 
 
-def run_loaders(served, root):
-    """The two fresh processes of `loaded`, run at the same time (each from a thread of its
-    own here), their files in `root`."""
+def loader_process(served, root, kind):
+    """One fresh process, its files in `root`. kind "ids", TensorFlow alone: the full export
+    through the session loader (its id signatures), the ids export (--notext_signatures)
+    through tf.saved_model.load (it resolves every op as it loads; and BAD_IDS),
+    `saved_model_cli show` of both, then `saved_model_cli run` of the CLI_REQUESTS of ids.
+    kind "text", with tensorflow_text: the full export's text signatures through the session
+    loader, all its signatures through tf.saved_model.load (and its vocabulary asset),
+    BAD_REQUESTS through both ("bad_<i>"), and `saved_model_cli run` of the text CLI_REQUESTS.
+
+    Returns:
+      ({tag: {name.output: array}}, [[exit code, stdout] of each saved_model_cli command],
+      {name.output: what `saved_model_cli run` gave}).
+    """
     ids_reqs, text_reqs = requests()
     full, ids_export = served["path"], served["ids"]
-    cli_ids = cli_run_commands(root / "cli-ids", full,
-                               [r for r in ids_reqs if r[0] in CLI_REQUESTS])
-    cli_text = cli_run_commands(root / "cli-text", full,
-                                [r for r in text_reqs if r[0] in CLI_REQUESTS])
-    shows = [["show", "--all", "--dir", path] for path in (ids_export, full)]
-    bad_ids = [(name, signature, feeds) for name, signature, feeds, _ in BAD_IDS]
-    bad = [(f"bad_{i}", signature, bad_feeds(feeds))
-           for i, (signature, feeds, _) in enumerate(BAD_REQUESTS.values())]
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        alone = pool.submit(through_loaders, root, "ids", {
-            "session": ("session", full, ids_reqs),
-            "ids_export": ("tf2", ids_export, ids_reqs + bad_ids)}, shows + cli_ids)
-        with_text = pool.submit(through_loaders, root, "text", {
-            "session": ("session", full, text_reqs + bad),
-            "tf2": ("tf2", full, ids_reqs + text_reqs + bad)}, cli_text)
-        alone.result(), with_text.result()
+    if kind == "ids":
+        cli = [r for r in ids_reqs if r[0] in CLI_REQUESTS]
+        commands = [["show", "--all", "--dir", path] for path in (ids_export, full)]
+        bad = [(name, signature, feeds) for name, signature, feeds, _ in BAD_IDS]
+        jobs = {"session": ("session", full, ids_reqs),
+                "ids_export": ("tf2", ids_export, ids_reqs + bad)}
+    else:
+        cli, commands = [r for r in text_reqs if r[0] in CLI_REQUESTS], []
+        bad = [(f"bad_{i}", signature, bad_feeds(feeds))
+               for i, (signature, feeds, _) in enumerate(BAD_REQUESTS.values())]
+        jobs = {"session": ("session", full, text_reqs + bad),
+                "tf2": ("tf2", full, ids_reqs + text_reqs + bad)}
+    commands += cli_run_commands(root / "cli", full, cli)
+    through_loaders(root, kind, jobs, commands)
+    out, printed = read_loaders(root, kind)
+    return out, printed, cli_outputs(root / "cli", cli, printed[len(printed) - len(cli):])
 
 
 @pytest.fixture(scope="module")
-def loaded(served, tmp_path_factory):
-    """What two fresh processes give (made once per run for both xdist workers,
-    `shared_dirs.shared_dir`). With TensorFlow alone ("alone"): the full export through the
-    session loader (its id signatures), the ids export (--notext_signatures) through
-    tf.saved_model.load (it resolves every op as it loads; and BAD_IDS), `saved_model_cli
-    show` of both and `saved_model_cli run` of the CLI_REQUESTS of ids ("alone_printed": show,
-    show, then the runs). With tensorflow_text ("with_text"): the full export's text
-    signatures through the session loader, all its signatures through tf.saved_model.load
-    (and its vocabulary asset), BAD_REQUESTS through both ("bad_<i>"), and `saved_model_cli
-    run` of the text CLI_REQUESTS ("text_printed"). "cli": the outputs of every
-    `saved_model_cli run`."""
-    path, _ = shared_dir(tmp_path_factory, "word_export_loaded",
-                         lambda root: run_loaders(served, pathlib.Path(root)))
-    root = pathlib.Path(path)
-    ids_reqs, text_reqs = requests()
-    (alone, alone_printed), (with_text, text_printed) = (read_loaders(root, "ids"),
-                                                         read_loaders(root, "text"))
-    cli = {**cli_outputs(root / "cli-ids", [r for r in ids_reqs if r[0] in CLI_REQUESTS],
-                         alone_printed[2:]),
-           **cli_outputs(root / "cli-text", [r for r in text_reqs if r[0] in CLI_REQUESTS],
-                         text_printed)}
-    return dict(alone=alone, alone_printed=alone_printed, with_text=with_text,
-                text_printed=text_printed, ids_reqs=ids_reqs, text_reqs=text_reqs, cli=cli)
+def expected(served):
+    """What the Keras model gives for `requests()`."""
+    return keras_outputs(served, *requests())
 
 
-def test_every_signature_equals_keras_through_every_loader(loaded, served):
-    """Every signature's outputs equal the Keras model's (computed here) through every loader
-    of `loaded`;
-    each loader lists the export's signatures; the ids export refuses bad requests with
-    TensorFlow alone."""
-    alone, with_text = loaded["alone"], loaded["with_text"]
-    assert_show_lists(loaded["alone_printed"][0], ID_SIGNATURES)
-    assert_show_lists(loaded["alone_printed"][1], ALL_SIGNATURES)
-    for name, _, _, words in BAD_IDS:
-        assert words in str(alone["ids_export"][f"{name}.error"]), name
-    listed = {tag: sorted(out["loaded.signatures"].tolist())
-              for tag, out in [("alone", alone["session"]), ("ids", alone["ids_export"]),
-                               ("text", with_text["session"]), ("tf2", with_text["tf2"])]}
-    assert listed == dict(alone=ALL_SIGNATURES, ids=ID_SIGNATURES, text=ALL_SIGNATURES,
-                          tf2=ALL_SIGNATURES)
-    for out in (alone["ids_export"], with_text["tf2"]):
-        assert str(out["loaded.vocab_file"]) == served["vocab"].to_text()
-    for loader in ("session", "tf2"):
-        assert_bad_requests_refused(with_text[loader], loader)
-    ids_reqs, text_reqs = loaded["ids_reqs"], loaded["text_reqs"]
-    every, ids_only = [r[0] for r in ids_reqs + text_reqs], [r[0] for r in ids_reqs]
-    results = {  # loader: (its outputs, the requests it ran)
-        "session": ({**alone["session"], **with_text["session"]}, every),
-        "tf.saved_model.load": (with_text["tf2"], every),
-        "tf.saved_model.load of the ids export": (alone["ids_export"], ids_only),
-        "saved_model_cli": (loaded["cli"], CLI_REQUESTS),
-    }
-    expected = keras_outputs(served, ids_reqs, text_reqs)
+def assert_as_keras(results, expected):
+    """{loader: (its outputs, the names of the requests it ran)}: each output equals the Keras
+    model's; score_text's loss and nll_sum agree."""
+    expected = dict(expected)
     keras_loss = expected.pop("score_text.loss")  # compared below, with nll_sum
     for loader, (got, names) in results.items():
         got = {k: v for k, v in got.items() if not k.startswith(("loaded.", "bad_"))}
@@ -404,6 +388,48 @@ def test_every_signature_equals_keras_through_every_loader(loaded, served):
             scored = expected["score_text.tokens"][0]
             np.testing.assert_allclose(loss * scored, nll_sum, rtol=1e-6)
             np.testing.assert_allclose(loss, keras_loss, atol=1e-5, err_msg=loader)
+
+
+def test_id_signatures_equal_keras_with_tensorflow_alone(served, expected, tmp_path):
+    """`loader_process` "ids": every id signature gives the Keras model's outputs through the
+    session loader (full export), tf.saved_model.load (ids export) and saved_model_cli run;
+    `saved_model_cli show` and each loader list the export's signatures; the ids export
+    refuses BAD_IDS; tensorflow_text is never imported (the process asserts it)."""
+    out, printed, cli = loader_process(served, tmp_path, "ids")
+    assert_show_lists(printed[0], ID_SIGNATURES)
+    assert_show_lists(printed[1], ALL_SIGNATURES)
+    for name, _, _, words in BAD_IDS:
+        assert words in str(out["ids_export"][f"{name}.error"]), name
+    assert sorted(out["session"]["loaded.signatures"].tolist()) == ALL_SIGNATURES
+    assert sorted(out["ids_export"]["loaded.signatures"].tolist()) == ID_SIGNATURES
+    assert str(out["ids_export"]["loaded.vocab_file"]) == served["vocab"].to_text()
+    ids_only = [r[0] for r in requests()[0]]
+    assert_as_keras({"session": (out["session"], ids_only),
+                     "tf.saved_model.load of the ids export": (out["ids_export"], ids_only),
+                     "saved_model_cli": (cli, [n for n in CLI_REQUESTS if n in ids_only])},
+                    expected)
+
+
+def test_every_signature_equals_keras_with_tensorflow_text(served, expected, tmp_path):
+    """`loader_process` "text": the text signatures through the session loader, every
+    signature through tf.saved_model.load and the text ones through saved_model_cli run give
+    the Keras model's outputs; both loaders list every signature and refuse every request of
+    BAD_REQUESTS with its words; the loaded vocabulary asset is the model's vocab.txt."""
+    out, _, cli = loader_process(served, tmp_path, "text")
+    for loader in ("session", "tf2"):
+        assert sorted(out[loader]["loaded.signatures"].tolist()) == ALL_SIGNATURES
+        for i, (name, (_, _, words)) in enumerate(BAD_REQUESTS.items()):
+            message = out[loader].get(f"bad_{i}.error")
+            assert message is not None, f"{loader}: {name}: accepted"
+            for word in words:
+                assert word in str(message), (loader, name, str(message))
+    assert str(out["tf2"]["loaded.vocab_file"]) == served["vocab"].to_text()
+    ids_reqs, text_reqs = requests()
+    text_only = [r[0] for r in text_reqs]
+    assert_as_keras({"session": (out["session"], text_only),
+                     "tf.saved_model.load": (out["tf2"], [r[0] for r in ids_reqs + text_reqs]),
+                     "saved_model_cli": (cli, [n for n in CLI_REQUESTS if n in text_only])},
+                    expected)
 
 
 # -- bad requests -----------------------------------------------------------------------------
@@ -527,36 +553,6 @@ BAD_REQUESTS = {
     "score_text too long": ("score_text", dict(text=["w1 w2\n", "w1 " * 41]),
                             ["the UTF-8 length of a text exceeds max_text_bytes=120"]),
 }
-
-
-def assert_bad_requests_refused(out, loader):
-    """Each request of BAD_REQUESTS ("bad_<i>" in `out`, the outputs of `loader`) was refused
-    with an error that has its words."""
-    for i, (name, (_, _, words)) in enumerate(BAD_REQUESTS.items()):
-        message = out.get(f"bad_{i}.error")
-        assert message is not None, f"{loader}: {name}: accepted"
-        for word in words:
-            assert word in str(message), (loader, name, str(message))
-
-
-def test_each_weight_is_saved_once(served):
-    """The SavedModel's checkpoint holds exactly the tf.Variables the signatures read, one per
-    Keras weight (no second copy that the restore op would fill instead)."""
-    saved = dict(tf.train.list_variables(os.path.join(served["path"], "variables",
-                                                      "variables")))
-    saved.pop("_CHECKPOINTABLE_OBJECT_GRAPH")
-    assert all(k.startswith("weights/") for k in saved), sorted(saved)
-    assert any(k.startswith("weights/transformer_xl.Sr_r_bias/") for k in saved), sorted(saved)
-    assert sorted(map(tuple, saved.values())) == sorted(
-        tuple(v.shape) for v in served["model"].variables)
-
-
-def test_the_limits_are_recorded_in_the_export(served):
-    path = os.path.join(served["path"], "assets.extra", "txl_export.json")
-    with open(path) as f:
-        recorded = json.load(f)
-    assert recorded["limits"] == LIMITS == served["info"]["limits"]
-    assert recorded["signatures"] == served["info"]["signatures"]
 
 
 # -- export.py's own errors -------------------------------------------------------------------
