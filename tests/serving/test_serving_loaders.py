@@ -330,7 +330,8 @@ def assert_show_lists(printed, names):
     other, with mems of static n_layer and d_model."""
     code, stdout = printed
     assert code == 0, stdout[-2000:]
-    listed = sorted(set(re.findall(r"signature_def\['(\w+)'\]", stdout)) - {"__saved_model_init_op"})
+    listed = sorted(set(re.findall(r"signature_def\['(\w+)'\]", stdout))
+                    - {"__saved_model_init_op"})
     assert listed == names, listed
     assert f"shape: (-1, {N_LAYER}, -1, {D_MODEL})" in stdout  # mems
 
