@@ -1,20 +1,21 @@
-"""`txl_tf.causal_lm.serving_export.export`: the SavedModel of runners/export.py (run as a user
-runs it) for the same model and settings, loaded by TF's session-based loader (as TF Serving loads
-it); its generate_text continues a prompt as `generate` does. Bad inputs give one clear error."""
+"""`txl_tf.causal_lm.serving_export.export`: the SavedModel of runners/export.py (its main, run
+in this process) for the same model and settings, loaded by TF's session-based loader (as TF
+Serving loads it); its generate_text continues a prompt as `generate` does. Bad inputs give one
+clear error."""
 import contextlib
 import json
 import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the text signatures' ops, for the session loader)
 from tensorflow_serving.apis import prediction_log_pb2
 
-from causal_lm_support import (REPO, causal_lm, finish_runner, from_preset, model_dir,
-                               start_runner)
+from causal_lm_support import causal_lm, from_preset, model_dir
+from runner_calls import call_runner
+from saved_model_calls import SavedModelCalls
+from shared_dirs import shared_dir
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.serving_export import export
 from txl_tf.generation.text_generation import context_of, generate
@@ -25,12 +26,9 @@ SETTINGS = dict(mem_len=6, clamp_len=5, same_length=True, gen_mem_len=40, warmup
 # Written by the runner and by export() from the same model, except where they say so.
 PER_EXPORT = ("checkpoint", "checkpoint_name", "checkpoint_step")
 
-SESSION = textwrap.dedent("""
-    import json, sys
-    import numpy as np
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (the text signatures' ops)
-    paths, output = json.loads(sys.argv[1]), sys.argv[2]
+def through_session(path):
+    """The outputs of score, generate and generate_text of the export at `path`, run by the
+    session-based loader: ({name/output: array}, signature names)."""
     sampling = dict(num_tokens=np.array([8, 8], np.int32),
                     temperature=np.array([0.0, 0.9], np.float32),
                     top_k=np.array([0, 4], np.int32), top_p=np.array([1.0, 0.9], np.float32),
@@ -40,37 +38,10 @@ SESSION = textwrap.dedent("""
                       mems=np.zeros([2, 2, 6, 16], np.float32)),
         "generate": dict(prompt=np.array([[5, 6, 7], [8, 9, 10]], np.int32), **sampling),
         "generate_text": dict(text=np.array([b"w1 w2 w3", b"w4 nope w5"]), **sampling)}
-    out, signatures = {}, {}
-    for tag, path in paths.items():
-        sess = tf.compat.v1.Session(graph=tf.Graph())
-        meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], path)
-        for name, feeds in requests.items():
-            sig = meta.signature_def[name]
-            result = sess.run({k: v.name for k, v in sig.outputs.items()},
-                              {sig.inputs[k].name: v for k, v in feeds.items()})
-            for key, value in result.items():
-                out[f"{tag}/{name}/{key}"] = value.astype("S") if value.dtype == object else value
-        signatures[tag] = sorted(meta.signature_def)
-    np.savez(output, **out)
-    print(json.dumps(signatures))
-""")
-
-
-def through_session(paths, root):
-    """The outputs of score, generate and generate_text of the exports `paths` ({tag: path}),
-    run by the session-based loader in one fresh process:
-    {tag: ({name/output: array}, signature names)}."""
-    script = os.path.join(root, "session.py")
-    with open(script, "w") as f:
-        f.write(SESSION)
-    out = os.path.join(root, "session.npz")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", PYTHONPATH=REPO)
-    proc = subprocess.run([sys.executable, script, json.dumps(paths), out], capture_output=True,
-                          text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    arrays, signatures = np.load(out), json.loads(proc.stdout.strip().splitlines()[-1])
-    return {tag: ({key.split("/", 1)[1]: arrays[key] for key in arrays.files
-                   if key.split("/")[0] == tag}, signatures[tag]) for tag in paths}
+    call = SavedModelCalls(path, "session")
+    out = {f"{name}/{key}": value for name, feeds in requests.items()
+           for key, value in call(name, feeds).items()}
+    return out, call.names()
 
 
 def info_of(path):
@@ -85,26 +56,43 @@ def warmup_of(path):
     return [prediction_log_pb2.PredictionLog.FromString(r.numpy()) for r in records]
 
 
-@pytest.fixture(scope="module")
-def exports(tmp_path_factory):
-    root = str(tmp_path_factory.mktemp("export"))
-    path, model = model_dir(os.path.join(root, "model"), "word", seed=3, clamp_len=5)
+def build_exports(root):
+    """Writes root/model (a tiny word-level model directory), its export by `export()`
+    (root/keras/txl) and by runners/export.py (its main in this process, `call_runner`;
+    root/runner/txl), and for each, TAG.json ({"info": what the export returned, "signatures":
+    the names the session loader lists}) and TAG.npz (what it gives, `through_session`;
+    strings as bytes)."""
+    path, _ = model_dir(os.path.join(root, "model"), "word", seed=3, clamp_len=5)
+    keras_export = export(from_preset(path), os.path.join(root, "keras", "txl"), **SETTINGS)
     flags = [f"--{k}={v}" for k, v in SETTINGS.items() if k != "same_length"]
-    proc = start_runner("export", [f"--model_dir={path}", f"--export_dir={root}/runner/txl",
-                                   "--same_length"] + flags)  # beside the export() below
-    try:
-        lm = from_preset(path)
-        keras_export = export(lm, os.path.join(root, "keras", "txl"), **SETTINGS)
-    except BaseException:
-        proc.kill()
-        raise
-    proc = finish_runner(proc)
+    proc = call_runner("export", [f"--model_dir={path}", f"--export_dir={root}/runner/txl",
+                                  "--same_length"] + flags)
     assert proc.returncode == 0, proc.stderr[-3000:]
     runner = json.loads(proc.stdout.strip().splitlines()[-1])
-    served = through_session({"keras": keras_export["export_path"],
-                              "runner": runner["export_path"]}, root)
-    return dict(root=root, lm=lm, model=model, runner=runner, keras=keras_export,
-                served=served)
+    for tag, info in (("keras", keras_export), ("runner", runner)):
+        out, names = through_session(info["export_path"])
+        np.savez(os.path.join(root, f"{tag}.npz"),
+                 **{k: v.astype("S") if v.dtype == object else v for k, v in out.items()})
+        with open(os.path.join(root, f"{tag}.json"), "w") as f:
+            json.dump({"info": info, "signatures": names}, f)
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    """`build_exports`' directory (made once per run for both xdist workers,
+    `shared_dirs.shared_dir`; read-only), the causal LM of its model directory and, per
+    export, its info and what the session loader gives."""
+    root, _ = shared_dir(tmp_path_factory, "causal_lm_exports", build_exports)
+    lm = from_preset(os.path.join(root, "model"))
+    out = {}
+    for tag in ("keras", "runner"):
+        with open(os.path.join(root, f"{tag}.json")) as f:
+            recorded = json.load(f)
+        arrays = np.load(os.path.join(root, f"{tag}.npz"))
+        out[tag] = recorded["info"], ({k: arrays[k] for k in arrays.files},
+                                      recorded["signatures"])
+    return dict(root=root, lm=lm, model=lm.backbone, runner=out["runner"][0],
+                keras=out["keras"][0], served={tag: out[tag][1] for tag in out})
 
 
 def test_same_saved_model_as_export_py(exports):
@@ -122,7 +110,7 @@ def test_same_saved_model_as_export_py(exports):
     ours, signatures = exports["served"]["keras"]
     theirs, their_signatures = exports["served"]["runner"]
     assert signatures == their_signatures
-    assert set(runner["signatures"]) < set(signatures)
+    assert sorted(runner["signatures"]) == signatures
     assert sorted(ours) == sorted(theirs)
     for key in ours:
         np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from saved_model_calls import SavedModelCalls
 from tiny import TINY_MODEL, tiny_model
+from txl_tf.serving import signatures
 from txl_tf.serving.export_options import ExportOptions
 from txl_tf.serving.saved_model_writer import export_built_model
 
@@ -28,28 +29,29 @@ def saved_dtypes(path):
             if not k.startswith("_CHECKPOINTABLE")}
 
 
-def signatures(path):
-    return sorted(tf.saved_model.load(path).signatures)
-
-
 def test_int8_and_adapted_exports_serve_through_the_session_loader(tmp_path):
+    """(The float model's export: tests/serving/test_serving_loaders.py and test_export.py.)"""
     plain, int8, adapted = tiny_model(), tiny_model(), tiny_model()
     int8.quantize("int8")
     adapted.enable_lora(2)
     for variable in adapted.trainable_weights:  # b away from zero: the merge matters
         variable.assign(tf.random.stateless_normal(variable.shape, (1, 2), stddev=0.1))
     paths = {tag: export(model, str(tmp_path / tag))
-             for tag, model in (("float", plain), ("int8", int8), ("lora", adapted))}
-    assert signatures(paths["int8"]) == signatures(paths["lora"]) == signatures(paths["float"])
+             for tag, model in (("int8", int8), ("lora", adapted))}
+    calls = {tag: SavedModelCalls(path, "session") for tag, path in paths.items()}
+    float_signatures = sorted(name for record in signatures.SIGNATURES if not record.text
+                              for name in (record.name,) + record.aliases)
+    assert calls["int8"].names() == calls["lora"].names() == float_signatures
     int8_saved = saved_dtypes(paths["int8"])
     int8_count = sum(dtype == tf.int8 for dtype in int8_saved.values())
     assert int8_count == sum(v.dtype == "int8" for v in int8.weights) > 0
     assert not any("lora" in k for k in saved_dtypes(paths["lora"]))
     mems = np.zeros([2, TINY_MODEL["n_layer"], MEM_LEN, TINY_MODEL["d_model"]], np.float32)
-    served = {tag: SavedModelCalls(path, "session")("score", {"tokens": TOKENS, "mems": mems})[
-        "log_probs"] for tag, path in paths.items()}
-    for tag, model in (("float", plain), ("int8", int8), ("lora", adapted)):
-        keras_out = model(tf.constant(TOKENS), mems=model.init_mems(2, MEM_LEN),
-                          training=False)["log_probs"].numpy()
-        np.testing.assert_allclose(served[tag], keras_out, atol=1e-4, err_msg=tag)
-    assert np.abs(served["lora"] - served["float"]).max() > 1e-3  # the adapters were merged in
+    served = {tag: call("score", {"tokens": TOKENS, "mems": mems})["log_probs"]
+              for tag, call in calls.items()}
+    keras_out = {tag: model(tf.constant(TOKENS), mems=model.init_mems(2, MEM_LEN),
+                            training=False)["log_probs"].numpy()
+                 for tag, model in (("float", plain), ("int8", int8), ("lora", adapted))}
+    for tag in served:
+        np.testing.assert_allclose(served[tag], keras_out[tag], atol=1e-4, err_msg=tag)
+    assert np.abs(served["lora"] - keras_out["float"]).max() > 1e-3  # the adapters merged in

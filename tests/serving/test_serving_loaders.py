@@ -7,15 +7,14 @@
 * `tf.saved_model.load`.
 Every signature gives the Keras model's outputs (<= 1e-5) through the session loader and
 `tf.saved_model.load`; `saved_model_cli` (the session loader behind a command line) runs the
-requests that use its own inputs and outputs (`CLI_REQUESTS`). Then the bad
-requests (ids, memory shapes, batch-major rows, limits and per-request budgets, sampling
-settings, empty inputs) through the session loader and `tf.saved_model.load` in this process
-(what the export answers, whichever process loads it), and the bad invocations of
-runners/export.py.
+requests that use its own inputs and outputs (`CLI_REQUESTS`). The bad requests (ids, memory
+shapes, batch-major rows, limits and per-request budgets, sampling settings, empty inputs,
+unknown words) through the session loader and `tf.saved_model.load`, in the same process with
+tensorflow_text; and the bad invocations of runners/export.py.
 """
-import concurrent.futures
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,7 +23,6 @@ import textwrap
 import numpy as np
 import pytest
 import tensorflow as tf
-import tensorflow_text  # noqa: F401  (the text signatures' ops, for the in-process loaders)
 
 from tf_records import dataset_from_tokens
 from txl_tf.model.context_settings import ContextSettings
@@ -32,14 +30,14 @@ from txl_tf.inference import evaluation
 from txl_tf.generation.generator import Generator
 from tf_records.text.tokenize import decode_ids, encode_text
 
-from saved_model_calls import SUPPORT, SavedModelCalls
+from runner_calls import call_runner
+from saved_model_calls import SUPPORT
 from shared_dirs import writable_copy
 from tiny import TINY_MODEL
 from word_export import LIMITS, MEM_LEN, N_TOKEN, RULES, vocabulary, word_model
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXPORT = os.path.join(REPO, "runners", "export.py")
-SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
            PYTHONPATH=os.pathsep.join([REPO, SUPPORT]))
 N_LAYER, D_MODEL = TINY_MODEL["n_layer"], TINY_MODEL["d_model"]
@@ -53,13 +51,33 @@ def run(args, **kw):
 
 
 @pytest.fixture(scope="module")
-def served(word_export, tmp_path_factory):
-    """The shared tiny word-level model directory and its export by runners/export.py (with
-    LIMITS; tests/support/word_export.py), and a directory of this module's own files."""
+def served(word_export):
+    """The shared tiny word-level model directory, its export by runners/export.py (with
+    LIMITS; tests/support/word_export.py) and its ids export (--notext_signatures)."""
     assert "INFO" not in word_export["stderr"]  # absl's INFO log is off by default
-    return dict(root=tmp_path_factory.mktemp("serving"), model_dir=word_export["model"],
+    return dict(model_dir=word_export["model"],
                 model=word_model(), vocab=vocabulary(), path=word_export["full"],
-                info=word_export["info"])
+                ids=word_export["ids"], info=word_export["info"])
+
+
+def test_each_weight_is_saved_once(served):
+    """The SavedModel's checkpoint holds exactly the tf.Variables the signatures read, one per
+    Keras weight (no second copy that the restore op would fill instead)."""
+    saved = dict(tf.train.list_variables(os.path.join(served["path"], "variables",
+                                                      "variables")))
+    saved.pop("_CHECKPOINTABLE_OBJECT_GRAPH")
+    assert all(k.startswith("weights/") for k in saved), sorted(saved)
+    assert any(k.startswith("weights/transformer_xl.Sr_r_bias/") for k in saved), sorted(saved)
+    assert sorted(map(tuple, saved.values())) == sorted(
+        tuple(v.shape) for v in served["model"].variables)
+
+
+def test_the_limits_are_recorded_in_the_export(served):
+    path = os.path.join(served["path"], "assets.extra", "txl_export.json")
+    with open(path) as f:
+        recorded = json.load(f)
+    assert recorded["limits"] == LIMITS == served["info"]["limits"]
+    assert recorded["signatures"] == served["info"]["signatures"]
 
 
 def requests():
@@ -98,14 +116,15 @@ def requests():
 
 
 LOADER = textwrap.dedent("""
-    import json, sys
+    import contextlib, io, json, sys
     import numpy as np
+    import tensorflow as tf
     from saved_model_calls import SavedModelCalls
-    kind, path, output, jobs = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+    kind, output, jobs, commands = sys.argv[1], sys.argv[2], *map(json.loads, sys.argv[3:5])
     if kind == "text":
         import tensorflow_text  # noqa: F401
     saved = {}
-    for tag, (loader, inputs) in jobs.items():
+    for tag, (loader, path, inputs) in jobs.items():
         inputs = np.load(inputs)
         requests = {}
         for key in inputs.files:
@@ -119,12 +138,37 @@ LOADER = textwrap.dedent("""
             return value
 
         call = SavedModelCalls(path, loader)
+        out["loaded.signatures"] = np.array(call.names())
+        if loader != "session" and hasattr(call.loaded, "vocab_file"):
+            with open(call.loaded.vocab_file.asset_path.numpy().decode()) as f:
+                out["loaded.vocab_file"] = np.array(f.read())
         for (name, signature), feeds in requests.items():
-            for k, v in call(signature, {k: resolve(v) for k, v in feeds.items()}).items():
+            try:
+                result = call(signature, {k: resolve(v) for k, v in feeds.items()})
+            except tf.errors.InvalidArgumentError as error:
+                if not name.startswith("bad_"):
+                    raise
+                out[f"{name}.error"] = np.array(error.message)
+                continue
+            for k, v in result.items():
                 out[f"{name}.{k}"] = v.astype("S") if v.dtype == object else v  # no pickle
         saved.update({f"{tag}/{key}": value for key, value in out.items()})
+    # saved_model_cli: its main, as its console script calls it, once per command
+    from tensorflow.python.tools.saved_model_cli import main
+    printed = []
+    for argv in commands:
+        sys.argv = ["saved_model_cli"] + argv
+        stdout = io.StringIO()
+        with contextlib.redirect_stdout(stdout):
+            try:
+                code = main()
+            except SystemExit as exit:
+                code = exit.code
+        printed.append([code or 0, stdout.getvalue()])
     assert ("tensorflow_text" in sys.modules) == (kind == "text")
     np.savez(output, **saved)
+    with open(output + ".json", "w") as f:
+        json.dump(printed, f)
 """)
 
 
@@ -134,35 +178,12 @@ def save_requests(path, reqs):
     np.savez(path, **arrays)
 
 
-def through_loaders(served, kind, jobs):
-    """{tag: (loader, requests)} -> {tag: {name.output: array}}, all in one fresh process that
-    imports tensorflow_text only if `kind` is "text"."""
-    root = served["root"]
-    script = root / f"loader-{kind}.py"
-    script.write_text(LOADER)
-    for tag, (_, reqs) in jobs.items():
-        save_requests(root / f"in-{kind}-{tag}.npz", reqs)
-    out = root / f"out-{kind}.npz"
-    proc = run([sys.executable, str(script), kind, served["path"], str(out),
-                json.dumps({tag: [loader, str(root / f"in-{kind}-{tag}.npz")]
-                            for tag, (loader, _) in jobs.items()})], cwd=str(root))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    saved = np.load(out)
-    return {tag: {key.split("/", 1)[1]: saved[key] for key in saved.files
-                  if key.split("/")[0] == tag} for tag in jobs}
-
-
-def through_saved_model_cli(served, kind, reqs):
-    """Every request as `saved_model_cli run`: arrays through --inputs (.npy files), the
-    memory of a previous call through its --outdir .npy file."""
-    root = served["root"] / f"cli-{kind}"
+def cli_run_commands(root, path, reqs):
+    """The `saved_model_cli run` command (its arguments) of every request, its files in
+    `root`: arrays through --inputs (.npy files), the memory of a previous call through its
+    --outdir .npy file."""
     root.mkdir(exist_ok=True)
-    if kind == "text":  # saved_model_cli itself, with the TF Text ops registered first
-        cli = [sys.executable, "-c", "import sys, tensorflow_text; from tensorflow.python.tools."
-               "saved_model_cli import main; sys.argv[0] = 'saved_model_cli'; sys.exit(main())"]
-    else:
-        cli = [SAVED_MODEL_CLI]
-    out = {}
+    commands = []
     for name, signature, feeds in reqs:
         inputs = []
         for key, value in feeds.items():
@@ -172,18 +193,55 @@ def through_saved_model_cli(served, kind, reqs):
             else:
                 np.save(root / f"{name}-{key}.npy", np.asarray(value))
                 inputs.append(f"{key}={root / f'{name}-{key}.npy'}")
-        proc = run(cli + ["run", "--dir", served["path"], "--tag_set", "serve",
-                          "--signature_def", signature, "--inputs", ";".join(inputs),
-                          "--outdir", str(root / name), "--overwrite"])
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        assert "Result for output key" in proc.stdout
+        commands.append(["run", "--dir", path, "--tag_set", "serve", "--signature_def",
+                         signature, "--inputs", ";".join(inputs), "--outdir",
+                         str(root / name), "--overwrite"])
+    return commands
+
+
+def cli_outputs(root, reqs, printed):
+    """{name.output: array, or the text the CLI printed for a string output} of the commands
+    of `cli_run_commands(root, path, reqs)`, from `printed` ([exit code, stdout] of each)."""
+    out = {}
+    for (name, _, _), (code, stdout) in zip(reqs, printed):
+        assert code == 0 and "Result for output key" in stdout, (name, code, stdout)
         for f in os.listdir(root / name):
             try:
                 out[f"{name}.{f[:-4]}"] = np.load(root / name / f, allow_pickle=False)
-            except ValueError:  # strings: their .npy needs pickle; read what the CLI printed
-                out[f"{name}.{f[:-4]}"] = proc.stdout.split(
+            except ValueError:  # strings: their .npy needs pickle; read what was printed
+                out[f"{name}.{f[:-4]}"] = stdout.split(
                     f"Result for output key {f[:-4]}:")[1].split("Result for output key")[0]
     return out
+
+
+def through_loaders(root, kind, jobs, commands=()):
+    """Runs {tag: (loader, path, requests)} and the `saved_model_cli` `commands`, all in one
+    fresh process that imports tensorflow_text only if `kind` is "text"; its outputs go to
+    `root` (`read_loaders`). A request named "bad_..." must fail: its output is "error", the
+    message. Each tag's "loaded.signatures" are the names the loader lists; a tf.saved_model.load
+    with a vocabulary asset gives "loaded.vocab_file", the text of the file it points to."""
+    script = root / f"loader-{kind}.py"
+    script.write_text(LOADER)
+    for tag, (_, _, reqs) in jobs.items():
+        save_requests(root / f"in-{kind}-{tag}.npz", reqs)
+    out = root / f"out-{kind}.npz"
+    proc = run([sys.executable, str(script), kind, str(out),
+                json.dumps({tag: [loader, path, str(root / f"in-{kind}-{tag}.npz")]
+                            for tag, (loader, path, _) in jobs.items()}),
+                json.dumps(list(commands))], cwd=str(root))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def read_loaders(root, kind):
+    """What `through_loaders(root, kind, ...)` wrote: ({tag: {name.output: array}}, [[exit
+    code, stdout] of each `saved_model_cli` command])."""
+    out = root / f"out-{kind}.npz"
+    saved = np.load(out)
+    with open(f"{out}.json") as f:
+        printed = json.load(f)
+    tags = {key.split("/")[0] for key in saved.files}
+    return {tag: {key.split("/", 1)[1]: saved[key] for key in saved.files
+                  if key.split("/")[0] == tag} for tag in tags}, printed
 
 
 def keras_outputs(served, ids_reqs, text_reqs):
@@ -235,6 +293,21 @@ def keras_outputs(served, ids_reqs, text_reqs):
 # files, a memory from an earlier call's --outdir, strings in and printed out): one ids request
 # that starts from init_mems' output and the two text signatures.
 CLI_REQUESTS = ("init", "score", "gen_text", "score_text")
+ID_SIGNATURES = ["generate", "init_mems", "nll", "score", "serving_default"]
+ALL_SIGNATURES = sorted(ID_SIGNATURES + ["generate_text", "score_text"])
+# Requests the ids export refuses where TensorFlow alone loads it: (name, signature, inputs,
+# words of the error).
+BAD_IDS = [
+    ("bad_mems", "score", dict(tokens=np.ones([2, 5], np.int32),
+                               mems=np.zeros([3, N_LAYER, MEM_LEN, D_MODEL], np.float32)),
+     "mems must be float32 [batch (that of tokens), n_layer=2"),
+    ("bad_prompt", "generate", dict(prompt=np.array([[1, 99]], np.int32),
+                                    num_tokens=np.array([2], np.int32),
+                                    temperature=np.zeros([1], np.float32),
+                                    top_k=np.zeros([1], np.int32), top_p=np.ones([1], np.float32),
+                                    seed=np.zeros([1], np.int64)),
+     "prompt must be token ids < 12, the vocabulary size"),
+]
 
 
 def assert_same(got, expected, loader):
@@ -252,56 +325,127 @@ def assert_same(got, expected, loader):
             np.testing.assert_allclose(actual, value, atol=1e-5, rtol=0, err_msg=loader + key)
 
 
-def test_every_signature_equals_keras_through_every_loader(served):
-    """The loaders' processes run at the same time (each in a thread of its own here) while
-    this process computes what the Keras model gives."""
+def assert_show_lists(printed, names):
+    """`saved_model_cli show --all` ([exit code, stdout]) lists the signatures `names` and no
+    other, with mems of static n_layer and d_model."""
+    code, stdout = printed
+    assert code == 0, stdout[-2000:]
+    listed = sorted(set(re.findall(r"signature_def\['(\w+)'\]", stdout))
+                    - {"__saved_model_init_op"})
+    assert listed == names, listed
+    assert f"shape: (-1, {N_LAYER}, -1, {D_MODEL})" in stdout  # mems
+
+
+def loader_process(served, root, kind):
+    """One fresh process, its files in `root`. kind "ids", TensorFlow alone: the full export
+    through the session loader (its id signatures), the ids export (--notext_signatures)
+    through tf.saved_model.load (it resolves every op as it loads; and BAD_IDS),
+    `saved_model_cli show` of both, then `saved_model_cli run` of the CLI_REQUESTS of ids.
+    kind "text", with tensorflow_text: the full export's text signatures through the session
+    loader, all its signatures through tf.saved_model.load (and its vocabulary asset),
+    BAD_REQUESTS through both ("bad_<i>"), and `saved_model_cli run` of the text CLI_REQUESTS.
+
+    Returns:
+      ({tag: {name.output: array}}, [[exit code, stdout] of each saved_model_cli command],
+      {name.output: what `saved_model_cli run` gave}).
+    """
     ids_reqs, text_reqs = requests()
-    cli_ids = [r for r in ids_reqs if r[0] in CLI_REQUESTS]
-    cli_text = [r for r in text_reqs if r[0] in CLI_REQUESTS]
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        alone = pool.submit(through_loaders, served, "ids", {"session": ("session", ids_reqs)})
-        with_text = pool.submit(through_loaders, served, "text", {
-            "session": ("session", text_reqs), "tf2": ("tf2", ids_reqs + text_reqs)})
-        cli = [pool.submit(through_saved_model_cli, served, "ids", cli_ids),
-               pool.submit(through_saved_model_cli, served, "text", cli_text)]
-        expected = keras_outputs(served, ids_reqs, text_reqs)
-        alone, with_text = alone.result(), with_text.result()
-        results = {
-            "session": {**alone["session"], **with_text["session"]},
-            "tf.saved_model.load": with_text["tf2"],
-            "saved_model_cli": {**cli[0].result(), **cli[1].result()},
-        }
+    full, ids_export = served["path"], served["ids"]
+    if kind == "ids":
+        cli = [r for r in ids_reqs if r[0] in CLI_REQUESTS]
+        commands = [["show", "--all", "--dir", path] for path in (ids_export, full)]
+        bad = [(name, signature, feeds) for name, signature, feeds, _ in BAD_IDS]
+        jobs = {"session": ("session", full, ids_reqs),
+                "ids_export": ("tf2", ids_export, ids_reqs + bad)}
+    else:
+        cli, commands = [r for r in text_reqs if r[0] in CLI_REQUESTS], []
+        bad = [(f"bad_{i}", signature, bad_feeds(feeds))
+               for i, (signature, feeds, _) in enumerate(BAD_REQUESTS.values())]
+        jobs = {"session": ("session", full, text_reqs + bad),
+                "tf2": ("tf2", full, ids_reqs + text_reqs + bad)}
+    commands += cli_run_commands(root / "cli", full, cli)
+    through_loaders(root, kind, jobs, commands)
+    out, printed = read_loaders(root, kind)
+    return out, printed, cli_outputs(root / "cli", cli, printed[len(printed) - len(cli):])
+
+
+@pytest.fixture(scope="module")
+def expected(served):
+    """What the Keras model gives for `requests()`."""
+    return keras_outputs(served, *requests())
+
+
+def assert_as_keras(results, expected):
+    """{loader: (its outputs, the names of the requests it ran)}: each output equals the Keras
+    model's; score_text's loss and nll_sum agree."""
+    expected = dict(expected)
     keras_loss = expected.pop("score_text.loss")  # compared below, with nll_sum
-    for loader, got in results.items():
-        loss, nll_sum = got.pop("score_text.loss"), got.pop("score_text.nll_sum")
-        wanted = {k: v for k, v in expected.items()
-                  if loader != "saved_model_cli" or k.split(".")[0] in CLI_REQUESTS}
+    for loader, (got, names) in results.items():
+        got = {k: v for k, v in got.items() if not k.startswith(("loaded.", "bad_"))}
+        wanted = {k: v for k, v in expected.items() if k.split(".")[0] in names}
+        loss, nll_sum = got.pop("score_text.loss", None), got.pop("score_text.nll_sum", None)
         assert_same(got, wanted, loader)
-        scored = expected["score_text.tokens"][0]
-        np.testing.assert_allclose(loss * scored, nll_sum, rtol=1e-6)
-        np.testing.assert_allclose(loss, keras_loss, atol=1e-5, err_msg=loader)
+        if "score_text" in names:
+            scored = expected["score_text.tokens"][0]
+            np.testing.assert_allclose(loss * scored, nll_sum, rtol=1e-6)
+            np.testing.assert_allclose(loss, keras_loss, atol=1e-5, err_msg=loader)
+
+
+def test_id_signatures_equal_keras_with_tensorflow_alone(served, expected, tmp_path):
+    """`loader_process` "ids": every id signature gives the Keras model's outputs through the
+    session loader (full export), tf.saved_model.load (ids export) and saved_model_cli run;
+    `saved_model_cli show` and each loader list the export's signatures; the ids export
+    refuses BAD_IDS; tensorflow_text is never imported (the process asserts it)."""
+    out, printed, cli = loader_process(served, tmp_path, "ids")
+    assert_show_lists(printed[0], ID_SIGNATURES)
+    assert_show_lists(printed[1], ALL_SIGNATURES)
+    for name, _, _, words in BAD_IDS:
+        assert words in str(out["ids_export"][f"{name}.error"]), name
+    assert sorted(out["session"]["loaded.signatures"].tolist()) == ALL_SIGNATURES
+    assert sorted(out["ids_export"]["loaded.signatures"].tolist()) == ID_SIGNATURES
+    assert str(out["ids_export"]["loaded.vocab_file"]) == served["vocab"].to_text()
+    ids_only = [r[0] for r in requests()[0]]
+    assert_as_keras({"session": (out["session"], ids_only),
+                     "tf.saved_model.load of the ids export": (out["ids_export"], ids_only),
+                     "saved_model_cli": (cli, [n for n in CLI_REQUESTS if n in ids_only])},
+                    expected)
+
+
+def test_every_signature_equals_keras_with_tensorflow_text(served, expected, tmp_path):
+    """`loader_process` "text": the text signatures through the session loader, every
+    signature through tf.saved_model.load and the text ones through saved_model_cli run give
+    the Keras model's outputs; both loaders list every signature and refuse every request of
+    BAD_REQUESTS with its words; the loaded vocabulary asset is the model's vocab.txt."""
+    out, _, cli = loader_process(served, tmp_path, "text")
+    for loader in ("session", "tf2"):
+        assert sorted(out[loader]["loaded.signatures"].tolist()) == ALL_SIGNATURES
+        for i, (name, (_, _, words)) in enumerate(BAD_REQUESTS.items()):
+            message = out[loader].get(f"bad_{i}.error")
+            assert message is not None, f"{loader}: {name}: accepted"
+            for word in words:
+                assert word in str(message), (loader, name, str(message))
+    assert str(out["tf2"]["loaded.vocab_file"]) == served["vocab"].to_text()
+    ids_reqs, text_reqs = requests()
+    text_only = [r[0] for r in text_reqs]
+    assert_as_keras({"session": (out["session"], text_only),
+                     "tf.saved_model.load": (out["tf2"], [r[0] for r in ids_reqs + text_reqs]),
+                     "saved_model_cli": (cli, [n for n in CLI_REQUESTS if n in text_only])},
+                    expected)
 
 
 # -- bad requests -----------------------------------------------------------------------------
-def bad_messages(call, cases):
-    """{case: error message or None} of `cases` ({case: (signature, {input: list or
-    {"zeros": shape}})}) through `call` (a `SavedModelCalls`)."""
+def bad_feeds(feeds):
+    """The arrays of a request of BAD_REQUESTS ({input: list, scalar or {"zeros": shape}};
+    a sampling setting given as a scalar: one row; texts as UTF-8 bytes)."""
     dtypes = dict(tokens=np.int32, labels=np.int32, prompt=np.int32, num_tokens=np.int32,
                   top_k=np.int32, streams=np.int32, temperature=np.float32,
-                  top_p=np.float32, mems=np.float32, seed=np.int64, text=object)
-    messages = {}
-    for name, (signature, feeds) in cases.items():
-        feeds = {k: np.zeros(v["zeros"], np.float32) if isinstance(v, dict)
-                 else np.array(v, dtypes[k]) for k, v in feeds.items()}
-        for k in ("num_tokens", "temperature", "top_k", "top_p", "seed"):  # scalar: one row
-            if k in feeds and feeds[k].ndim == 0:
-                feeds[k] = feeds[k][None]
-        try:
-            call(signature, feeds)
-            messages[name] = None
-        except tf.errors.InvalidArgumentError as error:
-            messages[name] = error.message
-    return messages
+                  top_p=np.float32, mems=np.float32, seed=np.int64, text="S")
+    feeds = {k: np.zeros(v["zeros"], np.float32) if isinstance(v, dict)
+             else np.array(v, dtypes[k]) for k, v in feeds.items()}
+    for k in ("num_tokens", "temperature", "top_k", "top_p", "seed"):
+        if k in feeds and feeds[k].ndim == 0:
+            feeds[k] = feeds[k][None]
+    return feeds
 
 
 GREEDY = dict(temperature=0.0, top_k=0, top_p=1.0, seed=0)
@@ -392,6 +536,8 @@ BAD_REQUESTS = {
                   ["top_p must be in (0, 1]"]),
     "generate_text top_p > 1": ("generate_text", dict(text=["w1"], num_tokens=2, **{
         **GREEDY, "top_p": 2.0}), ["top_p must be in (0, 1]"]),
+    "generate_text unknown word": ("generate_text", dict(text=["w1 zebra"], num_tokens=2,
+                                                         **GREEDY), ["zebra"]),
     "generate_text empty prompt": ("generate_text", dict(text=[""], num_tokens=2, **GREEDY),
                                    ["the prompt has no tokens"]),
     "generate_text too long": ("generate_text", dict(text=["w1 " * 41], num_tokens=2,
@@ -410,41 +556,17 @@ BAD_REQUESTS = {
 }
 
 
-@pytest.mark.parametrize("loader", ["session", "tf2"])
-def test_bad_requests_fail_with_a_named_error(served, loader):
-    cases = {name: [signature, {k: (v if isinstance(v, dict) else np.asarray(v).tolist())
-                                for k, v in feeds.items()}]
-             for name, (signature, feeds, _) in BAD_REQUESTS.items()}
-    messages = bad_messages(SavedModelCalls(served["path"], loader), cases)
-    for name, (_, _, words) in BAD_REQUESTS.items():
-        assert messages[name] is not None, f"{name}: accepted"
-        for word in words:
-            assert word in messages[name], (name, messages[name])
-
-
-def test_each_weight_is_saved_once(served):
-    """The SavedModel's checkpoint holds exactly the tf.Variables the signatures read, one per
-    Keras weight (no second copy that the restore op would fill instead)."""
-    saved = dict(tf.train.list_variables(os.path.join(served["path"], "variables",
-                                                      "variables")))
-    saved.pop("_CHECKPOINTABLE_OBJECT_GRAPH")
-    assert all(k.startswith("weights/") for k in saved), sorted(saved)
-    assert any(k.startswith("weights/transformer_xl.Sr_r_bias/") for k in saved), sorted(saved)
-    assert sorted(map(tuple, saved.values())) == sorted(
-        tuple(v.shape) for v in served["model"].variables)
-
-
-def test_the_limits_are_recorded_in_the_export(served):
-    path = os.path.join(served["path"], "assets.extra", "txl_export.json")
-    with open(path) as f:
-        recorded = json.load(f)
-    assert recorded["limits"] == LIMITS == served["info"]["limits"]
-    assert recorded["signatures"] == served["info"]["signatures"]
-
-
 # -- export.py's own errors -------------------------------------------------------------------
 def export_cli(*args, wrapper=()):
+    """runners/export.py --notext_signatures `args` in a process of its own (behind
+    `wrapper`), as a user runs it."""
     return run(list(wrapper) + [sys.executable, EXPORT, "--notext_signatures"] + list(args))
+
+
+def export_here(*args):
+    """The same command run in this process (`runner_calls.call_runner`: the same flag checks,
+    main, error line and exit code)."""
+    return call_runner("export", ["--notext_signatures"] + list(args))
 
 
 def assert_one_line_error(proc, code, *words):
@@ -456,10 +578,13 @@ def assert_one_line_error(proc, code, *words):
 
 
 def test_export_usage_errors(served, tmp_path):
+    """Each usage error is one line and exit code 2, nothing written; in this process but for
+    the first case, which runs as a user runs it."""
     model_dir = served["model_dir"]
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
     cases = [
+        ([f"--export_dir={tmp_path / 'e'}"], ["missing required flag --model_dir;"]),
         ([f"--model_dir={model_dir}", f"--export_dir={a_file}"], ["is a file"]),
         ([f"--model_dir={tmp_path / 'missing'}", f"--export_dir={tmp_path / 'e'}"],
          ["config.json not found", "is not a txl-tf model directory"]),
@@ -469,16 +594,15 @@ def test_export_usage_errors(served, tmp_path):
          ["--max_seq_len must be an integer in [1, 2147483647]"]),
         ([f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'e'}", "--max_text_bytes=-5"],
          ["--max_text_bytes must be an integer in [1, 2147483647]"]),
-        ([f"--export_dir={tmp_path / 'e'}"], ["missing required flag --model_dir;"]),
         ([f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'e'}",
           "--warmup_requests=143"], ["--warmup_requests must be in [0, 142]"]),
     ]
-    for args, words in cases:
-        assert_one_line_error(export_cli(*args), 2, *words)
+    for i, (args, words) in enumerate(cases):
+        assert_one_line_error((export_here if i else export_cli)(*args), 2, *words)
     no_checkpoint = tmp_path / "no_checkpoint"
     no_checkpoint.mkdir()
     shutil.copy(os.path.join(model_dir, "config.json"), no_checkpoint)
-    assert_one_line_error(export_cli(f"--model_dir={no_checkpoint}",
+    assert_one_line_error(export_here(f"--model_dir={no_checkpoint}",
                                      f"--export_dir={tmp_path / 'e'}"), 2, "no checkpoint")
     assert a_file.read_text() == "x" and not os.path.exists(tmp_path / "e" / "1")
 
@@ -489,7 +613,7 @@ def test_export_damaged_checkpoint_is_a_runtime_error(served, tmp_path):
     data = [f for f in os.listdir(model_dir) if ".data-" in f]
     with open(model_dir / data[0], "r+b") as f:
         f.truncate(100)
-    proc = export_cli(f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'e'}")
+    proc = export_here(f"--model_dir={model_dir}", f"--export_dir={tmp_path / 'e'}")
     assert_one_line_error(proc, 1, "cannot read the checkpoint")
     assert not os.path.exists(tmp_path / "e" / "1")
 
@@ -502,21 +626,38 @@ def private_mount(script):
     return ["unshare", "-m", "sh", "-c", script] if probe.returncode == 0 else None
 
 
+# Both exports of the next test in one process (runners/export.py's main, `call_runner`).
+READ_ONLY_AND_FULL = textwrap.dedent("""
+    import json, os, sys
+    from runner_calls import call_runner
+    runs = [call_runner("export", args) for args in json.loads(sys.argv[1])]
+    print(json.dumps({"runs": [[proc.returncode, proc.stderr] for proc in runs],
+                      "left": os.listdir(sys.argv[2])}))
+""")
+
+
 def test_export_read_only_and_full_export_dir(served, tmp_path):
-    """A read-only export_dir is a usage error (2); a full disk a runtime error (1) that
-    names it; neither leaves a version or temporary directory behind."""
-    target = tmp_path / "exports"
-    target.mkdir()
-    (target / "1").mkdir()  # an earlier version, which must survive
-    read_only = private_mount(f'mount --bind "{target}" "{target}" && '
-                              f'mount -o remount,bind,ro "{target}" "{target}" && exec "$@"')
-    full = private_mount(f'mount -t tmpfs -o size=256k tmpfs "{target}" && "$@"; '
-                         f'code=$?; ls -A "{target}" >&2; exit $code')
-    if read_only is None or full is None:
+    """A read-only export_dir is an error (1) that says so; a full disk an error (1) that
+    names it; neither leaves a version or temporary directory behind. One process in a
+    private mount namespace runs both exports: one export_dir bound read-only, the other a
+    256 KiB tmpfs."""
+    read_only, full = tmp_path / "read_only", tmp_path / "full"
+    for target in (read_only, full):
+        (target / "1").mkdir(parents=True)  # an earlier version, which must survive
+    wrapper = private_mount(f'mount --bind "{read_only}" "{read_only}" && '
+                            f'mount -o remount,bind,ro "{read_only}" "{read_only}" && '
+                            f'mount -t tmpfs -o size=256k tmpfs "{full}" && exec "$@"')
+    if wrapper is None:
         pytest.skip("no private mount namespace here (needs root and unshare)")
-    args = [f"--model_dir={served['model_dir']}", f"--export_dir={target}"]
-    assert_one_line_error(export_cli(*args, wrapper=read_only + ["sh"]), 1, "not writable")
-    proc = export_cli(*args, wrapper=full + ["sh"])
-    assert_one_line_error(proc, 1, f"no space left on {target}")
-    assert proc.stderr.strip().splitlines()[-1].startswith("error: ")  # ls: empty
-    assert os.listdir(target) == ["1"]
+    args = [["--notext_signatures", f"--model_dir={served['model_dir']}",
+             f"--export_dir={target}"] for target in (read_only, full)]
+    proc = run(wrapper + ["sh", sys.executable, "-c", READ_ONLY_AND_FULL, json.dumps(args),
+                          str(full)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    (code, stderr), (full_code, full_stderr) = result["runs"]
+    assert_one_line_error(subprocess.CompletedProcess([], code, "", stderr), 1, "not writable")
+    assert_one_line_error(subprocess.CompletedProcess([], full_code, "", full_stderr), 1,
+                          f"no space left on {full}")
+    assert result["left"] == []  # what the tmpfs held after the export
+    assert os.listdir(read_only) == ["1"] and os.listdir(full) == ["1"]

@@ -42,6 +42,13 @@ class SavedModelCalls:
         else:
             self.loaded = tf.saved_model.load(path)
 
+    def names(self) -> list:
+        """The sorted names of the SavedModel's signatures, as this loader lists them (the
+        session loader's SignatureDefs without the initializer's, `__saved_model_init_op`)."""
+        if self.loader == "session":
+            return sorted(k for k in self.meta.signature_def if k != "__saved_model_init_op")
+        return sorted(self.loaded.signatures)
+
     def input_dtypes(self, signature) -> dict:
         """{input name: tf.DType} of `signature`."""
         if self.loader == "session":

@@ -4,10 +4,12 @@ shared read-only by the serving tests (the conftest's `word_export` fixture).
 The model: `tiny_model` of 12 tokens (`VOCAB`: <eos> w0 .. w10), tgt_len 4, mem_len 6,
 init_std 0.5, seed 3. Its exports, both with `SETTINGS` (mem_len 6, clamp_len 5, same_length,
 gen_mem_len 40) and the request limits `LIMITS`:
-  * full/: by runners/export.py run as a user runs it (every signature, 2 warmup requests per
-    signature); what it printed (one JSON line) and its stderr are kept in runner.json and
-    runner.stderr;
+  * full/: by runners/export.py run as a user runs it (every signature); what it printed (one
+    JSON line) and its stderr are kept in runner.json and runner.stderr;
   * ids/: by `runners.export.run` in the test process, --notext_signatures.
+Neither writes warmup requests (--warmup_requests=0: no test reads them here; running each
+signature twice at export time would double the cost of the exports; tests/serving/
+test_tf_serving.py checks the warmup file of an export of its own).
 
 Example:
   >>> paths = build(root)  # {"model": ..., "full": ..., "ids": ...}
@@ -56,14 +58,15 @@ def build(root):
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     env.update(PYTHONPATH=REPO, CUDA_VISIBLE_DEVICES="")
     flags = [f"--model_dir={model_dir}", f"--export_dir={os.path.join(root, 'full')}",
-             "--same_length"] + [f"--{k}={v}" for k, v in {**SETTINGS, **LIMITS}.items()
-                                 if k != "same_length"]
+             "--same_length", "--warmup_requests=0"] + [
+                 f"--{k}={v}" for k, v in {**SETTINGS, **LIMITS}.items() if k != "same_length"]
     runner = subprocess.Popen([sys.executable, os.path.join(REPO, "runners", "export.py")]
                               + flags, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, env=env)
     try:
         ids = export.run(export.ExportOptions(model_dir, os.path.join(root, "ids"),
-                                              text_signatures=False, **SETTINGS),
+                                              text_signatures=False, warmup_requests=0,
+                                              **SETTINGS),
                          ServingLimits(**LIMITS))
         stdout, stderr = runner.communicate(timeout=600)
     finally:
