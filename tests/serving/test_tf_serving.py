@@ -41,6 +41,7 @@ from txl_tf.serving import server_config
 from txl_tf.serving.module import ServingLimits
 
 from saved_model_calls import SavedModelCalls
+from shared_dirs import shared_dir, unchanged
 from tiny import tiny_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -57,25 +58,41 @@ BUDGET = dict(max_seq_len=100_000, max_num_tokens=100_000, max_text_bytes=1_000_
               max_batch_size=64, max_request_tokens=64, max_request_bytes=1_000_000)
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """The doc model, word-level, exported twice: with LIMITS (and 2 warmup requests per
-    signature) and with BUDGET."""
-    root = tmp_path_factory.mktemp("tf_serving")
-    model_dir = str(root / "model")
+def export_doc_model(root):
+    """Fills `root`: the doc model's directory (model/) exported twice, with LIMITS (and 2
+    warmup requests per signature; txl/) and with BUDGET (budget/); what the two exports
+    returned in exports.json."""
+    model_dir = os.path.join(root, "model")
     keras.utils.set_random_seed(3)
     model = txl_tf.TransformerXL(tiny_config(**DOC_MODEL))
     txl_tf.save_model(model, model_dir)
     vocab = Vocabulary(["<eos>"] + [f"w{i}" for i in range(11)], "word", specials=["<eos>"])
     write_model_vocab(model_dir, vocab, TextRules("word", eos="<eos>"))
     settings = dict(mem_len=MEM_LEN, clamp_len=5, gen_mem_len=8)
-    info = export.run(export.ExportOptions(model_dir, str(root / "txl"), warmup_requests=2,
-                                           **settings), ServingLimits(**LIMITS))
-    budget = export.run(export.ExportOptions(model_dir, str(root / "budget"), warmup_requests=0,
-                                             **settings), ServingLimits(**BUDGET))
-    return dict(root=root, model=model, model_dir=model_dir, path=info["export_path"],
-                info=info, budget=budget["export_path"],
-                session=SavedModelCalls(info["export_path"], "session"))
+    info = export.run(export.ExportOptions(model_dir, os.path.join(root, "txl"),
+                                           warmup_requests=2, **settings),
+                      ServingLimits(**LIMITS))
+    budget = export.run(export.ExportOptions(model_dir, os.path.join(root, "budget"),
+                                             warmup_requests=0, **settings),
+                        ServingLimits(**BUDGET))
+    with open(os.path.join(root, "exports.json"), "w") as f:
+        json.dump({"info": info, "budget": budget}, f)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """The doc model, word-level, exported twice: with LIMITS (and 2 warmup requests per
+    signature) and with BUDGET; made once per run for both xdist workers and read-only
+    (`shared_dirs`); the Keras model loaded from its model directory."""
+    root, recorded = shared_dir(tmp_path_factory, "tf_serving_doc_model", export_doc_model)
+    with open(os.path.join(root, "exports.json")) as f:
+        exports = json.load(f)
+    model_dir = os.path.join(root, "model")
+    yield dict(root=root, model=txl_tf.load_model(model_dir), model_dir=model_dir,
+               path=exports["info"]["export_path"], info=exports["info"],
+               budget=exports["budget"]["export_path"],
+               session=SavedModelCalls(exports["info"]["export_path"], "session"))
+    assert unchanged(root, recorded), f"a test changed the shared directory {root}"
 
 
 def through_session(served, requests):
