@@ -1,9 +1,6 @@
 """The context curve: `evaluate.py --mem_lens=...` scores the same split at several memory
 lengths in one run, each point equal to a separate `--mem_len` evaluation."""
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -12,13 +9,11 @@ from tensorboard.backend.event_processing import event_accumulator
 
 import txl_tf
 from runners import evaluate
+from runner_calls import REPO, call_runner, run_runner
 from tf_records.vocab.model_vocab import write_model_vocab
 from tf_records import PreparedData
 from tiny import tiny_model
 from txl_tf.commands.evaluate import EvalOptions
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 
 @pytest.fixture(scope="module")
 def model_dir(synthetic_data_dir, tmp_path_factory):
@@ -55,8 +50,9 @@ def test_each_point_equals_a_separate_evaluation(model_dir, synthetic_data_dir, 
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, os.path.join(REPO, "runners", "evaluate.py"), *args],
-                          capture_output=True, text=True, timeout=300)
+    """evaluate.py on `args` as a user types it: a process of its own, started from this
+    checkout (under Bazel: from the runfiles; docs/testing.md's `ci` targets)."""
+    return run_runner("evaluate", list(args), cwd=REPO, timeout=300)
 
 
 def test_command_line_prints_one_line_per_length_and_the_json(model_dir, synthetic_data_dir):
@@ -74,7 +70,8 @@ def test_command_line_prints_one_line_per_length_and_the_json(model_dir, synthet
     (["--mem_lens=0,4", "--mem_len=8"], "give --mem_len or --mem_lens, not both"),
 ])
 def test_bad_lengths_are_one_line(model_dir, synthetic_data_dir, args, message):
-    result = _cli(f"--model_dir={model_dir}", f"--data_dir={synthetic_data_dir}",
-                  "--split=valid", *args)
+    result = call_runner("evaluate", [f"--model_dir={model_dir}",
+                                      f"--data_dir={synthetic_data_dir}", "--split=valid", *args],
+                         cwd=REPO)
     assert result.returncode == 2, result.stderr
     assert message in result.stderr and "Traceback" not in result.stderr

@@ -1,5 +1,7 @@
 """Per-token losses with exactly c tokens of context, for models with memory, without memory and
 with absolute positions."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -66,14 +68,21 @@ KINDS = {
 }
 
 
+@functools.cache
+def made(kind):
+    """(model, regime, its WindowReader) of KINDS[kind], built once and shared read-only by the
+    tests of that kind (the reader's traced reading is reused)."""
+    model, regime = KINDS[kind][0]()
+    return model, regime, cl.WindowReader(model, regime)
+
+
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_only_the_c_previous_tokens_change_the_loss(kind):
     """Changing token p changes l(c, u) for a scored token u iff u - c <= p <= u - 1."""
-    make, contexts = KINDS[kind]
-    model, regime = make()
+    contexts = KINDS[kind][1]
+    model, regime, reader = made(kind)
     tokens = stream()
     positions = np.arange(max(contexts), max(contexts) + 16)
-    reader = cl.WindowReader(model, regime)
     before = cl.context_losses(model, tokens, positions, contexts, reader=reader)
     changed_position = positions[0] + 2
     edited = tokens.copy()
@@ -91,9 +100,8 @@ def test_only_the_c_previous_tokens_change_the_loss(kind):
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_distance_c_counts_and_distance_c_plus_one_does_not(kind):
-    make, contexts = KINDS[kind]
-    model, regime = make()
-    reader = cl.WindowReader(model, regime)
+    contexts = KINDS[kind][1]
+    model, regime, reader = made(kind)
     tokens = stream()
     t = 40
     for c in contexts:
@@ -120,8 +128,8 @@ def naive_loss(model, regime, tokens, t, c):
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_losses_equal_a_naive_window_by_window_reading(kind):
-    make, contexts = KINDS[kind]
-    model, regime = make()
+    contexts = KINDS[kind][1]
+    model, regime, _ = made(kind)
     tokens = stream()
     positions = np.array([11, 12, 20, 37, 59])
     losses = cl.context_losses(model, tokens, positions, contexts, regime, batch_tokens=40)

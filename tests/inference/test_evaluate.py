@@ -2,8 +2,6 @@
 import json
 import math
 import os
-import subprocess
-import sys
 import types
 
 import keras
@@ -20,9 +18,9 @@ from tf_records.vocab.model_vocab import ModelVocabError, write_model_vocab
 from tf_records.text.tokenize import TextRules
 from tf_records.vocab.vocabulary import Vocabulary
 
+from runner_calls import REPO, call_runner
 from tiny import tiny_config, train_config
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def small_config(**changes):
@@ -179,7 +177,7 @@ def synthetic_run(tmp_path_factory):
         return loss, tuple(out["mems"])
 
     batches, n = stream_batches(train, 16, 8)
-    for i in range(600):
+    for i in range(350):
         if i % n == 0:
             mems = tuple(model.init_mems(16))
         _, mems = step(*batches[i % n], mems)
@@ -266,9 +264,9 @@ def test_bad_input_gives_clear_errors(tmp_path):
 
 
 def run_cli(script, *args):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run([sys.executable, os.path.join(REPO, "runners", script), *args],
-                          capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    """`runners/<script>` on `args` in this process (`call_runner`: its flags, its output and
+    its exit code; the process boundary is tested in tests/runners/test_bad_inputs.py)."""
+    return call_runner(script.removesuffix(".py"), list(args), cwd=REPO)
 
 
 def test_cli_prints_json_line_and_writes_tensorboard(tmp_path):

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TIMEOUT = 1  # --tpu_timeout, seconds (the refused address is retried until it passes)
 
 
 def free_port():
@@ -38,14 +39,15 @@ def test_unreachable_tpu_is_announced_then_one_error_line(tmp_path, strategy, li
     address = f"grpc://127.0.0.1:{port}"
     proc = subprocess.run(
         [sys.executable, os.path.join(REPO, "runners", "train.py"), f"--strategy={strategy}",
-         f"--tpu={address}", "--tpu_timeout=2"],  # the default runs/default, data/...
+         f"--tpu={address}", f"--tpu_timeout={TIMEOUT}"],  # the default runs/default, data/...
         cwd=str(tmp_path), capture_output=True, text=True, timeout=300,
         env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2"))
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
-    assert f"connecting to TPU {address} (up to 2 s; --tpu_timeout) ..." in proc.stdout
+    assert f"connecting to TPU {address} (up to {TIMEOUT} s; --tpu_timeout) ..." in proc.stdout
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     reason = "no answer" if listening else "Connection refused"
-    assert errors == [f"error: cannot reach the TPU at --tpu={address} ({reason}) within 2 s; "
-                      "check the address and that the TPU is up, or raise --tpu_timeout."]
+    assert errors == [f"error: cannot reach the TPU at --tpu={address} ({reason}) within "
+                      f"{TIMEOUT} s; check the address and that the TPU is up, or raise "
+                      "--tpu_timeout."]
     assert os.listdir(tmp_path) == []  # no runs/default, no data dir, not even their parents
