@@ -232,8 +232,9 @@ def test_attn_type_2_positions_count_back_from_the_newest_token():
 
 
 # ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("attn_type", VARIANTS)
-@pytest.mark.parametrize("mem_len", [0, 8])
+# Every variant with a memory; one without (the model has no branch on the memory's length: an
+# empty memory is the same program with zero-length tensors).
+@pytest.mark.parametrize("attn_type,mem_len", [(1, 8), (2, 8), (3, 8), (2, 0)])
 def test_xla_step_equals_plain_step(attn_type, mem_len):
     model = make_model(attn_type=attn_type, mem_len=mem_len)
     tokens, labels = random_tokens([2, 4], seed=7), random_tokens([2, 4], seed=8)

@@ -3,6 +3,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from keras.src.backend.common import global_state
 
 import txl_tf
 from tiny import plain_train_step, tiny_model
@@ -168,8 +169,22 @@ def test_vanilla_transformer_without_memory_is_causal():
     np.testing.assert_array_equal(out["log_probs"].numpy()[:, :4], after[:, :4])
 
 
+def _unvalued_model(config):
+    """`config`'s model with its variables' shapes but no values: built in a stateless scope that
+    defers their initialisation, so none of the (up to 277M) values is drawn; the deferred
+    variables are dropped from Keras's pending list afterwards."""
+    pending = list(global_state.get_global_attribute("uninitialized_variables", []))
+    try:
+        with keras.StatelessScope(initialize_variables=False):
+            model = TransformerXL(config)
+    finally:
+        global_state.set_global_attribute("uninitialized_variables", pending)
+    assert all(w._value is None for w in model.weights)  # nothing was initialised
+    return model
+
+
 def _count(config):
-    return TransformerXL(config).count_params()
+    return _unvalued_model(config).count_params()
 
 
 @pytest.mark.parametrize("name,config,millions", [
@@ -192,7 +207,7 @@ def test_wt103_large_layout_matches_released_checkpoint_shapes():
     config = TransformerXLConfig(
         n_token=267735, n_layer=1, d_model=1024, n_head=16, d_head=64, d_inner=4096,
         cutoffs=(20000, 40000, 200000), div_val=4, untie_r=True, proj_share_all_but_first=True)
-    model = TransformerXL(config)
+    model = _unvalued_model(config)
     emb = model.embedding
     assert [tuple(t.shape) for t in emb.tables] == [
         (20000, 1024), (20000, 256), (160000, 64), (67735, 16)]

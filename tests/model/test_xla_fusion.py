@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from tf_records import DataOptions, PreparedData
-from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, TRAIN_SIZES, train_flags
+from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_SIZES, train_flags
 from txl_tf.commands.train import train
 from txl_tf.commands.train_options import TrainOptions
 from txl_tf.model.config_template import ConfigTemplate
@@ -62,8 +62,11 @@ def test_enabling_reexecutes_with_the_flags_and_clusters():
 # constant folding and the fusible clustering leave a graph with a cycle.
 WIDE = dict(TRAIN_SIZES, d_model=64, d_head=8, d_inner=256, tgt_len=32, mem_len=32,
             dropout=0.1, dropatt=0.1)
+# jit_compile false: the training step is left to the fusible clustering in the fused run (auto
+# would compile it whole on CPU float32) and runs TensorFlow's kernels in the plain one.
 RUN = dict(per_host_train_bsz=4, learning_rate=1e-2, warmup_steps=2, train_steps=4,
-           steps_per_loop=1, log_steps=1, save_steps=4, eval_steps=0, max_eval_batches=2)
+           steps_per_loop=1, log_steps=1, save_steps=4, eval_steps=0, max_eval_batches=2,
+           jit_compile="false")
 
 
 def _train_fused(tmp_path, data_dir, name):
@@ -102,9 +105,10 @@ def test_training_with_xla_fusion_follows_the_plain_run(tmp_path, synthetic_data
 
 def test_benchmark_with_xla_fusion(tmp_path):
     """--jit_compile=auto leaves the mixed_bfloat16 step to the fusible clustering; true compiles
-    it whole all the same."""
+    it whole all the same. One layer without dropout: the record is what is checked (the WIDE
+    training run above covers stacked layers and dropout under the clustering)."""
     base = [sys.executable, os.path.join(REPO, "runners", "tools", "benchmark.py"), "--n_token=30",
-            *TRAIN_FLAGS, "--batch_size=2", "--steps=1", "--rounds=1", "--bench_warmup=1",
+            *train_flags(n_layer=1, dropout=0.0), "--batch_size=2", "--steps=1", "--rounds=1", "--bench_warmup=1",
             "--matmul_size=64", "--nomeasure_memory", "--precision=mixed_bfloat16", "--xla_fusion"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     env.pop("TF_XLA_FLAGS", None)
