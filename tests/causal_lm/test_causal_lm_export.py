@@ -56,43 +56,83 @@ def warmup_of(path):
     return [prediction_log_pb2.PredictionLog.FromString(r.numpy()) for r in records]
 
 
-def build_exports(root):
-    """Writes root/model (a tiny word-level model directory), its export by `export()`
-    (root/keras/txl) and by runners/export.py (its main in this process, `call_runner`;
-    root/runner/txl), and for each, TAG.json ({"info": what the export returned, "signatures":
-    the names the session loader lists}) and TAG.npz (what it gives, `through_session`;
-    strings as bytes)."""
+def record_export(root, tag, info):
+    """Writes root/TAG.json ({"info": what the export returned, "signatures": the names the
+    session loader lists}) and root/TAG.npz (what it gives, `through_session`; strings as
+    bytes) for the export `info` describes."""
+    out, names = through_session(info["export_path"])
+    np.savez(os.path.join(root, f"{tag}.npz"),
+             **{k: v.astype("S") if v.dtype == object else v for k, v in out.items()})
+    with open(os.path.join(root, f"{tag}.json"), "w") as f:
+        json.dump({"info": info, "signatures": names}, f)
+
+
+def recorded_export(root, tag):
+    """(info, ({name/output: array}, signature names)) that `record_export` wrote."""
+    with open(os.path.join(root, f"{tag}.json")) as f:
+        recorded = json.load(f)
+    arrays = np.load(os.path.join(root, f"{tag}.npz"))
+    return recorded["info"], ({k: arrays[k] for k in arrays.files}, recorded["signatures"])
+
+
+def build_keras_export(root):
+    """Writes root/model (a tiny word-level model directory) and its export by `export()`
+    (root/keras/txl), recorded as keras.json / keras.npz."""
     path, _ = model_dir(os.path.join(root, "model"), "word", seed=3, clamp_len=5)
-    keras_export = export(from_preset(path), os.path.join(root, "keras", "txl"), **SETTINGS)
+    record_export(root, "keras", export(from_preset(path), os.path.join(root, "keras", "txl"),
+                                        **SETTINGS))
+
+
+def build_runner_export(root, path):
+    """Writes the export of the model directory `path` by runners/export.py (its main in this
+    process, `call_runner`; root/runner/txl), recorded as runner.json / runner.npz."""
     flags = [f"--{k}={v}" for k, v in SETTINGS.items() if k != "same_length"]
     proc = call_runner("export", [f"--model_dir={path}", f"--export_dir={root}/runner/txl",
                                   "--same_length"] + flags)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    runner = json.loads(proc.stdout.strip().splitlines()[-1])
-    for tag, info in (("keras", keras_export), ("runner", runner)):
-        out, names = through_session(info["export_path"])
-        np.savez(os.path.join(root, f"{tag}.npz"),
-                 **{k: v.astype("S") if v.dtype == object else v for k, v in out.items()})
-        with open(os.path.join(root, f"{tag}.json"), "w") as f:
-            json.dump({"info": info, "signatures": names}, f)
+    record_export(root, "runner", json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
 @pytest.fixture(scope="module")
-def exports(tmp_path_factory):
-    """`build_exports`' directory (made once per run for both xdist workers,
-    `shared_dirs.shared_dir`; read-only), the causal LM of its model directory and, per
-    export, its info and what the session loader gives."""
-    root, _ = shared_dir(tmp_path_factory, "causal_lm_exports", build_exports)
+def keras_export(tmp_path_factory):
+    """`build_keras_export`'s directory (made once per run for both xdist workers,
+    `shared_dirs.shared_dir`; read-only), the causal LM of its model directory, the export's
+    info and what the session loader gives."""
+    root, _ = shared_dir(tmp_path_factory, "causal_lm_keras_export", build_keras_export)
     lm = from_preset(os.path.join(root, "model"))
-    out = {}
-    for tag in ("keras", "runner"):
-        with open(os.path.join(root, f"{tag}.json")) as f:
-            recorded = json.load(f)
-        arrays = np.load(os.path.join(root, f"{tag}.npz"))
-        out[tag] = recorded["info"], ({k: arrays[k] for k in arrays.files},
-                                      recorded["signatures"])
-    return dict(root=root, lm=lm, model=lm.backbone, runner=out["runner"][0],
-                keras=out["keras"][0], served={tag: out[tag][1] for tag in out})
+    info, served = recorded_export(root, "keras")
+    return dict(root=root, lm=lm, model=lm.backbone, keras=info, served=served)
+
+
+@pytest.fixture(scope="module")
+def exports(keras_export, tmp_path_factory):
+    """`keras_export` and runners/export.py's export of the same model directory
+    (`build_runner_export`, made once per run as well): per export, its info and what the
+    session loader gives."""
+    model = os.path.join(keras_export["root"], "model")
+    runner_root, _ = shared_dir(tmp_path_factory, "causal_lm_runner_export",
+                                lambda root: build_runner_export(root, model))
+    runner, served = recorded_export(runner_root, "runner")
+    return dict(keras_export, runner=runner,
+                served={"keras": keras_export["served"], "runner": served})
+
+
+def test_session_loaded_export_generates_as_generate(keras_export):
+    ours, _ = keras_export["served"]
+    lm = keras_export["lm"]
+    model = keras_export["model"]
+    out = model(tf.constant([[1, 2, 3], [4, 5, 6]]), mems=model.init_mems(2, 6), mem_len=6,
+                clamp_len=5, same_length=True)
+    np.testing.assert_allclose(ours["score/log_probs"], out["log_probs"], atol=1e-5)
+    rows = [dict(sampler="greedy"), dict(sampler=Sampler(temperature=0.9, top_k=4, top_p=0.9,
+                                                         seed=4))]
+    for i, (prompt, kw) in enumerate(zip(["w1 w2 w3", "w4 nope w5"], rows)):
+        n = len(lm.preprocessor.tokenize(prompt))
+        with pytest.warns(UserWarning) if "nope" in prompt else contextlib.nullcontext():
+            text = generate(lm, prompt, max_length=n + 8,
+                            context=context_of(lm.backbone.config, mem_len=40, clamp_len=5),
+                            strip_prompt=True, stop_token_ids=None, **kw)
+        assert ours["generate_text/text"][i].decode("utf-8") == text
 
 
 def test_same_saved_model_as_export_py(exports):
@@ -116,26 +156,8 @@ def test_same_saved_model_as_export_py(exports):
         np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)
 
 
-def test_session_loaded_export_generates_as_generate(exports):
-    ours, _ = exports["served"]["keras"]
-    lm = exports["lm"]
-    model = exports["model"]
-    out = model(tf.constant([[1, 2, 3], [4, 5, 6]]), mems=model.init_mems(2, 6), mem_len=6,
-                clamp_len=5, same_length=True)
-    np.testing.assert_allclose(ours["score/log_probs"], out["log_probs"], atol=1e-5)
-    rows = [dict(sampler="greedy"), dict(sampler=Sampler(temperature=0.9, top_k=4, top_p=0.9,
-                                                         seed=4))]
-    for i, (prompt, kw) in enumerate(zip(["w1 w2 w3", "w4 nope w5"], rows)):
-        n = len(lm.preprocessor.tokenize(prompt))
-        with pytest.warns(UserWarning) if "nope" in prompt else contextlib.nullcontext():
-            text = generate(lm, prompt, max_length=n + 8,
-                            context=context_of(lm.backbone.config, mem_len=40, clamp_len=5),
-                            strip_prompt=True, stop_token_ids=None, **kw)
-        assert ours["generate_text/text"][i].decode("utf-8") == text
-
-
-def test_bad_inputs_give_one_clear_error(exports, tmp_path):
-    lm = exports["lm"]
+def test_bad_inputs_give_one_clear_error(keras_export, tmp_path):
+    lm = keras_export["lm"]
     cases = [
         (lambda: export(lm, tmp_path / "x", gen_len=3), CausalLMInputError,
          "unknown export setting"),
@@ -143,7 +165,7 @@ def test_bad_inputs_give_one_clear_error(exports, tmp_path):
          CausalLMInputError, "text_signatures=True needs a preprocessor"),
         (lambda: export(lm, tmp_path / "x", limits={"max_seq_len": 3}), CausalLMInputError,
          "limits must be"),
-        (lambda: export(lm, os.path.join(exports["root"], "keras", "txl"), version=1),
+        (lambda: export(lm, os.path.join(keras_export["root"], "keras", "txl"), version=1),
          ExportInputError, "exists; pass --overwrite"),
         (lambda: export(lm, ""), ExportInputError, "export_dir is required"),
     ]

@@ -66,7 +66,7 @@ def test_compiled_generation_is_traced_once_per_bucket():
             np.testing.assert_array_equal(tokens, want, err_msg=str(settings))
         return want
 
-    for prompt_len, num_tokens in [(9, 5), (11, 7), (12, 8), (10, 6)]:
+    for prompt_len, num_tokens in [(9, 5), (12, 8)]:  # 3 segments, the last padded / full
         want = check(rng.randint(0, 23, size=(2, prompt_len)), num_tokens)
         assert len(set(want.ravel().tolist())) > 2  # sampled: not a degenerate constant output
     assert len(traces) == 1 and gen.compiled.experimental_get_tracing_count() == 1
