@@ -68,11 +68,10 @@ def trained_byte_model(tmp_path_factory):
     read-only by every test and both xdist workers. A test that changes them works on
     `shared_dirs.writable_copy`; one that changed them anyway fails this fixture's teardown."""
     from causal_lm_support import trained_model_dir
-    from shared_dirs import shared_dir, unchanged
+    from shared_dirs import read_only_dir
 
-    path, recorded = shared_dir(tmp_path_factory, "trained_byte_model", trained_model_dir)
-    yield {"model": os.path.join(path, "model"), "data": os.path.join(path, "data")}
-    assert unchanged(path, recorded), f"a test changed the shared directory {path}"
+    with read_only_dir(tmp_path_factory, "trained_byte_model", trained_model_dir) as path:
+        yield {"model": os.path.join(path, "model"), "data": os.path.join(path, "data")}
 
 
 @pytest.fixture(scope="session")
@@ -84,17 +83,16 @@ def word_export(tmp_path_factory):
     elsewhere."""
     import json
 
-    from shared_dirs import shared_dir, unchanged
+    from shared_dirs import read_only_dir
     from word_export import build
 
-    path, recorded = shared_dir(tmp_path_factory, "word_export", build)
-    with open(os.path.join(path, "runner.json")) as f:
-        info = json.load(f)
-    with open(os.path.join(path, "runner.stderr")) as f:
-        stderr = f.read()
-    yield {"model": os.path.join(path, "model"), "full": info["export_path"],
-           "ids": os.path.join(path, "ids", "1"), "info": info, "stderr": stderr}
-    assert unchanged(path, recorded), f"a test changed the shared directory {path}"
+    with read_only_dir(tmp_path_factory, "word_export", build) as path:
+        with open(os.path.join(path, "runner.json")) as f:
+            info = json.load(f)
+        with open(os.path.join(path, "runner.stderr")) as f:
+            stderr = f.read()
+        yield {"model": os.path.join(path, "model"), "full": info["export_path"],
+               "ids": os.path.join(path, "ids", "1"), "info": info, "stderr": stderr}
 
 
 _MATMUL_RATES = {}

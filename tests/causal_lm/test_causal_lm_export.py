@@ -15,7 +15,7 @@ from tensorflow_serving.apis import prediction_log_pb2
 from causal_lm_support import causal_lm, from_preset, model_dir
 from runner_calls import call_runner
 from saved_model_calls import SavedModelCalls
-from shared_dirs import shared_dir
+from shared_dirs import read_only_dir
 from txl_tf.causal_lm.errors import CausalLMInputError
 from txl_tf.causal_lm.serving_export import export
 from txl_tf.generation.text_generation import context_of, generate
@@ -95,13 +95,13 @@ def build_runner_export(root, path):
 
 @pytest.fixture(scope="module")
 def keras_export(tmp_path_factory):
-    """`build_keras_export`'s directory (made once per run for both xdist workers,
-    `shared_dirs.shared_dir`; read-only), the causal LM of its model directory, the export's
-    info and what the session loader gives."""
-    root, _ = shared_dir(tmp_path_factory, "causal_lm_keras_export", build_keras_export)
-    lm = from_preset(os.path.join(root, "model"))
-    info, served = recorded_export(root, "keras")
-    return dict(root=root, lm=lm, model=lm.backbone, keras=info, served=served)
+    """`build_keras_export`'s directory (made once per run for both xdist workers and
+    read-only, `shared_dirs.read_only_dir`), the causal LM of its model directory, the
+    export's info and what the session loader gives."""
+    with read_only_dir(tmp_path_factory, "causal_lm_keras_export", build_keras_export) as root:
+        lm = from_preset(os.path.join(root, "model"))
+        info, served = recorded_export(root, "keras")
+        yield dict(root=root, lm=lm, model=lm.backbone, keras=info, served=served)
 
 
 @pytest.fixture(scope="module")
@@ -110,11 +110,11 @@ def exports(keras_export, tmp_path_factory):
     (`build_runner_export`, made once per run as well): per export, its info and what the
     session loader gives."""
     model = os.path.join(keras_export["root"], "model")
-    runner_root, _ = shared_dir(tmp_path_factory, "causal_lm_runner_export",
-                                lambda root: build_runner_export(root, model))
-    runner, served = recorded_export(runner_root, "runner")
-    return dict(keras_export, runner=runner,
-                served={"keras": keras_export["served"], "runner": served})
+    with read_only_dir(tmp_path_factory, "causal_lm_runner_export",
+                       lambda root: build_runner_export(root, model)) as runner_root:
+        runner, served = recorded_export(runner_root, "runner")
+        yield dict(keras_export, runner=runner,
+                   served={"keras": keras_export["served"], "runner": served})
 
 
 def test_session_loaded_export_generates_as_generate(keras_export):

@@ -92,3 +92,22 @@ def test_without_xdist_the_basetemp_holds_it_and_a_failed_build_is_redone(tmp_pa
         os.path.join(p, "whole"), "w").close())
     assert path == str(tmp_path / "base" / "shared" / "thing")
     assert sorted(os.listdir(path)) == ["whole"] and shared_dirs.unchanged(path, recorded)
+
+
+def test_read_only_dir_fails_the_fixture_that_holds_it_when_a_test_changed_it(tmp_path,
+                                                                               monkeypatch):
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    factory = Factory(tmp_path / "base")
+    factory.basetemp.mkdir()
+
+    def build(path):
+        with open(os.path.join(path, "file"), "w") as f:
+            f.write("a")
+
+    with shared_dirs.read_only_dir(factory, "kept", build) as path:
+        assert open(os.path.join(path, "file")).read() == "a"
+    with pytest.raises(AssertionError, match="a test changed the shared directory"):
+        with shared_dirs.read_only_dir(factory, "kept", build) as path:
+            os.chmod(os.path.join(path, "file"), 0o644)
+            with open(os.path.join(path, "file"), "a") as f:  # what root could do anyway
+                f.write("!")

@@ -41,7 +41,7 @@ from txl_tf.serving import server_config
 from txl_tf.serving.module import ServingLimits
 
 from saved_model_calls import SavedModelCalls
-from shared_dirs import shared_dir, unchanged
+from shared_dirs import read_only_dir
 from tiny import tiny_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -84,15 +84,14 @@ def served(tmp_path_factory):
     """The doc model, word-level, exported twice: with LIMITS (and 2 warmup requests per
     signature) and with BUDGET; made once per run for both xdist workers and read-only
     (`shared_dirs`); the Keras model loaded from its model directory."""
-    root, recorded = shared_dir(tmp_path_factory, "tf_serving_doc_model", export_doc_model)
-    with open(os.path.join(root, "exports.json")) as f:
-        exports = json.load(f)
-    model_dir = os.path.join(root, "model")
-    yield dict(root=root, model=txl_tf.load_model(model_dir), model_dir=model_dir,
-               path=exports["info"]["export_path"], info=exports["info"],
-               budget=exports["budget"]["export_path"],
-               session=SavedModelCalls(exports["info"]["export_path"], "session"))
-    assert unchanged(root, recorded), f"a test changed the shared directory {root}"
+    with read_only_dir(tmp_path_factory, "tf_serving_doc_model", export_doc_model) as root:
+        with open(os.path.join(root, "exports.json")) as f:
+            exports = json.load(f)
+        model_dir = os.path.join(root, "model")
+        yield dict(root=root, model=txl_tf.load_model(model_dir), model_dir=model_dir,
+                   path=exports["info"]["export_path"], info=exports["info"],
+                   budget=exports["budget"]["export_path"],
+                   session=SavedModelCalls(exports["info"]["export_path"], "session"))
 
 
 def through_session(served, requests):

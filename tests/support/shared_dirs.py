@@ -6,11 +6,15 @@ run's temporary directory (the parent of each worker's basetemp), the other wait
 reads the same files. The directory is then made read-only (`chmod`: files 0444, folders 0555)
 and its digest recorded; `unchanged(path, digest)` tells whether a test changed it anyway (root
 ignores the mode bits, so the conftest fixtures check the digest when the session ends). A
-test that changes files works on `writable_copy(path, to)`.
+test that changes files works on `writable_copy(path, to)`. A fixture holds one with
+`read_only_dir`, which fails the fixture's teardown when a test changed it.
 
 Example:
   >>> path, digest = shared_dir(tmp_path_factory, "trained_byte_model", trained_model_dir)
+  >>> with read_only_dir(tmp_path_factory, "word_export", build) as path:
+  ...     yield path
 """
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -70,6 +74,15 @@ def shared_dir(tmp_path_factory, name, build):
 def unchanged(path, recorded):
     """Whether `path` still has the digest `recorded`."""
     return digest(path) == recorded
+
+
+@contextlib.contextmanager
+def read_only_dir(tmp_path_factory, name, build):
+    """`shared_dir`'s path for a fixture to yield; when the fixture ends, an AssertionError if a
+    test changed the directory."""
+    path, recorded = shared_dir(tmp_path_factory, name, build)
+    yield path
+    assert unchanged(path, recorded), f"a test changed the shared directory {path}"
 
 
 def writable_copy(path, to):
