@@ -16,15 +16,19 @@
 #      run(command="bash runners/tools/gpu_report.sh", carry=[".gpu-kit/bin", ".gpu-kit/small.tar.gz"],
 #          timeout_s=600)
 #    It stages small.tar.gz, assembles TensorFlow (once per machine), puts the Hugging Face peer
-#    on the path (TXL_GPU_HF=1) and runs the report with a budget of 480 s; the report is
+#    on the path (TXL_GPU_HF=1) and runs the report with a budget of 480 s (or the seconds given
+#    as its one argument, e.g. `bash runners/tools/gpu_report.sh 360` when less device time is
+#    left; `timeout` allows 80 s more); the report is
 #    rewritten after each of its parts, and `timeout` ends it before the call's 10 minutes, so
 #    what it finished comes back either way: $OUT/report/report.md, report.json,
 #    profiles.tar.gz and $OUT/report.log (4 files). Read the card's name in report.md.
 # Figures from this kit may depend on it (CUDA 12 library names pointed at CUDA 13's
 # libraries, not a user's install): say so next to any figure taken from it.
 set -o pipefail
+BUDGET=${1:-480}
+case $BUDGET in ''|*[!0-9]*) echo "gpu_report.sh: the budget must be whole seconds, e.g. 360" >&2; exit 2;; esac
 export TXL_GPU_HF=1
 . .gpu-kit/bin/activate.sh || exit 1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-timeout 560 python3 runners/tools/accelerator_report.py --out_dir="$OUT/report" \
-    --budget_seconds=480 2>&1 | tee "$OUT/report.log"
+timeout $((BUDGET + 80)) python3 runners/tools/accelerator_report.py --out_dir="$OUT/report" \
+    --budget_seconds="$BUDGET" 2>&1 | tee "$OUT/report.log"
