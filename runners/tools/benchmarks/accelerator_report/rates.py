@@ -2,17 +2,20 @@
 `txl_tf/training/measurement/matmul_rate.py`, through the benchmark's `peak.best_rate`) in float32 and
 bfloat16, and PyTorch's on the same device as the cross-check where `import torch` works.
 
-PyTorch's products are square, of the side TensorFlow's rate grew to, timed in bursts between
-two synchronisations (the best of three); float32 with TF32 allowed on a GPU, as TensorFlow's
-float32 matmuls there.
+PyTorch's products are square, of the side TensorFlow's rate grew to, timed in a child process
+(`torch_rate.py`).
 """
 import dataclasses
 import importlib.util
-import time
+import json
+import os
+import subprocess
+import sys
 
 from runners.tools.benchmarks import peak as peaks
 
 PRECISIONS = ("float32", "mixed_bfloat16")
+TORCH_RATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_rate.py")
 
 
 def tensorflow_rates(device, devices, size=None):
@@ -27,32 +30,28 @@ def tensorflow_rates(device, devices, size=None):
             for p in PRECISIONS}
 
 
-def torch_rates(sizes, on_gpu, products=8):
-    """{precision: {"flops_per_second", "size", "device", "dtype"}} of PyTorch's products of
-    the sides TensorFlow used, or None when torch does not import."""
+def torch_rates(sizes, on_gpu, products=8, timeout=120):
+    """{precision: {"flops_per_second", "size", "device", "dtype", "torch"}} of PyTorch's
+    products of the sides TensorFlow used, measured in a child process (`torch_rate.py`: the
+    two frameworks' CUDA stacks do not share one process); None when torch does not import.
+
+    Raises:
+      RuntimeError: the child failed or gave no figures (one line, with its last words).
+    """
     if importlib.util.find_spec("torch") is None:
         return None
-    import torch  # optional: the cross-check only
-    device = "cuda" if on_gpu and torch.cuda.is_available() else "cpu"
-    if device == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    out = {}
-    for precision, dtype in (("float32", torch.float32), ("mixed_bfloat16", torch.bfloat16)):
-        side = sizes[precision]
-        a = torch.randn(side, side, device=device).to(dtype)
-        b = torch.randn_like(a)
-        best = 0.0
-        for _ in range(3):
-            sync()
-            start = time.perf_counter()
-            for _ in range(products):
-                a @ b
-            sync()
-            best = max(best, 2.0 * side ** 3 * products / (time.perf_counter() - start))
-        out[precision] = {"flops_per_second": best, "size": side, "device": device,
-                          "dtype": str(dtype).replace("torch.", ""), "torch": torch.__version__}
-    return out
+    args = [sys.executable, TORCH_RATE, json.dumps({p: sizes[p] for p in PRECISIONS}),
+            "cuda" if on_gpu else "cpu", str(products)]
+    try:
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"PyTorch's products took over {timeout} s")
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode or not lines:
+        said = [line for line in proc.stderr.splitlines() if line.strip()][-1:]
+        raise RuntimeError(f"PyTorch's child exited with {proc.returncode}"
+                           f"{': ' + said[0][:200] if said else ''}")
+    return json.loads(lines[-1])
 
 
 def as_record(rates):

@@ -127,10 +127,16 @@ def _rates(part, record, options):
     if part.left() <= 0:
         part.skip("PyTorch cross-check", "the part's deadline passed")
         return measured
-    torch_rates = rate_part.torch_rates({p: r.size for p, r in measured.items()},
-                                        m["kind"] == "GPU", 2 if options.smoke else 8)
-    if torch_rates is None:
-        part.skip("PyTorch cross-check", "torch is not importable in this Python")
+    try:
+        torch_rates = rate_part.torch_rates({p: r.size for p, r in measured.items()},
+                                            m["kind"] == "GPU", 2 if options.smoke else 8,
+                                            timeout=max(part.left(), 10.0) + 30.0)
+    except RuntimeError as error:
+        torch_rates = None
+        part.skip("PyTorch cross-check", f"failed: {first_line(error)}")
+    else:
+        if torch_rates is None:
+            part.skip("PyTorch cross-check", "torch is not importable in this Python")
     record["rates"]["torch"] = torch_rates
     return measured
 
