@@ -8,10 +8,15 @@
 #      bash ../shared/gpu/make_kit.sh
 #    It writes .gpu-kit/ (ignored by git): tf.part.0 ... tf.part.N (60 MiB each), small.tar.gz
 #    (Keras, TensorBoard, CUDA 12's runtime and ptxas, transformers==4.30.2 for the peer) and bin/.
-# 2. Through the device tool, one call per part (a call carries at most 64 MiB; the working tree
-#    travels too), each with a short timeout, in one session while the machine stays warm:
+# 2. Through the device tool, one call per part (a call carries at most 64 MiB, the working tree
+#    and .gpu-kit/bin included: a 60 MiB part, bin's 1.6 MB and the tree's 3 MB are over it), so
+#    cut the first part smaller and carry bin only with it (the stream's checksum is unchanged):
+#      cd .gpu-kit && cat tf.part.* > /tmp/s && rm tf.part.* && head -c 58720256 /tmp/s > tf.part.0 \
+#        && tail -c +58720257 /tmp/s | split -b 62914560 -d -a 1 --numeric-suffixes=1 - tf.part.
+#    then, back to back (the machine goes back after 30 s idle, and the staged parts with it):
 #      run(command="bash .gpu-kit/bin/stage.sh", carry=[".gpu-kit/bin", ".gpu-kit/tf.part.0"])
-#      ... the same with .gpu-kit/tf.part.1, ..., .gpu-kit/tf.part.N
+#      run(command="mkdir -p /tmp/gpu-kit && cp .gpu-kit/tf.part.* /tmp/gpu-kit/",
+#          carry=[".gpu-kit/tf.part.1"])   ... the same with .gpu-kit/tf.part.2, ..., N
 # 3. The last call carries the small part and runs this script (timeout_s=600):
 #      run(command="bash runners/tools/gpu_report.sh", carry=[".gpu-kit/bin", ".gpu-kit/small.tar.gz"],
 #          timeout_s=600)

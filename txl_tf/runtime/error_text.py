@@ -9,6 +9,11 @@ instead, and only a message too long for one line is shortened, at its end.
 import errno
 import re
 
+# The first lines of a message that holds a traceback (tf.function's errors raised in tracing).
+_TRACEBACK_HEADS = ("in user code:", "Traceback (most recent call last):")
+# TensorFlow's error from running a graph: this head, where each op was defined, then the cause.
+_GRAPH_HEAD = "Graph execution error:"
+_GRAPH_NOISE = re.compile(r"Detected at node |File |\[\[|\d+ root error\(s\) found")
 # ENOSPC's message, or a short write (NumPy's tofile, TensorFlow's file writers).
 _DISK_FULL = re.compile(r"No space left on device|\d+ requested and \d+ written", re.I)
 
@@ -26,9 +31,25 @@ def one_line(message, limit: int = 400) -> str:
 
 def first_line(error: BaseException, limit: int = 240) -> str:
     """The first line of an error's message (a TensorFlow error's `message`), at most `limit`
-    characters; the error's class name when the message is empty."""
-    lines = (getattr(error, "message", None) or str(error)).strip().splitlines()
-    text = lines[0] if lines else type(error).__name__
+    characters; the error's class name when the message is empty. A message that is a
+    traceback (an error raised while `tf.function` traced: "in user code:", the frames, then
+    "ValueError: the cause") gives its last line, the cause; TensorFlow's "Graph execution
+    error:" gives its first line after where the ops were defined, the cause.
+
+    Example:
+      >>> first_line(ValueError('in user code:\\n\\n  File "m.py", line 4\\n\\n  ValueError: bad'))
+      'ValueError: bad'
+    """
+    lines = [line.strip() for line in
+             (getattr(error, "message", None) or str(error)).strip().splitlines() if line.strip()]
+    text = type(error).__name__
+    if lines and lines[0] in _TRACEBACK_HEADS:
+        text = lines[-1]
+    elif lines and lines[0] == _GRAPH_HEAD:
+        causes = [line for line in lines[1:] if not _GRAPH_NOISE.match(line)]
+        text = causes[0] if causes else lines[0]
+    elif lines:
+        text = lines[0]
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
