@@ -1,5 +1,6 @@
 """The accelerator report's pieces that need no training: the budget's deadlines, the folder
 checks and limits, the profile archive, the recipes' flags and the command line's checks."""
+import importlib.util
 import itertools
 import os
 import tarfile
@@ -271,3 +272,46 @@ def test_every_training_recipe_of_runners_is_accepted_or_refused_in_one_line(tmp
         with pytest.raises(recipes.RecipeError) as error:
             recipes.check_recipe(name)
         assert "\n" not in str(error.value) and "prepare" in str(error.value), name
+
+
+def _fake_torch_child(tmp_path, monkeypatch, body):
+    """`rates.torch_rates` with torch 'importable' and its child replaced by a script."""
+    from runners.tools.benchmarks.accelerator_report import rates
+    script = tmp_path / "torch_child.py"
+    script.write_text(body)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(rates.importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "torch" else real(name, *a))
+    monkeypatch.setattr(rates, "TORCH_RATE", str(script))
+    return rates
+
+
+def test_pytorchs_rate_comes_from_a_child_process_and_its_failure_is_one_line(tmp_path,
+                                                                                monkeypatch):
+    # PyTorch and TensorFlow in one process died with SIGFPE on an H200: the child is the fix.
+    rates = _fake_torch_child(tmp_path, monkeypatch, (
+        "import json, sys\n"
+        "sizes, device, n = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])\n"
+        "print('noise first')\n"
+        "print(json.dumps({p: {'flops_per_second': s * n, 'device': device}\n"
+        "                  for p, s in sizes.items()}))\n"))
+    got = rates.torch_rates({"float32": 64, "mixed_bfloat16": 128}, True, 3)
+    assert got == {"float32": {"flops_per_second": 192, "device": "cuda"},
+                   "mixed_bfloat16": {"flops_per_second": 384, "device": "cuda"}}
+    rates = _fake_torch_child(tmp_path, monkeypatch, (
+        "import sys\nsys.stderr.write('Traceback ...\\nRuntimeError: CUDA error: no kernel\\n')\n"
+        "sys.exit(7)\n"))
+    with pytest.raises(RuntimeError) as raised:
+        rates.torch_rates({"float32": 64, "mixed_bfloat16": 64}, False, 2)
+    assert str(raised.value) == "PyTorch's child exited with 7: RuntimeError: CUDA error: no kernel"
+
+
+def test_the_pytorch_child_imports_neither_tensorflow_nor_txl_tf():
+    import ast
+    from runners.tools.benchmarks.accelerator_report import rates
+    tree = ast.parse(open(rates.TORCH_RATE).read())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, (ast.Import, ast.ImportFrom))
+                for alias in (node.names if isinstance(node, ast.Import) else
+                              [ast.alias(node.module or "")])}
+    assert imported == {"json", "sys", "time", "torch"}
