@@ -3,7 +3,9 @@ devices at hand, in one folder, within a time budget.
 
   budget     the time budget: one deadline per part, what each part skipped and why;
   rates      the matmul rate of `txl_tf/training/measurement/matmul_rate.py` in float32 and bfloat16, and
-             PyTorch's on the same device as the cross-check where torch imports;
+             PyTorch's on the same device as the cross-check where torch imports, measured by
+             `torch_rate.py` in a child process (no TensorFlow there: the two CUDA stacks in
+             one process died on a GPU);
   recipes    a paper recipe's training step (the benchmark's `Steps`, i.e. `Trainer.train` as
              train.py runs it) for a few dozen steps on random tokens of the recipe's vocabulary:
              compilation, seconds per step, MFU, peak device memory against the accumulation
