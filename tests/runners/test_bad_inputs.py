@@ -16,6 +16,8 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -444,23 +446,45 @@ def _read_only_model_wrap(shared, tmp_path):
     return model, wrap
 
 
+# The evaluations of the next test, one after the other in one process started as a user's
+# shell starts it (runners/evaluate.py's main by `call_runner`); prints [[exit code, stdout,
+# stderr], ...] as one JSON line.
+EVALUATIONS = textwrap.dedent("""
+    import json, sys
+    from runner_calls import call_runner
+    runs = [call_runner("evaluate", args) for args in json.loads(sys.argv[1])]
+    print(json.dumps([[proc.returncode, proc.stdout, proc.stderr] for proc in runs]))
+""")
+
+
 def test_normal_run_starts_quietly_and_a_read_only_model_dir_suggests_tb_dir(shared, tmp_path):
     """Evaluating the tiny model (read-only where a bind mount can make it so) prints no
     TensorFlow C++ start-up line; on the read-only model directory without --tb_dir, one line
-    suggests --tb_dir, and with it the same run succeeds."""
+    suggests --tb_dir, and with it the same run succeeds. Both runs in one process (in the
+    private mount namespace), whose own stderr, where TensorFlow's C++ code writes, is quiet."""
     model, wrap = _read_only_model_wrap(shared, tmp_path)
     args = [f"--model_dir={model or shared['model']}", f"--data_dir={shared['data']}",
             "--split=valid", "--batch_size=4", "--max_steps=1", "--noprogress"]
+    runs = ([args] if wrap is not None else []) + [args + [f"--tb_dir={tmp_path / 'tb'}"]]
+    env = user_env(PYTHONPATH=os.pathsep.join([REPO, os.path.join(REPO, "tests", "support")]))
+    process = subprocess.run(list(wrap or ()) + [sys.executable, "-c", EVALUATIONS,
+                                                 json.dumps(runs)],
+                             capture_output=True, text=True, cwd=str(tmp_path), env=env,
+                             timeout=600)
+    assert process.returncode == 0, process.stderr[-3000:]
+    procs = [subprocess.CompletedProcess([], code, out, err) for code, out, err
+             in json.loads(process.stdout.strip().splitlines()[-1])]
+    assert len(procs) == len(runs)
     if wrap is not None:
-        proc = run_runner("evaluate", args, cwd=str(tmp_path), wrap=wrap)
-        _check_one_error_line(proc, 1, r"cannot write the TensorBoard summaries to .*eval-valid: "
-                                       r".* is read-only or not writable; give --tb_dir=")
-    proc = run_runner("evaluate", args + [f"--tb_dir={tmp_path / 'tb'}"], cwd=str(tmp_path),
-                      wrap=wrap or ())
+        _check_one_error_line(procs[0], 1, r"cannot write the TensorBoard summaries to "
+                                           r".*eval-valid: .* is read-only or not writable; "
+                                           r"give --tb_dir=")
+    proc = procs[-1]
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert '"tokens"' in proc.stdout and os.listdir(tmp_path / "tb")
-    assert not [w for w in START_UP_NOISE if w in proc.stderr], proc.stderr
-    assert not re.search(r"^[IWE]\d{4} ", proc.stderr, re.M), proc.stderr
+    for stderr in (proc.stderr, process.stderr):
+        assert not [w for w in START_UP_NOISE if w in stderr], stderr
+        assert not re.search(r"^[IWE]\d{4} ", stderr, re.M), stderr
     if wrap is None:
         pytest.skip("ran quietly; the read-only part needs root and unshare (a bind mount)")
 
@@ -499,10 +523,7 @@ TMPFS_CASES = [  # (id, tmpfs options, runner, args with {mnt} and {model}, exit
     ("export_read_only", "ro,size=64k", "export",
      ["--model_dir={model}", "--export_dir={mnt}/e", "--notext_signatures"],
      1, r"{mnt} is not writable \(read-only\)"),
-    ("export_disk_full", "size=8k", "export",
-     ["--model_dir={model}", "--export_dir={mnt}/e", "--notext_signatures"],
-     1, r"no space left on {mnt}/e"),
-]
+]  # export.py on a full disk: tests/serving/test_serving_loaders.py (a 256 KiB tmpfs)
 
 
 @pytest.mark.skipif(not _private_mount_works(),

@@ -2,14 +2,21 @@
 ends the program with exit code 2 and one line naming the flag and its range, before any work:
 nothing is written into the directories it was given. The runners run in this process
 (`runner_calls.call_runner`: their flag parsing, main and `sys.exit`); the tools, which define
-their flags as their modules are imported, each in a process of its own. The ranges themselves
-are tested in-process (tests/runners/cli/test_flag_ranges.py)."""
+their flags as their modules are imported, in one process of their own started as a user's
+shell starts it (`TOOLS_ONE_BY_ONE`: each tool run as `__main__` with the flags and modules of
+runners/ defined afresh, its exit code, and its lines of the process's real stderr, on which
+TensorFlow's C++ start-up lines would show). The ranges themselves are tested in-process
+(tests/runners/cli/test_flag_ranges.py)."""
+import json
 import os
 import re
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
-from runner_calls import call_runner, run_runner
+from runner_calls import REPO, call_runner, user_env
 
 # program -> (arguments, with {tmp} for a fresh directory, the flag given out of its range)
 PROGRAMS = {
@@ -33,24 +40,86 @@ PROGRAMS = {
 }
 
 
+TOOLS = sorted(p for p in PROGRAMS if p.startswith("runners/tools/"))
+SEPARATOR = "--- next tool ---"
+# Runs each tool of argv[1] ([[path, argv, cwd], ...]) as `__main__`, as `python path argv` in
+# cwd would: the flags that modules of runners/ defined and those modules are dropped first, so
+# that the tool defines its flags anew. Prints SEPARATOR to stderr after each tool and the exit
+# codes as one JSON line to stdout.
+TOOLS_ONE_BY_ONE = textwrap.dedent("""
+    import json, os, runpy, sys
+    from absl import flags
+    codes = []
+    for path, argv, cwd in json.loads(sys.argv[1]):
+        fv = flags.FLAGS
+        for module, defined in list(fv.flags_by_module_dict().items()):
+            if module == "__main__" or module.split(".")[0] == "runners":
+                for flag in list(defined):
+                    if flag.name in fv:
+                        delattr(fv, flag.name)
+        fv.unparse_flags()
+        for name in [m for m in sys.modules if m.split(".")[0] == "runners"]:
+            del sys.modules[name]
+        sys.argv = [path] + argv
+        os.chdir(cwd)
+        try:
+            runpy.run_path(path, run_name="__main__")
+            codes.append(0)
+        except SystemExit as stop:
+            codes.append(stop.code if isinstance(stop.code, int) else repr(stop.code))
+        sys.stdout.flush()
+        print(SEPARATOR, file=sys.stderr, flush=True)
+    print(json.dumps(codes))
+""").replace("SEPARATOR", repr(SEPARATOR))
+
+
+def tools_one_by_one(tmp_path):
+    """[(tool, CompletedProcess of its part: exit code, stdout, stderr, its directory)]: every
+    tool of PROGRAMS given its number out of range, one by one in one process."""
+    runs = []
+    for program in TOOLS:
+        args, flag, value = PROGRAMS[program]
+        tmp = tmp_path / os.path.basename(program).removesuffix(".py")
+        tmp.mkdir()
+        runs.append([os.path.join(REPO, program),
+                     [a.format(tmp=tmp) for a in args] + [f"{flag}={value}"], str(tmp)])
+    proc = subprocess.run([sys.executable, "-c", TOOLS_ONE_BY_ONE, json.dumps(runs)],
+                          capture_output=True, text=True, cwd=REPO, env=user_env(),
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    codes = json.loads(proc.stdout.strip().splitlines()[-1])
+    parts = proc.stderr.split(SEPARATOR + "\n")
+    assert len(codes) == len(TOOLS) and parts[-1] == "", proc.stderr
+    return [(program, subprocess.CompletedProcess(run[:2], code, "", stderr), run[2])
+            for program, run, code, stderr in zip(TOOLS, runs, codes, parts)]
+
+
 def run_program(program, args, cwd):
-    """`python <program> args` (program: "runners/<name>.py"): a runner in this process, a tool
-    in a process of its own."""
-    name = program.removeprefix("runners/").removesuffix(".py")
-    call = run_runner if name.startswith("tools/") else call_runner
-    return call(name, args, cwd=cwd)
+    """`python <program> args` (program: "runners/<name>.py") of a runner, in this process."""
+    return call_runner(program.removeprefix("runners/").removesuffix(".py"), args, cwd=cwd)
 
 
-@pytest.mark.parametrize("program", sorted(PROGRAMS))
-def test_a_number_out_of_range_is_refused_before_any_work(program, tmp_path):
-    args, flag, value = PROGRAMS[program]
-    argv = [a.format(tmp=tmp_path) for a in args] + [f"{flag}={value}"]
-    result = run_program(program, argv, cwd=tmp_path)
+def assert_refused_before_any_work(result, flag, directory):
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2, result.stderr
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert re.match(rf"error: {flag} must be an? [\w ]+ in [\[(].*, got ", lines[0]), lines[0]
-    assert os.listdir(tmp_path) == [], os.listdir(tmp_path)  # nothing written
+    assert os.listdir(directory) == [], os.listdir(directory)  # nothing written
+
+
+@pytest.mark.parametrize("program", sorted(set(PROGRAMS) - set(TOOLS)))
+def test_a_number_out_of_range_is_refused_before_any_work(program, tmp_path):
+    args, flag, value = PROGRAMS[program]
+    argv = [a.format(tmp=tmp_path) for a in args] + [f"{flag}={value}"]
+    assert_refused_before_any_work(run_program(program, argv, cwd=tmp_path), flag, tmp_path)
+
+
+def test_a_number_out_of_range_is_refused_before_any_work_by_every_tool(tmp_path):
+    """The tools under runners/tools/, one by one in one process (`TOOLS_ONE_BY_ONE`)."""
+    refused = tools_one_by_one(tmp_path)
+    assert [program for program, _, _ in refused] == TOOLS and len(TOOLS) == 4
+    for program, result, directory in refused:
+        assert_refused_before_any_work(result, PROGRAMS[program][1], directory)
 
 
 @pytest.mark.parametrize("program,args", [

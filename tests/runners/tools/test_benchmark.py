@@ -95,9 +95,12 @@ def test_forward_flops_match_the_model_graph(attn_type, d_embed, mem_len):
 
 
 def test_benchmark_runs_on_a_tiny_config_and_reports_every_figure(tmp_path, capsys):
+    """Every figure of one run (without XLA: the compiled step is what the mirrored test below
+    checks; the memory child takes the same --jit_compile)."""
     out = tmp_path / "bench.json"
     record, printed = benchmark(
-        [*TINY_FLAGS, "--batch_size=2", "--rounds=1", "--memory_mem_lens=8",
+        [*TINY_FLAGS, "--jit_compile=false", "--batch_size=2", "--rounds=1",
+         "--memory_mem_lens=8",
          "--compare_vanilla", "--vanilla_lens=8", "--vanilla_predictions=1",
          f"--json_out={out}"], capsys)
     assert json.loads(out.read_text()) == record
@@ -137,7 +140,8 @@ def test_benchmark_times_train_pys_step_on_two_replicas_and_profiles(tmp_path, c
     has two logical CPUs; the process a user starts makes them with --logical_cpus=2 and
     refuses a profile range past the run's steps in one line with exit status 2 (the refusal
     comes after the mirrored strategy over its two CPUs and the model are built)."""
-    args = [*TINY_FLAGS, "--batch_size=4", "--rounds=2", "--nomeasure_memory",
+    # One layer: the stacking of layers is not what the compiled mirrored step checks.
+    args = [*TINY_FLAGS, "--n_layer=1", "--batch_size=4", "--rounds=2", "--nomeasure_memory",
             "--strategy=mirrored", f"--devices={','.join(two_cpu_devices)}",
             "--compare_compilation", "--profile_steps=2,3", f"--model_dir={tmp_path}"]
     record, printed = benchmark(args, capsys)
