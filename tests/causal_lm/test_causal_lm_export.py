@@ -75,10 +75,14 @@ def recorded_export(root, tag):
     return recorded["info"], ({k: arrays[k] for k in arrays.files}, recorded["signatures"])
 
 
-def build_keras_export(root):
-    """Writes root/model (a tiny word-level model directory) and its export by `export()`
-    (root/keras/txl), recorded as keras.json / keras.npz."""
-    path, _ = model_dir(os.path.join(root, "model"), "word", seed=3, clamp_len=5)
+def build_model_dir(root):
+    """Writes root/model: a tiny word-level model directory (seed 3, clamp_len 5)."""
+    model_dir(os.path.join(root, "model"), "word", seed=3, clamp_len=5)
+
+
+def build_keras_export(root, path):
+    """Writes the export of the model directory `path` by `export()` (root/keras/txl),
+    recorded as keras.json / keras.npz."""
     record_export(root, "keras", export(from_preset(path), os.path.join(root, "keras", "txl"),
                                         **SETTINGS))
 
@@ -94,25 +98,35 @@ def build_runner_export(root, path):
 
 
 @pytest.fixture(scope="module")
-def keras_export(tmp_path_factory):
+def shared_model_dir(tmp_path_factory):
+    """`build_model_dir`'s model directory, made once per run for both xdist workers and
+    read-only: both exports read it, and neither waits for the other."""
+    with read_only_dir(tmp_path_factory, "causal_lm_export_model", build_model_dir) as root:
+        yield os.path.join(root, "model")
+
+
+@pytest.fixture(scope="module")
+def keras_export(shared_model_dir, tmp_path_factory):
     """`build_keras_export`'s directory (made once per run for both xdist workers and
     read-only, `shared_dirs.read_only_dir`), the causal LM of its model directory, the
     export's info and what the session loader gives."""
-    with read_only_dir(tmp_path_factory, "causal_lm_keras_export", build_keras_export) as root:
-        lm = from_preset(os.path.join(root, "model"))
+    with read_only_dir(tmp_path_factory, "causal_lm_keras_export",
+                       lambda root: build_keras_export(root, shared_model_dir)) as root:
+        lm = from_preset(shared_model_dir)
         info, served = recorded_export(root, "keras")
         yield dict(root=root, lm=lm, model=lm.backbone, keras=info, served=served)
 
 
 @pytest.fixture(scope="module")
-def exports(keras_export, tmp_path_factory):
+def exports(shared_model_dir, tmp_path_factory, request):
     """`keras_export` and runners/export.py's export of the same model directory
-    (`build_runner_export`, made once per run as well): per export, its info and what the
-    session loader gives."""
-    model = os.path.join(keras_export["root"], "model")
+    (`build_runner_export`, made once per run as well, before this fixture waits for
+    `keras_export`'s, which another xdist worker may be building meanwhile): per export, its
+    info and what the session loader gives."""
     with read_only_dir(tmp_path_factory, "causal_lm_runner_export",
-                       lambda root: build_runner_export(root, model)) as runner_root:
+                       lambda root: build_runner_export(root, shared_model_dir)) as runner_root:
         runner, served = recorded_export(runner_root, "runner")
+        keras_export = request.getfixturevalue("keras_export")
         yield dict(keras_export, runner=runner,
                    served={"keras": keras_export["served"], "runner": served})
 

@@ -24,24 +24,34 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 ENV = dict(os.environ, PYTHONPATH=f"{REPO}:{os.path.join(REPO, 'tests', 'support')}",
            TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
 
-# A tiny model of `n_layer` layers exported to EXPORT_DIR; `point` stops it on the way:
+# A tiny model of `n_layer` layers exported to EXPORT_DIR by a child process; `point` stops it
+# on the way:
 #   wait:            after its version is reserved, until every name in WAIT_FOR exists
 #   between_renames: SIGKILL after the old version was renamed aside, before the new one is in
+# Its version holds stand-ins of the SavedModel's files (saved_model.pb reads STAND_IN; the
+# export info is the real one) instead of a traced SavedModel: what this file checks is which
+# versions are reserved, kept, swapped in and recovered, not what a version holds (the
+# SavedModel a real export writes is checked here by the exports in the test process).
 EXPORT = textwrap.dedent("""
     import json, os, signal, sys, time
     from causal_lm_support import causal_lm
     from tiny import tiny_model
     from txl_tf.causal_lm.serving_export import export
     from txl_tf.serving import saved_model_writer as export_command
-    export_dir, n_layer, point, overwrite, version = sys.argv[1:6]
-    real_write, real_replace = export_command.write_saved_model, os.replace
+    from txl_tf.serving.export_options import INFO_FILE
+    export_dir, n_layer, point, overwrite, version, stand_in = sys.argv[1:7]
+    real_replace = os.replace
 
     def write(module, path, info):
         if point == "wait":
             open(os.path.join(os.path.dirname(export_dir), f"ready-{n_layer}"), "w").close()
             while not all(os.path.exists(p) for p in os.environ["WAIT_FOR"].split(":")):
                 time.sleep(0.05)
-        real_write(module, path, info)
+        os.makedirs(os.path.join(path, os.path.dirname(INFO_FILE)))
+        with open(os.path.join(path, INFO_FILE), "w") as f:
+            json.dump(info, f)
+        with open(os.path.join(path, "saved_model.pb"), "w") as f:
+            f.write(stand_in)
 
     def replace(src, dst):
         real_replace(src, dst)
@@ -56,11 +66,14 @@ EXPORT = textwrap.dedent("""
 """)
 
 
+STAND_IN = "the child's stand-in"
+
+
 def start(export_dir, n_layer, point="", overwrite=False, version=None, wait_for=()):
     env = dict(ENV, WAIT_FOR=":".join(map(str, wait_for)))
     return subprocess.Popen(
         [sys.executable, "-c", EXPORT, str(export_dir), str(n_layer), point,
-         "1" if overwrite else "0", "-" if version is None else str(version)],
+         "1" if overwrite else "0", "-" if version is None else str(version), STAND_IN],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
@@ -110,7 +123,9 @@ def test_two_exports_at_once_get_distinct_versions_and_both_are_kept(tmp_path, m
     assert sorted(r["version"] for r in results) == [1, 2]  # both reserved before writing
     for r in results:
         assert info_of(export_dir, r["version"])["n_layer"] == r["n_layer"]
-        assert complete(export_dir, r["version"])
+    here, child = (str(r["version"]) for r in results)
+    assert complete(export_dir, here)  # the SavedModel of this process's export
+    assert (export_dir / child / "saved_model.pb").read_text() == STAND_IN  # the child's
     assert sorted(os.listdir(export_dir)) == sorted([
         "1", "2", "batching_parameters.txt", "models.config", RECORD_FILE])  # no NAME.new
 
@@ -126,6 +141,8 @@ def test_an_overwrite_killed_between_renames_is_recovered_by_the_next_export(tmp
     assert "1" not in left and [n.split("-")[0] for n in left
                                 if n.startswith(".") and n != RECORD_FILE] == [
         ".1.old", ".1.tmp"], left
+    (new,) = [n for n in left if n.startswith(".1.tmp")]  # written whole, then killed
+    assert (export_dir / new / "saved_model.pb").read_text() == STAND_IN
     again = export_here(export_dir, 1)  # restores 1 (the complete old), writes 2
     assert again["version"] == 2
     assert complete(export_dir, 1) and info_of(export_dir, 1)["n_layer"] == 2

@@ -32,7 +32,7 @@ from tf_records.text.tokenize import decode_ids, encode_text
 
 from runner_calls import call_runner
 from saved_model_calls import SUPPORT
-from shared_dirs import writable_copy
+from shared_dirs import read_only_dir, writable_copy
 from tiny import TINY_MODEL
 from word_export import LIMITS, MEM_LEN, N_TOKEN, RULES, vocabulary, word_model
 
@@ -370,9 +370,22 @@ def loader_process(served, root, kind):
 
 
 @pytest.fixture(scope="module")
-def expected(served):
-    """What the Keras model gives for `requests()`."""
-    return keras_outputs(served, *requests())
+def expected(tmp_path_factory):
+    """What the Keras model gives for `requests()` ({name.output: array}; texts as bytes),
+    computed once per run for both xdist workers (`save_keras_outputs`) and read-only."""
+    with read_only_dir(tmp_path_factory, "serving_loaders_keras_outputs",
+                       save_keras_outputs) as root:
+        saved = np.load(os.path.join(root, "keras.npz"))
+        yield {key: saved[key] for key in saved.files}
+
+
+def save_keras_outputs(root):
+    """Writes root/keras.npz: `keras_outputs` of the shared word-level model (the weights of
+    word_export's model directory) for `requests()`; texts as bytes (no pickle)."""
+    outputs = keras_outputs(dict(model=word_model(), vocab=vocabulary()), *requests())
+    np.savez(os.path.join(root, "keras.npz"),
+             **{k: np.asarray(v).astype("S") if np.asarray(v).dtype == object else v
+                for k, v in outputs.items()})
 
 
 def assert_as_keras(results, expected):
@@ -411,7 +424,7 @@ def test_id_signatures_equal_keras_with_tensorflow_alone(served, expected, tmp_p
                     expected)
 
 
-def test_every_signature_equals_keras_with_tensorflow_text(served, expected, tmp_path):
+def test_every_signature_equals_keras_with_tensorflow_text(expected, served, tmp_path):
     """`loader_process` "text": the text signatures through the session loader, every
     signature through tf.saved_model.load and the text ones through saved_model_cli run give
     the Keras model's outputs; both loaders list every signature and refuse every request of

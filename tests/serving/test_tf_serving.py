@@ -58,40 +58,64 @@ BUDGET = dict(max_seq_len=100_000, max_num_tokens=100_000, max_text_bytes=1_000_
               max_batch_size=64, max_request_tokens=64, max_request_bytes=1_000_000)
 
 
-def export_doc_model(root):
-    """Fills `root`: the doc model's directory (model/) exported twice, with LIMITS (and 2
-    warmup requests per signature; txl/) and with BUDGET (budget/); what the two exports
-    returned in exports.json."""
+def doc_model_dir(root):
+    """Writes root/model: the doc model's directory (seed 3, word-level, 12 tokens)."""
     model_dir = os.path.join(root, "model")
     keras.utils.set_random_seed(3)
     model = txl_tf.TransformerXL(tiny_config(**DOC_MODEL))
     txl_tf.save_model(model, model_dir)
     vocab = Vocabulary(["<eos>"] + [f"w{i}" for i in range(11)], "word", specials=["<eos>"])
     write_model_vocab(model_dir, vocab, TextRules("word", eos="<eos>"))
-    settings = dict(mem_len=MEM_LEN, clamp_len=5, gen_mem_len=8)
-    info = export.run(export.ExportOptions(model_dir, os.path.join(root, "txl"),
-                                           warmup_requests=2, **settings),
+    return model_dir
+
+
+SETTINGS = dict(mem_len=MEM_LEN, clamp_len=5, gen_mem_len=8)
+
+
+def export_doc_model(root):
+    """Fills `root`: the doc model's directory (model/) exported with LIMITS and 2 warmup
+    requests per signature (txl/); what the export returned in exports.json."""
+    info = export.run(export.ExportOptions(doc_model_dir(root), os.path.join(root, "txl"),
+                                           warmup_requests=2, **SETTINGS),
                       ServingLimits(**LIMITS))
-    budget = export.run(export.ExportOptions(model_dir, os.path.join(root, "budget"),
-                                             warmup_requests=0, **settings),
+    with open(os.path.join(root, "exports.json"), "w") as f:
+        json.dump({"info": info}, f)
+
+
+def export_budget_model(root):
+    """Fills `root`: the doc model's directory (model/, the same weights as
+    `export_doc_model`'s) exported with BUDGET and no warmup requests (budget/); what the
+    export returned in exports.json."""
+    budget = export.run(export.ExportOptions(doc_model_dir(root), os.path.join(root, "budget"),
+                                             warmup_requests=0, **SETTINGS),
                         ServingLimits(**BUDGET))
     with open(os.path.join(root, "exports.json"), "w") as f:
-        json.dump({"info": info, "budget": budget}, f)
+        json.dump({"budget": budget}, f)
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    """The doc model, word-level, exported twice: with LIMITS (and 2 warmup requests per
-    signature) and with BUDGET; made once per run for both xdist workers and read-only
-    (`shared_dirs`); the Keras model loaded from its model directory."""
+    """The doc model, word-level, exported with LIMITS (and 2 warmup requests per signature);
+    made once per run for both xdist workers and read-only (`shared_dirs`); the Keras model
+    loaded from its model directory."""
     with read_only_dir(tmp_path_factory, "tf_serving_doc_model", export_doc_model) as root:
         with open(os.path.join(root, "exports.json")) as f:
             exports = json.load(f)
         model_dir = os.path.join(root, "model")
         yield dict(root=root, model=txl_tf.load_model(model_dir), model_dir=model_dir,
                    path=exports["info"]["export_path"], info=exports["info"],
-                   budget=exports["budget"]["export_path"],
                    session=SavedModelCalls(exports["info"]["export_path"], "session"))
+
+
+@pytest.fixture(scope="module")
+def budget_export(tmp_path_factory):
+    """The path of the doc model's export with BUDGET, made once per run for both xdist
+    workers and read-only, apart from `served`'s (only the budget tests wait for it; the two
+    xdist workers may build them at once)."""
+    with read_only_dir(tmp_path_factory, "tf_serving_budget_export",
+                       export_budget_model) as root:
+        with open(os.path.join(root, "exports.json")) as f:
+            yield json.load(f)["budget"]["export_path"]
 
 
 def through_session(served, requests):
@@ -321,7 +345,9 @@ def over_budget(call):
                     temperature=np.zeros([batch], np.float32), top_k=np.zeros([batch], np.int32),
                     top_p=np.ones([batch], np.float32), seed=np.zeros([batch], np.int64))
 
-    long_text = np.array(["w1 w2 w3 " * 33_000] * 64, object)  # 64 x 297 kB
+    text = "w1 w2 w3 " * 33_000  # 297 kB, 99,000 tokens
+    rows = BUDGET["max_request_bytes"] // len(text) + 1  # the fewest rows over the bytes budget
+    long_text = np.array([text] * rows, object)
     mems = np.zeros([8, 2, 2, 4], np.float32)
     cases = {
         "score": ("score", dict(tokens=np.ones([8, 16], np.int32), mems=mems)),
@@ -330,7 +356,7 @@ def over_budget(call):
         "generate": ("generate", dict(prompt=np.ones([1, 1], np.int32), **per_row(1, 100_000))),
         "generate_text tokens": ("generate_text", dict(text=np.array(["w1"], object),
                                                        **per_row(1, 100_000))),
-        "generate_text bytes": ("generate_text", dict(text=long_text, **per_row(64, 10))),
+        "generate_text bytes": ("generate_text", dict(text=long_text, **per_row(rows, 10))),
         "score_text bytes": ("score_text", dict(text=long_text)),
         "score_text tokens": ("score_text", dict(text=long_text[:1])),
     }
@@ -363,10 +389,10 @@ BUDGET_ERRORS = {
 
 
 @pytest.mark.parametrize("loader", ["session", "tf2"])
-def test_a_request_over_a_budget_fails_before_the_model_runs(served, loader):
+def test_a_request_over_a_budget_fails_before_the_model_runs(budget_export, loader):
     """Each request would run the model for minutes (100,000 generated tokens; 297 kB of text
     scored in segments of 3 tokens): failing within 10 s shows the check comes first."""
-    result = over_budget(SavedModelCalls(served["budget"], loader))
+    result = over_budget(SavedModelCalls(budget_export, loader))
     assert sorted(result) == sorted(BUDGET_ERRORS)
     for name, words in BUDGET_ERRORS.items():
         message, seconds = result[name]
