@@ -26,8 +26,9 @@ def test_compiled_equals_graph_loop(attn_type):
     and buffer) equal those of the graph loop (growing memory) for every attention variant: a
     prompt of 3 segments (the last one padded) with a memory shorter than the context
     (attn_type 0, and a prompt shorter than a segment with a memory longer than the context:
-    `test_compiled_generation_is_traced_once_per_bucket`)."""
-    model = random_model(attn_type=attn_type)
+    `test_compiled_generation_is_traced_once_per_bucket`, with two layers). One layer: what
+    differs between the variants is where their positions enter, not the stacking."""
+    model = random_model(attn_type=attn_type, n_layer=1)
     prompt = np.random.RandomState(11).randint(0, 23, size=(2, 11))
     gen = Generator(model, seg_len=4, mem_len=6)
     for settings in (GREEDY, SAMPLED):
