@@ -9,6 +9,8 @@ the memory carries over from the end of one pass to the start of the next (as th
 repeated data).
 """
 
+import os
+
 import keras
 import numpy as np
 import pytest
@@ -74,14 +76,18 @@ def weights(lm):
 @pytest.fixture(scope="module")
 def whole(tmp_path_factory):
     """The uninterrupted run the tests compare with: `new_lm()` trained EPOCHS epochs with
-    BackupAndRestore, its `Record`, final weights and memory, and the weights files
-    ModelCheckpoint wrote at every epoch's end (`checkpoint(epoch)`, epochs from 1)."""
+    BackupAndRestore, its `Record`, history, final weights and memory, the weights files
+    ModelCheckpoint wrote at every epoch's end (`checkpoint(epoch)`, epochs from 1) and the
+    folder TensorBoard's callback wrote its logs into ("logs")."""
     lm, record = new_lm(), Record()
     saved = str(tmp_path_factory.mktemp("checkpoints") / "epoch{epoch}.weights.h5")
-    lm.fit(data(), epochs=EPOCHS, verbose=0, callbacks=[
+    logs = str(tmp_path_factory.mktemp("tensorboard") / "logs")
+    history = lm.fit(data(), epochs=EPOCHS, verbose=0, callbacks=[
         keras.callbacks.BackupAndRestore(str(tmp_path_factory.mktemp("whole"))), record,
-        keras.callbacks.ModelCheckpoint(saved, save_weights_only=True)])
-    return dict(record=record, weights=weights(lm), memory=lm.memory_to_host(),
+        keras.callbacks.ModelCheckpoint(saved, save_weights_only=True),
+        keras.callbacks.TensorBoard(logs)])
+    return dict(record=record, history=history.history, weights=weights(lm),
+                memory=lm.memory_to_host(), logs=logs,
                 checkpoint=lambda epoch: saved.format(epoch=epoch))
 
 
@@ -157,15 +163,14 @@ def test_evaluate_equals_the_trainer_and_early_stopping_reads_it():
     assert loss == pytest.approx(expected.loss, rel=1e-6)
 
 
-def test_tensorboard_reads_the_losses(tmp_path):
-    lm = new_lm()
-    history = lm.fit(data(), epochs=2, verbose=0,
-                     callbacks=[keras.callbacks.TensorBoard(str(tmp_path / "logs"))])
-    acc = event_accumulator.EventAccumulator(str(tmp_path / "logs" / "train"),
+def test_tensorboard_reads_the_losses(whole):
+    """The TensorBoard callback of `whole`'s run: the epoch losses of its history."""
+    acc = event_accumulator.EventAccumulator(os.path.join(whole["logs"], "train"),
                                              size_guidance={"tensors": 0})
     acc.Reload()
     logged = [float(tf.make_ndarray(e.tensor_proto)) for e in acc.Tensors("epoch_loss")]
-    np.testing.assert_allclose(logged, history.history["loss"], rtol=1e-6)
+    assert len(logged) == EPOCHS
+    np.testing.assert_allclose(logged, whole["history"]["loss"], rtol=1e-6)
     assert "epoch_grad_norm" in acc.Tags()["tensors"]
 
 

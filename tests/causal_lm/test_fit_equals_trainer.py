@@ -117,18 +117,14 @@ def test_fit_with_steps_per_execution_equals_trainer(one_device_trainer):
 
 def test_fit_equals_trainer_on_two_replicas(two_cpu_devices, one_device_trainer,
                                             two_replica_trainer):
-    trainer = two_replica_trainer
-    assert_same_run(fit_run(tf.distribute.MirroredStrategy(two_cpu_devices)), trainer)
-    # two replicas train the same model as one device (the memory moved with its streams)
-    assert_same_run(trainer, one_device_trainer, rtol=1e-4)
-
-
-def test_fit_with_steps_per_execution_on_two_replicas(two_cpu_devices, two_replica_trainer):
-    """Executions of 4 steps over 6 batches: the second execution stops at the data's end."""
+    """fit on two replicas in executions of 4 steps over 6 batches (the second execution stops
+    at the data's end) equals the Trainer on two replicas, which trains the same model as one
+    device (the memory moved with its streams)."""
     trainer = two_replica_trainer
     run = fit_run(tf.distribute.MirroredStrategy(two_cpu_devices), steps_per_execution=4)
     assert_same_run(run, trainer, steps_per_execution=4)
     assert run["lm"].optimizer.iterations.numpy() == STEPS
+    assert_same_run(trainer, one_device_trainer, rtol=1e-4)
 
 
 def test_fit_with_mixed_precision_equals_trainer():

@@ -26,8 +26,10 @@ def test_compiled_equals_graph_loop(attn_type):
     and buffer) equal those of the graph loop (growing memory) for every attention variant: a
     prompt of 3 segments (the last one padded) with a memory shorter than the context
     (attn_type 0, and a prompt shorter than a segment with a memory longer than the context:
-    `test_compiled_generation_is_traced_once_per_bucket`)."""
-    model = random_model(attn_type=attn_type)
+    `test_compiled_generation_is_traced_once_per_bucket`). The fixed memory of stacked layers:
+    attn_type 1's two layers; the others have one (what differs between the variants is where
+    their positions enter)."""
+    model = random_model(attn_type=attn_type, n_layer=2 if attn_type == 1 else 1)
     prompt = np.random.RandomState(11).randint(0, 23, size=(2, 11))
     gen = Generator(model, seg_len=4, mem_len=6)
     for settings in (GREEDY, SAMPLED):
@@ -43,8 +45,9 @@ def test_compiled_generation_is_traced_once_per_bucket():
     bucket trace once more each. Every call's greedy and sampled tokens are the graph loop's
     (attn_type 0): prompts of 3 segments (the last one padded) with a memory shorter than the
     context, a prompt shorter than a segment with a memory longer than the context, and 1
-    token (0 tokens: an empty result, no new trace)."""
-    model = random_model()
+    token (0 tokens: an empty result, no new trace). One layer: the buckets and traces are what
+    it checks (stacked layers: `test_compiled_equals_graph_loop[1]`)."""
+    model = random_model(n_layer=1)
     gen = Generator(model, seg_len=4, mem_len=12, jit_compile=True)
     rng = np.random.RandomState(3)
     traces = []

@@ -100,7 +100,10 @@ def test_memory_shorter_than_context_differs_from_full_rerun():
 
 
 def test_sampling_is_seeded_and_streaming_matches_graph_loop():
-    model = random_model(1)
+    """Seeded top-k / top-p sampling: the graph loop, the stream and a second run give the same
+    tokens, another seed others (one layer: the sampling is what differs from the greedy tests
+    above)."""
+    model = random_model(1, n_layer=1)
     prompt = np.random.RandomState(5).randint(0, 23, size=(3, 6))
     gen = Generator(model, mem_len=40)
     settings = dict(temperature=1.3, top_k=8, top_p=0.9, seed=7)
@@ -145,7 +148,9 @@ def test_filter_logits_against_numpy():
 
 # ------------------------------------------------------------------------------------------
 def word_model_dir(path, n_token=23):
-    model = random_model(n_token=n_token, mem_len=6)
+    """A word-level model directory of a one-layer `random_model` (what runners/generate.py
+    reads and prints; generation through stacked layers: the tests above)."""
+    model = random_model(n_token=n_token, mem_len=6, n_layer=1)
     txl_tf.save_model(model, str(path))
     vocab = Vocabulary(["<eos>"] + [f"w{i}" for i in range(n_token - 1)], "word",
                        specials=["<eos>"])
@@ -255,7 +260,7 @@ def test_run_prints_the_prompt_then_the_continuation_for_char_and_byte_models(tm
     else:
         vocab = Vocabulary.all_bytes()
     rules = TextRules(level)
-    model = random_model(n_token=len(vocab), mem_len=6)
+    model = random_model(n_token=len(vocab), mem_len=6, n_layer=1)
     txl_tf.save_model(model, str(tmp_path / "m"))
     write_model_vocab(str(tmp_path / "m"), vocab, rules)
     out = io.StringIO()

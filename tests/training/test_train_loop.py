@@ -47,20 +47,27 @@ def build(strategy, lr=3e-2, clip=0.25, accum=1):
     return Trainer(model, optimizer, strategy, StepSettings(clip=clip, grad_accum_steps=accum))
 
 
+def state(trainer):
+    """The trainer's weights and Adam's moments as numpy arrays."""
+    opt = trainer.optimizer
+    return dict(weights=[v.numpy() for v in trainer.model.trainable_variables],
+                adam_m=[v.numpy() for v in opt._momentums],
+                adam_v=[v.numpy() for v in opt._velocities])
+
+
 def train(strategy, replicas, loops, accum=1, lr=3e-2, clip=0.25):
+    """The run's per-loop losses and gradient norms, its end `state`, memory, step and trainer,
+    and ("first") the `state` after its first loop."""
     trainer = build(strategy, lr=lr, clip=clip, accum=accum)
     iterator = distributed_iterator(strategy, stream_data(), replicas)
     mems = trainer.init_memory(GLOBAL_BATCH // replicas)
-    losses, norms = [], []
+    losses, norms, first = [], [], None
     for n in loops:
         mems, stats = trainer.train(iterator, mems, n)
         losses.append(stats.loss)
         norms.append(stats.last_grad_norm)
-    opt = trainer.optimizer
-    return dict(losses=losses, norms=norms,
-                weights=[v.numpy() for v in trainer.model.trainable_variables],
-                adam_m=[v.numpy() for v in opt._momentums],
-                adam_v=[v.numpy() for v in opt._velocities],
+        first = first or state(trainer)
+    return dict(losses=losses, norms=norms, first=first, **state(trainer),
                 memory=trainer.memory_to_host(mems), step=int(trainer.step.numpy()),
                 trainer=trainer)
 
@@ -76,8 +83,17 @@ def one_replica_run():
     return train(tf.distribute.get_strategy(), 1, [1] * STEPS)
 
 
-def test_two_replicas_equal_one_replica(one_replica_run, two_cpu_devices):
-    two = train(tf.distribute.MirroredStrategy(two_cpu_devices), 2, [1] * STEPS)
+@pytest.fixture(scope="module")
+def two_replica_run():
+    """`one_replica_run`'s steps on two replicas (MirroredStrategy on the conftest's two
+    logical CPUs)."""
+    devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
+    assert len(devices) == 2, devices
+    return train(tf.distribute.MirroredStrategy(devices), 2, [1] * STEPS)
+
+
+def test_two_replicas_equal_one_replica(one_replica_run, two_replica_run):
+    two = two_replica_run
     np.testing.assert_allclose(two["losses"], one_replica_run["losses"], rtol=1e-5)
     # The gradient norm and Adam's second moments see the scale of the reduced gradient (Adam's
     # update and the clipped gradient do not): a double all-reduce would double them.
@@ -149,12 +165,11 @@ def test_memory_is_carried_across_loops_and_evaluations():
         np.abs(got[1] - fresh[1].numpy()).max() > 1e-3
 
 
-def test_first_update_is_clip_after_reduce_then_adam(two_cpu_devices):
+def test_first_update_is_clip_after_reduce_then_adam(two_replica_run):
     """Two replicas, one step: the update must equal Adam on the global-norm-clipped gradient of
     the token-mean loss over the whole global batch, computed here without the trainer."""
-    lr, clip = 1e-2, 0.05
-    strategy = tf.distribute.MirroredStrategy(two_cpu_devices)
-    run = train(strategy, 2, [1], lr=lr, clip=clip)
+    lr, clip = 3e-2, 0.25  # `train`'s
+    run = dict(two_replica_run["first"], norms=two_replica_run["norms"])
 
     reference = build(tf.distribute.get_strategy())  # same seed -> same initial weights
     model = reference.model
@@ -192,11 +207,12 @@ def policy():
     keras.config.set_dtype_policy("float32")
 
 
-@pytest.mark.parametrize("replicas", [1, 2])
-def test_mixed_float16_loss_scaling_skips_overflow_and_grows(policy, replicas, two_cpu_devices):
+def test_mixed_float16_loss_scaling_skips_overflow_and_grows(policy, two_cpu_devices):
+    """Two replicas (every replica skips together; one replica's step skipping and halving the
+    scale: tests/training/test_replica_step.py)."""
     policy("mixed_float16")
-    strategy = (tf.distribute.MirroredStrategy(two_cpu_devices) if replicas == 2
-                else tf.distribute.get_strategy())
+    replicas = 2
+    strategy = tf.distribute.MirroredStrategy(two_cpu_devices)
     with strategy.scope():
         model = txl_tf.TransformerXL(CONFIG)
         optimizer = make_optimizer(1e-2)
