@@ -24,9 +24,9 @@ from tiny import assert_same_state, stream_batches, tiny_config
 CONFIG = tiny_config(n_token=40, d_embed=16, div_val=2, cutoffs=(10, 25), tgt_len=8, mem_len=8,
                      init_std=0.02, dropout=0.1, dropatt=0.1)
 GLOBAL_BATCH, STEPS = 4, 4
-# Where the layers' stacking is not what a test checks (gradient accumulation and half loss,
-# whose chunks double the compiled graph), one layer; the stacking compiled whole: the precision
-# tests below (two layers, their memory carried).
+# The layers' stacking is not what these tests check (XLA against TensorFlow's kernels over two
+# stacked layers, both memories included: tests/model/test_transformer_xl.py::
+# test_xla_step_equals_plain_step), so one layer: XLA's compile time grows with the graph.
 ONE_LAYER = CONFIG.replace(n_layer=1)
 # What the mirrored step adds to the compiled replica `gradients` runs outside XLA (the half-loss
 # token count, the unscaling and skipping after the all-reduce); the adaptive softmax and dropout
@@ -34,6 +34,9 @@ ONE_LAYER = CONFIG.replace(n_layer=1)
 # So the smallest model: one layer, one softmax bin, no dropout (the replicas still see different
 # rows, so different gradients).
 MIRRORED = ONE_LAYER.replace(cutoffs=(), div_val=1, dropout=0.0, dropatt=0.0)
+# The half precisions: the adaptive softmax's bins are what they check; dropout's masks under XLA
+# (the same hashed bits in any dtype) are checked within float32 rounding by the whole-step test.
+HALF = ONE_LAYER.replace(dropout=0.0, dropatt=0.0)
 
 
 def batches(steps=STEPS):
@@ -145,7 +148,7 @@ def compiled_hlo(trainer, name, *args):
 
 # Each setting is compiled once where XLA sees it: gradient accumulation (its unrolled chunks
 # double the compiled graph), half loss and dropout in float32, where the state must agree within
-# rounding; loss scaling with skipped steps in mixed_float16 over 2 layers, one chunk per step.
+# rounding; loss scaling with skipped steps in mixed_float16, one chunk per step.
 ACCUMULATION_HALF_LOSS = dict(grad_accum_steps=2, half_loss=True)
 FLOAT16_SKIPPING = dict(precision="mixed_float16", initial_loss_scale=2.0 ** 19,
                         growth_interval=2)
@@ -188,7 +191,7 @@ def float32_step():
     """The float32 step (default strategy, TensorFlow's kernels; compiled whole by XLA it
     gives the same state within float32 rounding, the first test): the reference of both
     precisions below, read only."""
-    return run(tf.distribute.get_strategy(), False)
+    return run(tf.distribute.get_strategy(), False, config=HALF)
 
 
 def assert_follows_float32(half, reference, dtype):
@@ -233,8 +236,8 @@ def test_mixed_float16_compiles_with_the_adaptive_softmax_equals_the_plain_step_
     compiled program run again from the start at the default scale (no step skipped) follows
     the float32 step (`assert_follows_float32`)."""
     strategy = tf.distribute.get_strategy()
-    plain = run(strategy, False, **FLOAT16_SKIPPING)
-    xla = run(strategy, True, **FLOAT16_SKIPPING)
+    plain = run(strategy, False, config=HALF, **FLOAT16_SKIPPING)
+    xla = run(strategy, True, config=HALF, **FLOAT16_SKIPPING)
     assert xla["trainer"].xla_mode == "whole" and plain["trainer"].xla_mode is None
     assert set(xla["trainer"].replica_step._compiled) == {"step"}
     assert_same_training(xla, plain, float16=True)
@@ -257,7 +260,7 @@ def test_mixed_bfloat16_compiles_with_the_adaptive_softmax_and_trains(float32_st
     """mixed_bfloat16 (the TPU precision) compiled whole by XLA: bfloat16 matmuls and the
     adaptive softmax's cutoffs (two tail bins, div_val 2) follow the float32 step
     (`assert_follows_float32`)."""
-    half = run(tf.distribute.get_strategy(), True, precision="mixed_bfloat16")
+    half = run(tf.distribute.get_strategy(), True, precision="mixed_bfloat16", config=HALF)
     assert_follows_float32(half, float32_step, "bf16")
 
 
