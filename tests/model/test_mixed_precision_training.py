@@ -5,6 +5,9 @@ in float32 and in mixed_bfloat16 through `txl_tf.commands.train.train`: both dri
 and below the corpus' unigram entropy, and the bfloat16 losses (train and validation) stay
 within a few percent of the float32 ones all along. The checkpointed weights are float32 in both
 (bfloat16 is the compute dtype only) and differ between the runs, so bfloat16 was really used.
+Both runs with TensorFlow's kernels (`--jit_compile=false`; `auto` would compile the float32 step
+with XLA on CPU, not the mixed_bfloat16 one): the precision is what is compared, not the
+compiler (mixed_bfloat16 under XLA: tests/training/test_jit_compile.py).
 """
 import os
 
@@ -18,6 +21,8 @@ from tf_records import DataOptions, PreparedData
 from tiny import train_config
 from txl_tf.commands.train import train
 from txl_tf.commands.train_options import TrainOptions
+
+pytestmark = pytest.mark.usefixtures("matmul_rate_once")  # conftest.py
 
 
 def train_losses(model_dir):
@@ -37,7 +42,7 @@ def runs(tmp_path_factory):
                 model_dir=str(root / precision), per_host_train_bsz=8,
                 learning_rate=5e-3, warmup_steps=10, train_steps=80, steps_per_loop=20,
                 log_steps=10, save_steps=80, eval_steps=80, max_eval_batches=4,
-                precision=precision)
+                precision=precision, jit_compile="false")
             data = DataOptions(data_dir=str(root / "data"), dataset="builtin",
                                corpus_options={"max_bytes": 120_000})
             summary = train(options, train_config(), PreparedData(data))

@@ -16,6 +16,8 @@ from txl_tf.commands.train_options import TrainOptions
 from txl_tf.model.config_template import ConfigTemplate
 from txl_tf.training import xla_clustering
 
+pytestmark = pytest.mark.usefixtures("matmul_rate_once")  # conftest.py
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CHILD = r"""
@@ -76,8 +78,11 @@ def _train_fused(tmp_path, data_dir, name):
                f"--model_dir={model_dir}", f"--data_dir={data_dir}", "--dataset=synthetic",
                *[f"--{k}={v}" for k, v in RUN.items()], *train_flags(**WIDE),
                *SYNTHETIC_FLAGS, "--xla_fusion"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
-    env.pop("TF_XLA_FLAGS", None)
+    # The flags in its environment, as a user may set them: the process starts with them and is
+    # not re-executed (TensorFlow loads once). The re-execution: test_enabling_reexecutes_with_
+    # the_flags_and_clusters, and benchmark.py's run below (a runner started without them).
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO,
+               TF_XLA_FLAGS=" ".join(xla_clustering.CLUSTER_FLAGS))
     result = subprocess.run(command, cwd=str(tmp_path), env=env, capture_output=True,
                             text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -3,7 +3,8 @@ gives the losses, gradient norms, weights, optimizer slots and memory of the sam
 TensorFlow's kernels (the tolerances of `test_tpu_readiness.py`), through `Trainer.train` as
 training runs it, under the default strategy (the whole replica step compiled) and a 2-replica
 MirroredStrategy on CPUs (each replica's forward and backward compiled), with gradient
-accumulation, mixed_float16 loss scaling (skipped steps included), half loss and dropout.
+accumulation, mixed_float16 loss scaling (skipped steps included), half loss and dropout; in
+half precision (mixed_float16, mixed_bfloat16) the compiled step follows the float32 one.
 """
 import keras
 import numpy as np
@@ -23,9 +24,19 @@ from tiny import assert_same_state, stream_batches, tiny_config
 CONFIG = tiny_config(n_token=40, d_embed=16, div_val=2, cutoffs=(10, 25), tgt_len=8, mem_len=8,
                      init_std=0.02, dropout=0.1, dropatt=0.1)
 GLOBAL_BATCH, STEPS = 4, 4
-# Where the layers' stacking is not what a test checks (what the mirrored step reduces outside
-# XLA, the precisions' compilation), one layer.
+# The layers' stacking is not what these tests check (XLA against TensorFlow's kernels over two
+# stacked layers, both memories included: tests/model/test_transformer_xl.py::
+# test_xla_step_equals_plain_step), so one layer: XLA's compile time grows with the graph.
 ONE_LAYER = CONFIG.replace(n_layer=1)
+# What the mirrored step adds to the compiled replica `gradients` runs outside XLA (the half-loss
+# token count, the unscaling and skipping after the all-reduce); the adaptive softmax and dropout
+# inside `gradients` are compiled as in the whole step (ReplicaStep.step calls the same method).
+# So the smallest model: one layer, one softmax bin, no dropout (the replicas still see different
+# rows, so different gradients).
+MIRRORED = ONE_LAYER.replace(cutoffs=(), div_val=1, dropout=0.0, dropatt=0.0)
+# The half precisions: the adaptive softmax's bins are what they check; dropout's masks under XLA
+# (the same hashed bits in any dtype) are checked within float32 rounding by the whole-step test.
+HALF = ONE_LAYER.replace(dropout=0.0, dropatt=0.0)
 
 
 def batches(steps=STEPS):
@@ -34,8 +45,8 @@ def batches(steps=STEPS):
 
 
 def run(strategy, jit_compile, precision="float32", config=CONFIG, **trainer_args):
-    """STEPS steps of `Trainer.train` on a model of `config`, one per call; what they gave and
-    left."""
+    """STEPS steps of `Trainer.train` on a new model of `config`, one per call; what they gave
+    and left (`train_steps`), and the model's starting state (`rerun`)."""
     keras.config.set_dtype_policy(precision)
     try:
         keras.utils.set_random_seed(3)
@@ -45,23 +56,51 @@ def run(strategy, jit_compile, precision="float32", config=CONFIG, **trainer_arg
         trainer = Trainer(model, optimizer, strategy, StepSettings(
             clip=0.25, jit_compile=jit_compile, loss_scaling=precision == "mixed_float16",
             **trainer_args))
-        data = batches()
-        dataset = tf.data.Dataset.from_tensor_slices(
-            {k: np.stack([b[k] for b in data]) for k in ("inputs", "labels")}).unbatch()
-        dataset = dataset.batch(GLOBAL_BATCH, drop_remainder=True)
-        iterator = iter(strategy.experimental_distribute_dataset(dataset))
-        mems = trainer.init_memory(GLOBAL_BATCH // strategy.num_replicas_in_sync)
-        losses, norms, skipped = [], [], 0
-        for _ in range(STEPS):
-            mems, stats = trainer.train(iterator, mems, 1)
-            losses.append(stats.loss)
-            norms.append(stats.last_grad_norm)
-            skipped += stats.skipped_steps
-        return dict(config=config, trainer=trainer, losses=losses, norms=norms, skipped=skipped,
-                    loss_scale=float(trainer.loss_scale.numpy()),
-                    weights=[v.numpy() for v in model.trainable_variables],
-                    slots=[v.numpy() for v in optimizer._momentums + optimizer._velocities],
-                    mems=trainer.memory_to_host(mems))
+        start = [v.numpy() for v in model.variables]  # weights and dropout seed states
+        return dict(train_steps(trainer), config=config, precision=precision, start=start)
+    finally:
+        keras.config.set_dtype_policy("float32")
+
+
+def train_steps(trainer):
+    """STEPS calls of `trainer.train`, one step each, on `batches()` from zero memory."""
+    strategy = trainer.strategy
+    data = batches()
+    dataset = tf.data.Dataset.from_tensor_slices(
+        {k: np.stack([b[k] for b in data]) for k in ("inputs", "labels")}).unbatch()
+    dataset = dataset.batch(GLOBAL_BATCH, drop_remainder=True)
+    iterator = iter(strategy.experimental_distribute_dataset(dataset))
+    mems = trainer.init_memory(GLOBAL_BATCH // strategy.num_replicas_in_sync)
+    losses, norms, skipped = [], [], 0
+    for _ in range(STEPS):
+        mems, stats = trainer.train(iterator, mems, 1)
+        losses.append(stats.loss)
+        norms.append(stats.last_grad_norm)
+        skipped += stats.skipped_steps
+    optimizer = trainer.optimizer
+    return dict(trainer=trainer, losses=losses, norms=norms, skipped=skipped,
+                loss_scale=float(trainer.loss_scale.numpy()),
+                weights=[v.numpy() for v in trainer.model.trainable_variables],
+                slots=[v.numpy() for v in optimizer._momentums + optimizer._velocities],
+                mems=trainer.memory_to_host(mems))
+
+
+def rerun(result, loss_scale):
+    """The run of `result` again by the same trainer (so by the program it compiled: nothing is
+    traced or compiled again), from the same start: the model's starting weights and dropout
+    seeds, Adam's zero slots and step count, step 0, the loss scale `loss_scale`."""
+    trainer = result["trainer"]
+    for variable, value in zip(trainer.model.variables, result["start"]):
+        variable.assign(value)
+    optimizer = trainer.optimizer
+    for variable in [optimizer.iterations, *optimizer._momentums, *optimizer._velocities]:
+        variable.assign(tf.zeros_like(variable))
+    trainer.loss_scale.assign(loss_scale)
+    trainer.good_steps.assign(0)
+    trainer.step.assign(0)
+    keras.config.set_dtype_policy(result["precision"])
+    try:
+        return dict(result, **train_steps(trainer))
     finally:
         keras.config.set_dtype_policy("float32")
 
@@ -108,32 +147,26 @@ def compiled_hlo(trainer, name, *args):
 
 
 # Each setting is compiled once where XLA sees it: gradient accumulation (its unrolled chunks
-# double the compiled graph) and half loss in float32, where the state must agree within
+# double the compiled graph), half loss and dropout in float32, where the state must agree within
 # rounding; loss scaling with skipped steps in mixed_float16, one chunk per step.
-CASES = {
-    "accumulation_half_loss": dict(grad_accum_steps=2, half_loss=True),
-    "mixed_float16": dict(precision="mixed_float16", initial_loss_scale=2.0 ** 19,
-                          growth_interval=2),
-}
+ACCUMULATION_HALF_LOSS = dict(grad_accum_steps=2, half_loss=True)
+FLOAT16_SKIPPING = dict(precision="mixed_float16", initial_loss_scale=2.0 ** 19,
+                        growth_interval=2)
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_whole_step_compiled_equals_the_plain_step_default_strategy(case):
+def test_whole_step_compiled_equals_the_plain_step_default_strategy():
     """Also what TPUStrategy needs of the step (test_tpu_readiness.py): compiled whole by XLA,
     it equals the plain step with the labels in every bin of the adaptive softmax (its HLO,
-    with the tail-bin loop as an XLA while loop: the mixed-precision test below)."""
+    with the tail-bin loop as an XLA while loop: the mixed-precision tests below)."""
     labels = np.concatenate([b["labels"].ravel() for b in batches()])
     for lo, hi in ((0, 10), (10, 25), (25, 40)):  # every bin of the softmax is exercised
         assert ((labels >= lo) & (labels < hi)).sum() > 5
     strategy = tf.distribute.get_strategy()
-    plain = run(strategy, False, **CASES[case])
-    xla = run(strategy, True, **CASES[case])
+    plain = run(strategy, False, config=ONE_LAYER, **ACCUMULATION_HALF_LOSS)
+    xla = run(strategy, True, config=ONE_LAYER, **ACCUMULATION_HALF_LOSS)
     assert xla["trainer"].xla_mode == "whole" and plain["trainer"].xla_mode is None
     assert set(xla["trainer"].replica_step._compiled) == {"step"}
-    assert_same_training(xla, plain, float16=case == "mixed_float16")
-    if case == "mixed_float16":  # steps were skipped (2**19, 2**18 overflow) and it regrew
-        assert 0 < plain["skipped"] < STEPS
-        assert plain["loss_scale"] == 2.0 ** (19 - plain["skipped"] + 1)
+    assert_same_training(xla, plain)
 
 
 def test_replica_gradients_compiled_equal_the_plain_step_mirrored(two_cpu_devices):
@@ -142,9 +175,9 @@ def test_replica_gradients_compiled_equal_the_plain_step_mirrored(two_cpu_device
     rounding; XLA compiles it once per replica device, so one chunk per step here); what is
     the mirrored step's own, the half-loss token count and the loss scale's unscaling and
     skipping after the all-reduce, outside XLA, needs half loss and mixed_float16 with steps
-    that overflow."""
+    that overflow (the MIRRORED model)."""
     strategy = tf.distribute.MirroredStrategy(two_cpu_devices)
-    settings = dict(CASES["mixed_float16"], half_loss=True, config=ONE_LAYER)
+    settings = dict(FLOAT16_SKIPPING, half_loss=True, config=MIRRORED)
     plain = run(strategy, False, **settings)
     xla = run(strategy, True, **settings)
     assert xla["trainer"].xla_mode == "gradients"
@@ -158,33 +191,29 @@ def float32_step():
     """The float32 step (default strategy, TensorFlow's kernels; compiled whole by XLA it
     gives the same state within float32 rounding, the first test): the reference of both
     precisions below, read only."""
-    return run(tf.distribute.get_strategy(), False, config=ONE_LAYER)
+    return run(tf.distribute.get_strategy(), False, config=HALF)
 
 
-@pytest.mark.parametrize("precision,dtype", [("mixed_float16", "f16"), ("mixed_bfloat16", "bf16")])
-def test_mixed_precision_with_the_adaptive_softmax_compiles_and_trains(precision, dtype,
-                                                                       float32_step):
-    """Half-precision matmuls, the adaptive softmax's cutoffs (two tail bins, div_val 2) and
-    (mixed_float16) the loss scaling, compiled whole by XLA (mixed_bfloat16: the TPU
-    precision): the losses follow the float32 step's within half-precision rounding
-    (2e-2); weights and memory stay float32, and differ from float32's."""
-    strategy = tf.distribute.get_strategy()
-    reference = float32_step
-    half = run(strategy, True, precision=precision, config=ONE_LAYER)
+def assert_follows_float32(half, reference, dtype):
+    """`half`, a run of the step compiled whole in half precision without a skipped step: its
+    HLO has `dtype` arrays and the adaptive softmax's tail-bin loop; its losses follow the
+    float32 step's (`reference`) within half-precision rounding (2e-2); weights and memory stay
+    float32, and differ from float32's."""
     trainer = half["trainer"]
     data = batches()[0]
-    mems = [tf.zeros([GLOBAL_BATCH, ONE_LAYER.mem_len, ONE_LAYER.d_model], tf.float32)
-            for _ in range(ONE_LAYER.n_layer)]
-    keras.config.set_dtype_policy(precision)
+    config = half["config"]
+    mems = [tf.zeros([GLOBAL_BATCH, config.mem_len, config.d_model], tf.float32)
+            for _ in range(config.n_layer)]
+    keras.config.set_dtype_policy(half["precision"])
     try:
         hlo = compiled_hlo(trainer, "step",
                            {k: tf.constant(v) for k, v in data.items()}, mems)
     finally:
         keras.config.set_dtype_policy("float32")
     assert f"{dtype}[" in hlo and "while" in hlo  # half-precision arrays; the tail-bin loop
-    print(f"\n{precision} under XLA: losses {np.round(half['losses'], 5).tolist()}, float32 "
-          f"{np.round(reference['losses'], 5).tolist()}, skipped {half['skipped']}")
-    assert half["skipped"] < STEPS
+    print(f"\n{half['precision']} under XLA: losses {np.round(half['losses'], 5).tolist()}, "
+          f"float32 {np.round(reference['losses'], 5).tolist()}")
+    assert half["skipped"] == 0
     np.testing.assert_allclose(half["losses"], reference["losses"], rtol=2e-2)
     assert all(w.dtype == np.float32 for w in half["weights"])
     assert all(m.dtype == np.float32 for m in half["mems"])  # the memory stays float32
@@ -193,10 +222,46 @@ def test_mixed_precision_with_the_adaptive_softmax_compiles_and_trains(precision
     assert max(np.abs(a - b).max()
                for a, b in zip(half["weights"], reference["weights"])) > 1e-3
     keras.utils.set_random_seed(3)
-    initial = txl_tf.TransformerXL(ONE_LAYER)
-    initial(tf.zeros([1, ONE_LAYER.tgt_len], tf.int32))
+    initial = txl_tf.TransformerXL(config)
+    initial(tf.zeros([1, config.tgt_len], tf.int32))
     assert max(np.abs(w - v.numpy()).max()
                for w, v in zip(half["weights"], initial.trainable_variables)) > 1e-3
+
+
+def test_mixed_float16_compiles_with_the_adaptive_softmax_equals_the_plain_step_and_trains(
+        float32_step):
+    """mixed_float16 compiled whole by XLA: half-precision matmuls, the adaptive softmax's
+    cutoffs (two tail bins, div_val 2) and the loss scaling. From 2**19 (2**19 and 2**18
+    overflow) it equals the plain step with its skipped steps and the scale regrown; the same
+    compiled program run again from the start at the default scale (no step skipped) follows
+    the float32 step (`assert_follows_float32`)."""
+    strategy = tf.distribute.get_strategy()
+    plain = run(strategy, False, config=HALF, **FLOAT16_SKIPPING)
+    xla = run(strategy, True, config=HALF, **FLOAT16_SKIPPING)
+    assert xla["trainer"].xla_mode == "whole" and plain["trainer"].xla_mode is None
+    assert set(xla["trainer"].replica_step._compiled) == {"step"}
+    assert_same_training(xla, plain, float16=True)
+    assert 0 < plain["skipped"] < STEPS  # steps were skipped and the scale regrew
+    assert plain["loss_scale"] == 2.0 ** (19 - plain["skipped"] + 1)
+    # Run again from the start, the same scale: the same run (the start is the whole state).
+    again = rerun(xla, FLOAT16_SKIPPING["initial_loss_scale"])
+    np.testing.assert_array_equal(again["losses"], xla["losses"])
+    for name in ("weights", "slots", "mems"):
+        for a, b in zip(again[name], xla[name]):
+            np.testing.assert_array_equal(a, b, err_msg=name)
+    half = rerun(xla, StepSettings().initial_loss_scale)
+    trainer = half["trainer"]
+    assert trainer._train_fn.experimental_get_tracing_count() == 1
+    assert trainer.replica_step._compiled["step"].experimental_get_tracing_count() == 1
+    assert_follows_float32(half, float32_step, "f16")
+
+
+def test_mixed_bfloat16_compiles_with_the_adaptive_softmax_and_trains(float32_step):
+    """mixed_bfloat16 (the TPU precision) compiled whole by XLA: bfloat16 matmuls and the
+    adaptive softmax's cutoffs (two tail bins, div_val 2) follow the float32 step
+    (`assert_follows_float32`)."""
+    half = run(tf.distribute.get_strategy(), True, precision="mixed_bfloat16", config=HALF)
+    assert_follows_float32(half, float32_step, "bf16")
 
 
 def test_auto_chooses_per_device_and_precision(two_cpu_devices, monkeypatch):

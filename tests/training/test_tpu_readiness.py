@@ -11,7 +11,7 @@
   print or py_func op, and loops on device (a `While` op).
 * The distributed training data has static per-replica shapes `[per_replica_batch, tgt_len]`.
 * The step also compiles under XLA in mixed_bfloat16 (the TPU precision) and follows float32:
-  test_jit_compile.py, `test_mixed_precision_with_the_adaptive_softmax_compiles_and_trains`.
+  test_jit_compile.py, `test_mixed_bfloat16_compiles_with_the_adaptive_softmax_and_trains`.
 * The records follow the strategy's input hosts (a pod slice: hosts x cores per host), and
   `--tpu=local` uses a TPU VM's own chips.
 """
