@@ -76,11 +76,17 @@ def test_two_workers_share_one_read_only_build(tmp_path):
     assert not shared_dirs.unchanged(path, recorded)
 
 
-def test_without_xdist_the_basetemp_holds_it_and_a_failed_build_is_redone(tmp_path,
-                                                                           monkeypatch):
+@pytest.fixture
+def one_process_factory(tmp_path, monkeypatch):
+    """A tmp_path_factory stand-in of a run without xdist, its basetemp made."""
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     factory = Factory(tmp_path / "base")
     factory.basetemp.mkdir()
+    return factory
+
+
+def test_without_xdist_the_basetemp_holds_it_and_a_failed_build_is_redone(tmp_path, one_process_factory):
+    factory = one_process_factory
 
     def failing(path):
         open(os.path.join(path, "half"), "w").close()
@@ -94,11 +100,8 @@ def test_without_xdist_the_basetemp_holds_it_and_a_failed_build_is_redone(tmp_pa
     assert sorted(os.listdir(path)) == ["whole"] and shared_dirs.unchanged(path, recorded)
 
 
-def test_read_only_dir_fails_the_fixture_that_holds_it_when_a_test_changed_it(tmp_path,
-                                                                               monkeypatch):
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
-    factory = Factory(tmp_path / "base")
-    factory.basetemp.mkdir()
+def test_read_only_dir_fails_the_fixture_that_holds_it_when_a_test_changed_it(tmp_path, one_process_factory):
+    factory = one_process_factory
 
     def build(path):
         with open(os.path.join(path, "file"), "w") as f:

@@ -43,20 +43,18 @@ PROGRAMS = {
 TOOLS = sorted(p for p in PROGRAMS if p.startswith("runners/tools/"))
 SEPARATOR = "--- next tool ---"
 # Runs each tool of argv[1] ([[path, argv, cwd], ...]) as `__main__`, as `python path argv` in
-# cwd would: the flags that modules of runners/ defined and those modules are dropped first, so
+# cwd would: the flags that modules of runners/ defined (`runner_calls.set_aside_runner_flags`)
+# and those modules are dropped first, so
 # that the tool defines its flags anew. Prints SEPARATOR to stderr after each tool and the exit
 # codes as one JSON line to stdout.
 TOOLS_ONE_BY_ONE = textwrap.dedent("""
     import json, os, runpy, sys
     from absl import flags
+    from runner_calls import set_aside_runner_flags
     codes = []
     for path, argv, cwd in json.loads(sys.argv[1]):
         fv = flags.FLAGS
-        for module, defined in list(fv.flags_by_module_dict().items()):
-            if module == "__main__" or module.split(".")[0] == "runners":
-                for flag in list(defined):
-                    if flag.name in fv:
-                        delattr(fv, flag.name)
+        set_aside_runner_flags(fv)
         fv.unparse_flags()
         for name in [m for m in sys.modules if m.split(".")[0] == "runners"]:
             del sys.modules[name]
@@ -84,7 +82,8 @@ def tools_one_by_one(tmp_path):
         runs.append([os.path.join(REPO, program),
                      [a.format(tmp=tmp) for a in args] + [f"{flag}={value}"], str(tmp)])
     proc = subprocess.run([sys.executable, "-c", TOOLS_ONE_BY_ONE, json.dumps(runs)],
-                          capture_output=True, text=True, cwd=REPO, env=user_env(),
+                          capture_output=True, text=True, cwd=REPO,
+                          env=user_env(PYTHONPATH=f"{REPO}:{os.path.join(REPO, 'tests', 'support')}"),
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     codes = json.loads(proc.stdout.strip().splitlines()[-1])
