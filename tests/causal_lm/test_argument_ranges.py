@@ -56,15 +56,22 @@ def _dataset(**elements):
     return tf.data.Dataset.from_tensor_slices(elements).batch(2, drop_remainder=True)
 
 
+@pytest.fixture(scope="module")
+def uncompiled():
+    """A causal LM that no test compiles: each refused compile() must leave it so."""
+    return txl_tf.TransformerXLCausalLM(tiny_model(n_token=50))
+
+
 @pytest.mark.parametrize("name", sorted(COMPILE_RANGES))
 @given(data=st.data())
-def test_compile_refuses_numbers_outside_their_range_before_it_changes_anything(name, data):
+def test_compile_refuses_numbers_outside_their_range_before_it_changes_anything(uncompiled, name,
+                                                                                 data):
     value = data.draw(outside(COMPILE_RANGES[name]))
-    model = txl_tf.TransformerXLCausalLM(tiny_model(n_token=50))
+    assert uncompiled._replica_step is None and not uncompiled.compiled
     with pytest.raises(CausalLMInputError, match=rf"compile\({name}=") as caught:
-        model.compile(optimizer="adam", **{name: value})
+        uncompiled.compile(optimizer="adam", **{name: value})
     assert COMPILE_RANGES[name].text() in one_line(caught.value)
-    assert model._replica_step is None and not model.compiled
+    assert uncompiled._replica_step is None and not uncompiled.compiled
 
 
 @pytest.mark.parametrize("method", ["fit", "evaluate"])
