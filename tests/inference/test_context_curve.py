@@ -17,9 +17,10 @@ from txl_tf.commands.evaluate import EvalOptions
 
 @pytest.fixture(scope="module")
 def model_dir(synthetic_data_dir, tmp_path_factory):
-    """A random tiny model over the synthetic corpus's 16 symbols, with its vocabulary."""
+    """A random one-layer tiny model over the synthetic corpus's 16 symbols, with its vocabulary
+    (the curve does not depend on the stacking of layers)."""
     path = str(tmp_path_factory.mktemp("curve") / "model")
-    txl_tf.save_model(tiny_model(seed=5, n_token=16, init_std=0.5), path)
+    txl_tf.save_model(tiny_model(seed=5, n_token=16, n_layer=1, init_std=0.5), path)
     data = PreparedData(synthetic_data_dir)
     write_model_vocab(path, data.vocabulary().vocab, data.vocabulary().rules)
     return path

@@ -116,8 +116,9 @@ def test_evaluator_equals_naive_per_stream_computation(same_length, last_segment
 
 def test_two_replicas_score_as_one_device():
     """The loop under MirroredStrategy (each replica its own streams and memory, sums reduced)
-    gives the one-device result on the same streams."""
-    config = small_config()
+    gives the one-device result on the same streams (one layer: the replicas' split does not
+    depend on the stacking of layers; stacked layers' memories: the naive comparison above)."""
+    config = small_config(n_layer=1)
     keras.utils.set_random_seed(4)
     model = txl_tf.TransformerXL(config)
     tokens = np.random.RandomState(5).randint(0, config.n_token, size=203).astype(np.int32)
@@ -149,8 +150,8 @@ def test_loss_is_token_weighted_not_mean_of_batches():
 # ------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def synthetic_run(tmp_path_factory):
-    """A tiny model trained with tgt_len 8 / mem_len 8 on the synthetic long-range corpus
-    (period 12: only part of each segment sees the token 12 back), and its data_dir."""
+    """A tiny one-layer model trained with tgt_len 8 / mem_len 8 on the synthetic long-range
+    corpus (period 12: only part of each segment sees the token 12 back), and its data_dir."""
     import tf_records
     from tf_records.records import stream_cache
 
@@ -163,7 +164,9 @@ def synthetic_run(tmp_path_factory):
                        progress=False, **options)
     train = stream_cache.load(data_dir, "train")
     keras.utils.set_random_seed(0)
-    config = train_config(tgt_len=8, mem_len=8).for_data(16)
+    # One layer: its reach is its memory alone (two layers reach back twice as far), so the
+    # short memory misses more of the period than the long one.
+    config = train_config(n_layer=1, tgt_len=8, mem_len=8).for_data(16)
     model = txl_tf.TransformerXL(config)
     optimizer = keras.optimizers.Adam(3e-3)
 
@@ -271,7 +274,7 @@ def run_cli(script, *args):
 
 
 def test_cli_prints_json_line_and_writes_tensorboard(tmp_path):
-    config = small_config()
+    config = small_config(n_layer=1)  # the command line's flags and output: one layer is enough
     model_dir = tmp_path / "model"
     model, _ = word_model_dir(model_dir, config)
     text = tmp_path / "t.txt"

@@ -12,6 +12,9 @@ import os
 import pytest
 
 from runner_calls import call_runner
+
+pytestmark = pytest.mark.usefixtures("matmul_rate_once")  # conftest.py
+
 # The synthetic preset with train.py flags overriding its sizes (any flag beats the preset).
 TINY = ["--preset=synthetic", "--train_tokens=6000", "--eval_tokens=1500", "--period=12",
         "--n_layer=1", "--d_model=16", "--n_head=2", "--d_head=8", "--d_inner=32",

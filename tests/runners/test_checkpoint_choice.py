@@ -17,10 +17,12 @@ import pytest
 
 import txl_tf
 from runner_calls import call_runner as run_runner
-from tiny import TRAIN_FLAGS
+from tiny import train_flags
 
 pytestmark = pytest.mark.usefixtures("matmul_rate_once")  # conftest.py
 
+# One layer: which checkpoint a command reads does not depend on the stacking of layers.
+MODEL = train_flags(n_layer=1)
 STEPS = ["--warmup_steps=1", "--steps_per_loop=2", "--log_steps=2", "--save_steps=2",
          "--eval_steps=2", "--max_eval_batches=1", "--per_host_train_bsz=4",
          "--dataset=builtin", "--corpus_option=max_bytes=20000", "--jit_compile=false"]
@@ -36,7 +38,7 @@ def run_dir(tmp_path_factory):
     """(model directory, best step, newest step) of a run whose best/ is not its newest."""
     root = tmp_path_factory.mktemp("checkpoint_choice")
     model, data = str(root / "model"), str(root / "data")
-    common = TRAIN_FLAGS + STEPS + [f"--model_dir={model}", f"--data_dir={data}"]
+    common = MODEL + STEPS + [f"--model_dir={model}", f"--data_dir={data}"]
     first = run_runner("train", common + ["--train_steps=4"], cwd=str(root))
     assert first.returncode == 0, first.stderr[-3000:]
     second = run_runner("train", common + ["--train_steps=8", "--learning_rate=0.5"],
@@ -97,7 +99,8 @@ def test_generate_uses_the_best_checkpoint(run_dir):
 def test_export_records_the_best_step(run_dir, tmp_path):
     model, best, _ = run_dir
     result = last_json(run_runner("export", [f"--model_dir={model}", "--checkpoint=best",
-                                             f"--export_dir={tmp_path}", "--notext_signatures"],
+                                             f"--export_dir={tmp_path}", "--notext_signatures",
+                                             "--warmup_requests=0"],
                                   cwd=str(tmp_path)))
     with open(os.path.join(result["export_path"], "assets.extra", "txl_export.json")) as f:
         info = json.load(f)

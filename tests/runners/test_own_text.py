@@ -23,7 +23,10 @@ import pytest
 
 from runner_calls import call_runner
 
-TINY = ["--n_layer=2", "--d_model=32", "--n_head=2", "--d_head=16", "--d_inner=64",
+# One layer: the data's paths through the runners do not depend on the stacking of layers.
+pytestmark = pytest.mark.usefixtures("matmul_rate_once")  # conftest.py
+
+TINY = ["--n_layer=1", "--d_model=32", "--n_head=2", "--d_head=16", "--d_inner=64",
         "--warmup_steps=2", "--log_steps=5", "--save_steps=10", "--eval_steps=10",
         "--max_eval_batches=2", "--jit_compile=false"]
 WORDS = "the cat sat on a mat dog ran to house big small red blue tree".split()

@@ -15,14 +15,15 @@ import pytest
 
 import txl_tf
 from runner_calls import call_runner
-from tiny import TRAIN_FLAGS
+from tiny import train_flags
 from txl_tf.model.config import ConfigError
 from txl_tf.commands.train_options import TrainError, TrainOptions
 from txl_tf.commands.train_options import checked
 
 pytestmark = pytest.mark.usefixtures("matmul_rate_once")  # conftest.py
 
-FLAGS = TRAIN_FLAGS + ["--per_host_train_bsz=4", "--dataset=synthetic", "--data_dir=D",
+# One layer: what a resumed run refuses, notes or restarts does not depend on the stacking.
+FLAGS = train_flags(n_layer=1) + ["--per_host_train_bsz=4", "--dataset=synthetic", "--data_dir=D",
                        "--warmup_steps=1", "--steps_per_loop=2", "--log_steps=2",
                        "--save_steps=2", "--eval_steps=0", "--max_eval_batches=1",
                        "--jit_compile=false"]

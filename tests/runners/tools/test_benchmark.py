@@ -24,7 +24,9 @@ from txl_tf.model import flops as model_flops
 from tiny import tiny_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-TINY_FLAGS = ["--n_token=30", "--n_layer=2", "--d_model=16", "--n_head=2", "--d_head=8",
+# One layer: the figures, the strategy, the compilation mode and the profile do not depend on
+# the stacking of layers (FLOPs of several layers: test_forward_flops_match_the_model_graph).
+TINY_FLAGS = ["--n_token=30", "--n_layer=1", "--d_model=16", "--n_head=2", "--d_head=8",
               "--d_inner=32", "--tgt_len=8", "--mem_len=8", "--steps=1", "--bench_warmup=1",
               "--matmul_size=64"]
 
@@ -140,8 +142,7 @@ def test_benchmark_times_train_pys_step_on_two_replicas_and_profiles(tmp_path, c
     has two logical CPUs; the process a user starts makes them with --logical_cpus=2 and
     refuses a profile range past the run's steps in one line with exit status 2 (the refusal
     comes after the mirrored strategy over its two CPUs and the model are built)."""
-    # One layer: the stacking of layers is not what the compiled mirrored step checks.
-    args = [*TINY_FLAGS, "--n_layer=1", "--batch_size=4", "--rounds=2", "--nomeasure_memory",
+    args = [*TINY_FLAGS, "--batch_size=4", "--rounds=2", "--nomeasure_memory",
             "--strategy=mirrored", f"--devices={','.join(two_cpu_devices)}",
             "--compare_compilation", "--profile_steps=2,3", f"--model_dir={tmp_path}"]
     record, printed = benchmark(args, capsys)
