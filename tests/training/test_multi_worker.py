@@ -233,11 +233,8 @@ def killed(data):
         assert all(p.poll() is None for p in processes), "\n".join(tail(log) for log in logs)
         processes[1].send_signal(signal.SIGKILL)  # worker 1 dies in the middle of training
         processes[1].wait(timeout=30)
-        # Worker 0 now fails or blocks in a collective; the scheduler stops the whole job.
-        try:
-            processes[0].wait(timeout=3)
-        except subprocess.TimeoutExpired:
-            pass
+        # Worker 0 can now only fail or block in a collective (a checkpoint needs both
+        # workers); the scheduler stops the whole job (`kill_workers`).
     finally:
         kill_workers(processes)
     return dict(model_dir=model_dir, returncode=processes[1].returncode,
@@ -246,13 +243,21 @@ def killed(data):
 
 
 @pytest.fixture(scope="module")
-def killed_job(data, killed):
+def killed_job(request, data, killed):
     """The killed job started again to the end (worker 1 with model_dir read-only where this
     machine allows it). Returns the model_dir, what the kill left (`killed`), and of the
-    restarted job the logs, whether worker 1 ran read-only and its temporary directory."""
+    restarted job the logs, whether worker 1 ran read-only and its temporary directory.
+    While its workers run, this process makes the in-process references (`two_replicas_dropout`,
+    `two_replicas`: their own model_dirs and data, nothing the job reads or writes)."""
     model_dir = killed["model_dir"]
     processes, logs, read_only = start_job(data, model_dir, "restarted", dropout=DROPOUT,
                                            read_only_nonchief=True)
+    try:
+        for reference in ("two_replicas_dropout", "two_replicas"):
+            request.getfixturevalue(reference)
+    except BaseException:
+        kill_workers(processes)
+        raise
     wait_job(processes, logs)
     return dict(model_dir=model_dir, killed=killed, logs=logs, read_only=read_only,
                 tmp_worker1=f"{model_dir}-tmp-restarted-worker1")
@@ -290,7 +295,7 @@ def test_two_host_layout_gives_global_replica_r_the_streams_of_replica_r(data):
 def test_worker_1_is_killed_after_the_first_checkpoint(killed):
     """The premise of the restart: worker 1 died of SIGKILL between the first checkpoint and
     the end of the job. (The tests below are in the order that sets up one part of the job
-    each: the kill, the restart, the reference with dropout, the one without.)"""
+    each: the kill, then the restart, during which this process makes both references.)"""
     assert killed["returncode"] == -signal.SIGKILL
     assert not killed["finished"], "the job ended before the kill"
     assert SAVE_STEPS <= killed["at"] < STEPS
