@@ -257,7 +257,7 @@ def killed(request, data):
         done.set()
         killer.join()
         kill_workers(processes)
-    assert seen["running"], "\n".join(tail(log) for log in logs)
+    assert seen.get("running"), "\n".join(tail(log) for log in logs)
     return dict(model_dir=model_dir, returncode=processes[1].returncode,
                 finished=os.path.exists(os.path.join(model_dir, "train_summary.json")),
                 at=int(tf.train.latest_checkpoint(model_dir).rsplit("-", 1)[1]))
