@@ -71,8 +71,9 @@ RUN = dict(per_host_train_bsz=4, learning_rate=1e-2, warmup_steps=2, train_steps
            jit_compile="false")
 
 
-def _train_fused(tmp_path, data_dir, name):
-    """`runners/train.py --xla_fusion` on the WIDE model in a child process; its summary."""
+def _start_fused(tmp_path, data_dir, name):
+    """`runners/train.py --xla_fusion` on the WIDE model started in a child process; returns
+    it and a function that waits for it and returns its summary."""
     model_dir = tmp_path / name
     command = [sys.executable, os.path.join(REPO, "runners", "train.py"),
                f"--model_dir={model_dir}", f"--data_dir={data_dir}", "--dataset=synthetic",
@@ -83,11 +84,22 @@ def _train_fused(tmp_path, data_dir, name):
     # the_flags_and_clusters, and benchmark.py's run below (a runner started without them).
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO,
                TF_XLA_FLAGS=" ".join(xla_clustering.CLUSTER_FLAGS))
-    result = subprocess.run(command, cwd=str(tmp_path), env=env, capture_output=True,
-                            text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    with open(model_dir / "train_summary.json") as f:
-        return json.load(f)
+    log = tmp_path / f"{name}.stderr"  # a file, not a pipe: nothing waits for a reader
+    with open(log, "wb") as err:
+        process = subprocess.Popen(command, cwd=str(tmp_path), env=env,
+                                   stdout=subprocess.DEVNULL, stderr=err)
+
+    def summary():
+        try:
+            process.wait(timeout=600)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        assert process.returncode == 0, log.read_text(errors="replace")[-3000:]
+        with open(model_dir / "train_summary.json") as f:
+            return json.load(f)
+    return process, summary
 
 
 def test_training_with_xla_fusion_follows_the_plain_run(tmp_path, synthetic_data_dir):
@@ -97,11 +109,20 @@ def test_training_with_xla_fusion_follows_the_plain_run(tmp_path, synthetic_data
     trains under the fusible clustering."""
     if os.environ.get("TF_XLA_FLAGS"):
         pytest.skip("TF_XLA_FLAGS is set in the test process: its plain run would be clustered")
-    plain = train(TrainOptions(model_dir=str(tmp_path / "plain"), **RUN),
-                  ConfigTemplate.of(**WIDE),
-                  PreparedData(DataOptions(data_dir=synthetic_data_dir, dataset="synthetic",
-                                           corpus_options=SYNTHETIC)))
-    fused = _train_fused(tmp_path, synthetic_data_dir, "fused")
+    # The child starts (Python and TensorFlow) while this process trains the plain run; it
+    # prepares the same corpus in a data directory of its own (two processes making the same
+    # records in one directory would race).
+    process, fused_summary = _start_fused(tmp_path, tmp_path / "fused-data", "fused")
+    try:
+        plain = train(TrainOptions(model_dir=str(tmp_path / "plain"), **RUN),
+                      ConfigTemplate.of(**WIDE),
+                      PreparedData(DataOptions(data_dir=synthetic_data_dir,
+                                               dataset="synthetic", corpus_options=SYNTHETIC)))
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    fused = fused_summary()
     assert fused["step"] == plain["step"] == RUN["train_steps"]
     assert fused["train_loss"] > 0
     assert fused["train_loss"] == pytest.approx(plain["train_loss"], rel=1e-4)

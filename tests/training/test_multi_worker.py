@@ -27,6 +27,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -217,42 +218,67 @@ def two_replicas_dropout(data):
                           2, dropout=DROPOUT)
 
 
-@pytest.fixture(scope="module")
-def killed(data):
-    """Two workers with dropout on; worker 1 killed with SIGKILL after the first checkpoint, the
-    job then stopped, as a scheduler does. Returns the model_dir and what the kill left (worker
-    1's return code, whether the job had finished, the newest checkpoint)."""
-    model_dir = str(data["root"] / "killed")
-    processes, logs, _ = start_job(data, model_dir, "killed", dropout=DROPOUT)
-    state_file = os.path.join(model_dir, "checkpoint")
+def kill_worker_1_after_the_first_checkpoint(processes, state_file, seen, done):
+    """SIGKILL worker 1 once `state_file` exists (the first checkpoint), then stop the job, as a
+    scheduler does (worker 0 can then only fail or block in a collective: a checkpoint needs
+    both workers). Gives up when a worker ended, after TIMEOUT or when `done` is set; `seen`
+    gets whether both workers were still running. Polls every 10 ms (a thread, while this
+    process makes a reference run)."""
     try:
         deadline = time.time() + TIMEOUT
         while (not os.path.exists(state_file) and all(p.poll() is None for p in processes)
-               and time.time() < deadline):
+               and time.time() < deadline and not done.is_set()):
             time.sleep(0.01)
-        assert all(p.poll() is None for p in processes), "\n".join(tail(log) for log in logs)
-        processes[1].send_signal(signal.SIGKILL)  # worker 1 dies in the middle of training
-        processes[1].wait(timeout=30)
-        # Worker 0 now fails or blocks in a collective; the scheduler stops the whole job.
-        try:
-            processes[0].wait(timeout=3)
-        except subprocess.TimeoutExpired:
-            pass
+        seen["running"] = all(p.poll() is None for p in processes)
+        if seen["running"]:
+            processes[1].send_signal(signal.SIGKILL)  # worker 1 dies in the middle of training
+            processes[1].wait(timeout=30)
     finally:
         kill_workers(processes)
+
+
+@pytest.fixture(scope="module")
+def killed(request, data):
+    """Two workers with dropout on; worker 1 killed with SIGKILL after the first checkpoint, the
+    job then stopped, as a scheduler does. Returns the model_dir and what the kill left (worker
+    1's return code, whether the job had finished, the newest checkpoint). While its workers
+    run, this process makes the dropout-free reference (`two_replicas`: a model_dir and data of
+    its own, nothing the job reads or writes)."""
+    model_dir = str(data["root"] / "killed")
+    processes, logs, _ = start_job(data, model_dir, "killed", dropout=DROPOUT)
+    seen, done = {}, threading.Event()
+    killer = threading.Thread(target=kill_worker_1_after_the_first_checkpoint, daemon=True,
+                              args=(processes, os.path.join(model_dir, "checkpoint"), seen, done))
+    killer.start()
+    try:
+        request.getfixturevalue("two_replicas")
+        killer.join()
+    finally:
+        done.set()
+        killer.join()
+        kill_workers(processes)
+    assert seen.get("running"), "\n".join(tail(log) for log in logs)
     return dict(model_dir=model_dir, returncode=processes[1].returncode,
                 finished=os.path.exists(os.path.join(model_dir, "train_summary.json")),
                 at=int(tf.train.latest_checkpoint(model_dir).rsplit("-", 1)[1]))
 
 
 @pytest.fixture(scope="module")
-def killed_job(data, killed):
+def killed_job(request, data, killed):
     """The killed job started again to the end (worker 1 with model_dir read-only where this
     machine allows it). Returns the model_dir, what the kill left (`killed`), and of the
-    restarted job the logs, whether worker 1 ran read-only and its temporary directory."""
+    restarted job the logs, whether worker 1 ran read-only and its temporary directory.
+    While its workers run, this process makes the reference with dropout
+    (`two_replicas_dropout`: a model_dir and data of its own, nothing the job reads or
+    writes)."""
     model_dir = killed["model_dir"]
     processes, logs, read_only = start_job(data, model_dir, "restarted", dropout=DROPOUT,
                                            read_only_nonchief=True)
+    try:
+        request.getfixturevalue("two_replicas_dropout")
+    except BaseException:
+        kill_workers(processes)
+        raise
     wait_job(processes, logs)
     return dict(model_dir=model_dir, killed=killed, logs=logs, read_only=read_only,
                 tmp_worker1=f"{model_dir}-tmp-restarted-worker1")
@@ -290,7 +316,8 @@ def test_two_host_layout_gives_global_replica_r_the_streams_of_replica_r(data):
 def test_worker_1_is_killed_after_the_first_checkpoint(killed):
     """The premise of the restart: worker 1 died of SIGKILL between the first checkpoint and
     the end of the job. (The tests below are in the order that sets up one part of the job
-    each: the kill, the restart, the reference with dropout, the one without.)"""
+    each: the kill and the restart, during each of which this process makes one of the
+    references.)"""
     assert killed["returncode"] == -signal.SIGKILL
     assert not killed["finished"], "the job ended before the kill"
     assert SAVE_STEPS <= killed["at"] < STEPS
@@ -393,8 +420,6 @@ def test_two_workers_train_like_one_process_with_two_replicas(killed_job, two_re
 def test_non_chief_waits_for_the_records_the_chief_makes(tmp_path):
     """A fresh job: the chief prepares the records while the other workers wait for them (a
     non-chief that gave up at once made every first multi-worker launch fail)."""
-    import threading
-
     options = tf_records.DataOptions(data_dir=str(tmp_path / "data"), dataset="synthetic",
                                      corpus_options=SYNTHETIC)
 

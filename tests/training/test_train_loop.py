@@ -55,10 +55,24 @@ def state(trainer):
                 adam_v=[v.numpy() for v in opt._velocities])
 
 
-def train(strategy, replicas, loops, accum=1, lr=3e-2, clip=0.25):
+def train(strategy, replicas, loops, accum=1, lr=3e-2, clip=0.25, again=None):
     """The run's per-loop losses and gradient norms, its end `state`, memory, step and trainer,
-    and ("first") the `state` after its first loop."""
-    trainer = build(strategy, lr=lr, clip=clip, accum=accum)
+    ("first") the `state` after its first loop, ("initial") its starting weights and ("start")
+    the model's starting variables. With `again`, a run this function returned: its trainer
+    (so its traced loop) from the same start (model variables, Adam's zero state, step 0)
+    instead of a new one; `strategy`, `accum`, `lr` and `clip` are then that run's."""
+    if again is None:
+        trainer = build(strategy, lr=lr, clip=clip, accum=accum)
+    else:
+        trainer = again["trainer"]
+        for variable, value in zip(trainer.model.variables, again["start"]):
+            variable.assign(value)
+        optimizer = trainer.optimizer
+        for variable in [optimizer.iterations, *optimizer._momentums, *optimizer._velocities]:
+            variable.assign(tf.zeros_like(variable))
+        trainer.step.assign(0)
+    start = [v.numpy() for v in trainer.model.variables]
+    initial = [v.numpy() for v in trainer.model.trainable_variables]
     iterator = distributed_iterator(strategy, stream_data(), replicas)
     mems = trainer.init_memory(GLOBAL_BATCH // replicas)
     losses, norms, first = [], [], None
@@ -67,7 +81,8 @@ def train(strategy, replicas, loops, accum=1, lr=3e-2, clip=0.25):
         losses.append(stats.loss)
         norms.append(stats.last_grad_norm)
         first = first or state(trainer)
-    return dict(losses=losses, norms=norms, first=first, **state(trainer),
+    return dict(losses=losses, norms=norms, first=first, initial=initial, start=start,
+                **state(trainer),
                 memory=trainer.memory_to_host(mems), step=int(trainer.step.numpy()),
                 trainer=trainer)
 
@@ -112,13 +127,18 @@ def test_two_replicas_equal_one_replica(one_replica_run, two_replica_run):
         np.testing.assert_array_equal(parts[0], host[:GLOBAL_BATCH // 2])
         np.testing.assert_array_equal(parts[1], host[GLOBAL_BATCH // 2:])
     # The run really changed the weights (so equality is not trivial) and clipping was active.
-    initial = build(tf.distribute.get_strategy()).model.trainable_variables
-    assert max(np.abs(w - v.numpy()).max()
-               for w, v in zip(one_replica_run["weights"], initial)) > 1e-2
+    assert one_replica_run["initial"]
+    assert max(np.abs(w - v).max()
+               for w, v in zip(one_replica_run["weights"], one_replica_run["initial"])) > 1e-2
 
 
 def test_steps_per_loop_does_not_change_the_result(one_replica_run):
-    multi = train(tf.distribute.get_strategy(), 1, [5, 1])
+    """The same trainer, so the same traced loop, as a training run calls it: loops of 5 and 1
+    steps from the start of `one_replica_run`'s loops of 1 (its arrays are read, not changed)."""
+    multi = train(tf.distribute.get_strategy(), 1, [5, 1], again=one_replica_run)
+    assert multi["trainer"]._train_fn.experimental_get_tracing_count() == 1
+    for a, b in zip(multi["initial"], one_replica_run["initial"]):  # the same start
+        np.testing.assert_array_equal(a, b)
     assert multi["step"] == one_replica_run["step"] == STEPS
     assert_same_weights(multi["weights"], one_replica_run["weights"], atol=1e-6)
     assert_same_weights(multi["memory"], one_replica_run["memory"], atol=1e-6)

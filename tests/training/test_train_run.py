@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -152,53 +153,88 @@ def run_training(root, options, make, **kwargs):
     return train(options, make, synthetic_data(root), **kwargs)
 
 
-def test_interrupted_run_resumes_exactly(tmp_path):
-    """Dropout on: the dropout RNG, optimizer, data position and memory must all be restored."""
-    make = train_config(dropout=0.2, dropatt=0.1)
-    run_training(tmp_path, resume_options(tmp_path, "straight"), make)
-    interrupted = resume_options(tmp_path, "interrupted")
-    first = run_training(tmp_path, interrupted, make, stop_after_steps=6)  # last checkpoint: step 4
-    assert first["step"] == 6 and tf.train.latest_checkpoint(interrupted.model_dir).endswith("-4")
-    second = run_training(tmp_path, interrupted, make)
-    assert second["resumed"] and second["step"] == 12
-    assert_same_state(str(tmp_path / "straight"), interrupted.model_dir, 12)
-    # Started again once finished: nothing is trained or overwritten.
-    again = run_training(tmp_path, interrupted, make)
-    assert again == json.load(open(os.path.join(interrupted.model_dir, "train_summary.json")))
-    assert again["train_loss"] == second["train_loss"] and again["step"] == 12
+# Dropout on in every resumed run: the dropout RNG, optimizer, data position and memory must
+# all be restored. Loops of 5 steps, a checkpoint every 5.
+RESUMED = dict(train_steps=20, save_steps=5, log_steps=5, steps_per_loop=5)
+DROPOUT = dict(dropout=0.2, dropatt=0.1)
 
 
-def test_kill_9_then_restart_matches_uninterrupted(tmp_path, capsys):
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """The model_dir of an uninterrupted RESUMED run with DROPOUT (read only): what the
+    interrupted runs below must end with."""
+    root = tmp_path_factory.mktemp("uninterrupted")
+    options = resume_options(root, "straight", **RESUMED)
+    run_training(root, options, train_config(**DROPOUT))
+    return options.model_dir
+
+
+def kill_at_first_checkpoint(process, state_file, done):
+    """SIGKILL `process` once `state_file` exists (its first checkpoint), it ended, 240 s
+    passed or `done` is set; polls every 20 ms (a thread, while this process trains)."""
+    deadline = time.time() + 240
+    while (not os.path.exists(state_file) and process.poll() is None
+           and time.time() < deadline and not done.is_set()):
+        time.sleep(0.02)
+    if process.poll() is None:
+        os.kill(process.pid, signal.SIGKILL)
+
+
+def test_kill_9_then_restart_matches_uninterrupted(tmp_path, capsys, request):
     """`runners/train.py` killed with SIGKILL after its first checkpoint; the restart (the same
     options, through `train`) resumes there and ends where an uninterrupted run ends."""
-    sizes = dict(train_steps=20, save_steps=5, log_steps=5, steps_per_loop=5)
-    options = resume_options(tmp_path, "killed", **sizes)
+    options = resume_options(tmp_path, "killed", **RESUMED)
     command = [sys.executable, os.path.join(REPO, "runners", "train.py"),
                f"--model_dir={options.model_dir}", f"--data_dir={tmp_path / 'data'}",
                "--dataset=synthetic", "--per_host_train_bsz=4", "--learning_rate=1e-2",
                "--warmup_steps=2", "--eval_steps=0", "--max_eval_batches=2",
-               "--dropout=0.0", "--dropatt=0.0", "--jit_compile=false"] \
-        + [f"--{k}={v}" for k, v in sizes.items()] + TRAIN_FLAGS + SYNTHETIC_FLAGS
+               "--jit_compile=false"] \
+        + [f"--{k}={v}" for k, v in RESUMED.items()] + TRAIN_FLAGS + SYNTHETIC_FLAGS \
+        + [f"--{k}={v}" for k, v in DROPOUT.items()]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
-    process = subprocess.Popen(command, cwd=str(tmp_path), env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE)
-    state_file = os.path.join(options.model_dir, "checkpoint")
-    deadline = time.time() + 240
-    while not os.path.exists(state_file) and process.poll() is None and time.time() < deadline:
-        time.sleep(0.02)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    assert process.returncode == -signal.SIGKILL, process.stderr.read().decode()[-2000:]
+    log = tmp_path / "killed.stderr"  # a file, not a pipe: the child never waits for a reader
+    with open(log, "wb") as err:
+        process = subprocess.Popen(command, cwd=str(tmp_path), env=env,
+                                   stdout=subprocess.DEVNULL, stderr=err)
+    done = threading.Event()
+    killer = threading.Thread(target=kill_at_first_checkpoint, daemon=True, args=(
+        process, os.path.join(options.model_dir, "checkpoint"), done))
+    killer.start()
+    try:
+        # The uninterrupted run, in this process while the child starts and trains (when no
+        # test before made it).
+        reference = request.getfixturevalue("uninterrupted")
+        killer.join()
+    finally:
+        done.set()
+        killer.join()
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+    assert process.returncode == -signal.SIGKILL, log.read_text(errors="replace")[-2000:]
     assert not os.path.exists(os.path.join(options.model_dir, "train_summary.json")), \
         "the run ended before it was killed"
     killed_at = int(tf.train.latest_checkpoint(options.model_dir).rsplit("-", 1)[1])
     capsys.readouterr()
-    restarted = run_training(tmp_path, options, train_config())
-    assert restarted["resumed"] and restarted["step"] == 20
+    restarted = run_training(tmp_path, options, train_config(**DROPOUT))
+    assert restarted["resumed"] and restarted["step"] == RESUMED["train_steps"]
     assert f"resuming at step {killed_at}" in capsys.readouterr().out
+    assert_same_state(reference, options.model_dir, RESUMED["train_steps"], atol=1e-4)
 
-    run_training(tmp_path, resume_options(tmp_path, "reference", **sizes), train_config())
-    assert_same_state(str(tmp_path / "reference"), options.model_dir, 20, atol=1e-4)
+
+def test_interrupted_run_resumes_exactly(tmp_path, uninterrupted):
+    """Stopped between two checkpoints in this process, resumed from the older one."""
+    make = train_config(**DROPOUT)
+    interrupted = resume_options(tmp_path, "interrupted", **RESUMED)
+    first = run_training(tmp_path, interrupted, make, stop_after_steps=7)  # last checkpoint: 5
+    assert first["step"] == 7 and tf.train.latest_checkpoint(interrupted.model_dir).endswith("-5")
+    second = run_training(tmp_path, interrupted, make)
+    assert second["resumed"] and second["step"] == RESUMED["train_steps"]
+    assert_same_state(uninterrupted, interrupted.model_dir, RESUMED["train_steps"])
+    # Started again once finished: nothing is trained or overwritten.
+    again = run_training(tmp_path, interrupted, make)
+    assert again == json.load(open(os.path.join(interrupted.model_dir, "train_summary.json")))
+    assert again["train_loss"] == second["train_loss"] and again["step"] == RESUMED["train_steps"]
 
 
 # ------------------------------------------------------------------------------------ errors
