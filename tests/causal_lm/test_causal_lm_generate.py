@@ -24,9 +24,10 @@ def trained(trained_byte_model):
 
 @pytest.fixture(scope="module")
 def byte(tmp_path_factory):
-    """(model directory, model, causal LM of the directory) of a random tiny byte-level model,
-    shared read only by the tests that generate from it or refuse its inputs."""
-    path, model = model_dir(tmp_path_factory.mktemp("byte") / "m", "byte")
+    """(model directory, model, causal LM of the directory) of a random tiny one-layer
+    byte-level model, shared read only by the tests that generate from it or refuse its inputs
+    (the two-layer models: `test_text_levels_equal_generate_py`)."""
+    path, model = model_dir(tmp_path_factory.mktemp("byte") / "m", "byte", n_layer=1)
     return path, model, from_preset(path)
 
 
@@ -79,7 +80,7 @@ def test_text_levels_equal_generate_py(tmp_path, level, prompt):
 
 
 def test_prompts_of_different_lengths_equal_each_alone(tmp_path):
-    path, model = model_dir(tmp_path / "m", "word", mem_len=10)
+    path, model = model_dir(tmp_path / "m", "word", mem_len=10, n_layer=1)
     lm = from_preset(path)
     prompts = ["w1 w2 w3", "w4", "w5 w6 w7", "w8 w9"]
     sampler = Sampler(temperature=1.0, top_k=5, seed=3)

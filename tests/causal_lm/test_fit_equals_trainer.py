@@ -128,10 +128,13 @@ def test_fit_equals_trainer_on_two_replicas(two_cpu_devices, one_device_trainer,
 
 
 def test_fit_with_mixed_precision_equals_trainer():
+    """One layer: the loss scaling and the float16 compute are what differ from the float32
+    runs above (the stacked layers' memory: those runs)."""
+    one_layer = CONFIG.replace(n_layer=1)
     keras.mixed_precision.set_global_policy("mixed_float16")
     try:
-        trainer = trainer_run(tf.distribute.get_strategy(), 1, loss_scaling=True)
-        run = fit_run(tf.distribute.get_strategy())
+        trainer = trainer_run(tf.distribute.get_strategy(), 1, one_layer, loss_scaling=True)
+        run = fit_run(tf.distribute.get_strategy(), one_layer)
     finally:
         keras.mixed_precision.set_global_policy("float32")
     assert run["lm"].backbone.dtype_policy.name == "mixed_float16"

@@ -12,8 +12,8 @@ import tensorflow as tf
 from causal_lm_support import causal_lm, from_preset, model_dir
 from txl_tf.causal_lm import serving_export
 from txl_tf.causal_lm.errors import CausalLMInputError
-from txl_tf.generation.sampler import Sampler
-from txl_tf.generation.generator import Generator
+from txl_tf.generation.sampler import Sampler, get_sampler
+from txl_tf.generation.text_generation import context_of, generator_of
 
 PROMPTS = np.array([[2, 3, 4], [5, 6, 7]], np.int32)
 LENGTH = 24
@@ -21,8 +21,11 @@ LENGTH = 24
 
 @pytest.fixture(scope="module")
 def word(tmp_path_factory):
-    """(model directory, causal LM) of a tiny word-level model (<eos> and <unk> specials)."""
-    path, _ = model_dir(tmp_path_factory.mktemp("word") / "m", "word", seed=1, mem_len=10)
+    """(model directory, causal LM) of a tiny one-layer word-level model (<eos> and <unk>
+    specials): what these tests check (samplers, stop ids, the loops' ends, datasets, exports,
+    arguments) does not depend on the stacking of layers."""
+    path, _ = model_dir(tmp_path_factory.mktemp("word") / "m", "word", seed=1, mem_len=10,
+                        n_layer=1)
     return path, from_preset(path)
 
 
@@ -81,6 +84,9 @@ def test_a_bad_compile_sampler_changes_nothing(word, sampler, message):
 # ---------------------------------------------------------------------------- stop tokens
 @pytest.mark.parametrize("jit_compile", [False, True], ids=["graph_loop", "compiled"])
 def test_explicit_stop_ids_cut_each_row_on_both_paths(word, jit_compile):
+    """Each row is cut after its first stop id; and the loop ends after the token that stops
+    the last row: the raw tokens' columns after the next one are never generated (zeros). All
+    of it through the one generator (and XLA program of 2 stop ids) of `lm.generate`."""
     lm = word[1]
     free = lm.generate(PROMPTS, LENGTH, None, sampler="random", jit_compile=jit_compile)
     p = PROMPTS.shape[1]
@@ -97,19 +103,12 @@ def test_explicit_stop_ids_cut_each_row_on_both_paths(word, jit_compile):
         np.testing.assert_array_equal(stripped, got[:, p:])
     absent = lm.generate(PROMPTS, LENGTH, never[:2], sampler="random", jit_compile=jit_compile)
     np.testing.assert_array_equal(absent, free)
-
-
-def test_compiled_and_graph_loops_end_once_every_row_has_stopped(word):
-    """The loop ends after the token that stops the last row: the columns after the next one
-    are never generated (zeros), on both paths, whose tokens are equal."""
-    backbone = word[1].backbone
-    prompt = PROMPTS[:1]
-    graph_loop = Generator(backbone)
-    first = graph_loop.generate(prompt, 1, temperature=0.0)[0, 0]
-    for gen in (graph_loop, Generator(backbone, jit_compile=True)):
-        raw = gen.generate(prompt, 12, temperature=0.0, stop_ids=[int(first)])
-        assert raw[0, 0] == first
-        np.testing.assert_array_equal(raw[0, 2:], np.zeros(10, np.int32))
+    gen = generator_of(lm.backbone, context_of(lm.backbone.config), jit_compile)
+    assert gen.jit_compile == jit_compile
+    first = [int(free[0, p]), int(free[1, p])]  # every row stops at its first token
+    raw = gen.generate(PROMPTS, LENGTH - p, **get_sampler("random").settings(), stop_ids=first)
+    np.testing.assert_array_equal(raw[:, 0], first)
+    np.testing.assert_array_equal(raw[:, 2:], np.zeros([2, LENGTH - p - 2], np.int32))
 
 
 def test_auto_stops_at_eos_and_drops_it_from_text(word):
@@ -141,7 +140,7 @@ def test_auto_stops_at_eos_and_drops_it_from_text(word):
 
 @pytest.mark.parametrize("level", ["char", "byte"])
 def test_auto_without_an_end_of_line_symbol_never_stops(tmp_path, level):
-    lm = from_preset(model_dir(tmp_path / level, level)[0])
+    lm = from_preset(model_dir(tmp_path / level, level, n_layer=1)[0])
     ids = np.array([[1, 2, 3]], np.int32)
     np.testing.assert_array_equal(lm.generate(ids, 12, sampler="random"),
                                   lm.generate(ids, 12, None, sampler="random"))

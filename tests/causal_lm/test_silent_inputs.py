@@ -47,7 +47,9 @@ def dirs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def lm(dirs):
-    return from_preset(dirs["two"])
+    """The causal LM of the one-layer directory: the calls it refuses or generates with do not
+    depend on the stacking of layers."""
+    return from_preset(dirs["one"])
 
 
 # -- weights of another configuration ----------------------------------------------------------
@@ -62,8 +64,8 @@ def test_checkpoint_of_two_layers_is_refused_by_a_one_layer_config(dirs, tmp_pat
 
 
 def test_preset_weights_of_two_layers_are_refused_by_a_one_layer_config(dirs, lm, tmp_path):
-    lm.save_to_preset(str(tmp_path / "p2"))
-    from_preset(dirs["one"]).save_to_preset(str(tmp_path / "p1"))
+    from_preset(dirs["two"]).save_to_preset(str(tmp_path / "p2"))
+    lm.save_to_preset(str(tmp_path / "p1"))
     shutil.copy(tmp_path / "p2" / "model.weights.h5", tmp_path / "p1" / "model.weights.h5")
     with pytest.raises(CausalLMInputError, match=r"model.weights.h5 holds the weights of 2 "
                        r"layers but a model of .*p1/config.json \(n_layer 1") as caught:
@@ -145,9 +147,10 @@ FIT_CASES = [  # (id, inputs, labels, regex)
 
 @pytest.fixture(scope="module")
 def compiled():
-    """A compiled causal LM of `tiny_model(n_token=50)` the refusals share: each case checks
-    that its refused call left the weights as it found them."""
-    model = causal_lm(tiny_model(n_token=50))
+    """A compiled causal LM of a one-layer `tiny_model(n_token=50)` that the refusals and the
+    good batches share (its train step traced once): each refusal checks that its refused call
+    left the weights as it found them."""
+    model = causal_lm(tiny_model(n_token=50, n_layer=1))
     model.compile(optimizer=keras.optimizers.Adam(1e-2))
     return model
 
@@ -166,20 +169,24 @@ def test_fit_and_evaluate_refuse_bad_batches_in_one_line(compiled, method, input
         np.testing.assert_array_equal(old, new.numpy())  # no step was applied
 
 
-def test_fit_still_trains_on_good_batches_with_padding():
-    model = causal_lm(tiny_model(n_token=50))
-    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+def test_fit_still_trains_on_good_batches_with_padding(compiled):
+    """The refusals' model (its step traced once for the module) trains on good batches."""
+    model = compiled
+    before = [w.numpy().copy() for w in model.backbone.weights]
     labels = GOOD.copy()
     labels[0, :3] = -1  # some padding: counted labels remain
     history = model.fit(_dataset(GOOD, labels), verbose=0).history
     assert np.isfinite(history["loss"][0]) and history["loss"][0] > 0
+    assert any(not np.array_equal(old, new.numpy())
+               for old, new in zip(before, model.backbone.weights))  # a step was applied
 
 
 # -- serving: NaN / Inf memory -----------------------------------------------------------------
 @pytest.fixture(scope="module")
 def serving():
-    """A `ServingModule` of a tiny model (20 ids), its signatures traced once for the module."""
-    return ServingModule(tiny_model(n_token=20, tgt_len=4), SETTINGS)
+    """A `ServingModule` of a tiny one-layer model (20 ids), its signatures traced once for the
+    module."""
+    return ServingModule(tiny_model(n_token=20, tgt_len=4, n_layer=1), SETTINGS)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
@@ -240,7 +247,7 @@ def test_serving_text_that_is_not_utf8(tmp_path, level):
     vocab, rules = vocabulary(level)
     write_model_vocab(str(tmp_path), vocab, rules)
     mv = ModelVocab(vocab, rules, {}, str(tmp_path / "vocab.txt"))
-    module = ServingModule(tiny_model(n_token=len(vocab), tgt_len=4), SETTINGS,
+    module = ServingModule(tiny_model(n_token=len(vocab), tgt_len=4, n_layer=1), SETTINGS,
                            vocab_file=mv.vocab_path, text_codec=GraphText(mv))
     score_text = module.signatures()["score_text"]
     good = score_text(text=tf.constant([b"w1 w2 w3"]))

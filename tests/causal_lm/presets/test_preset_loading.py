@@ -103,7 +103,9 @@ def test_a_model_directory_reads_at_any_checkpoint(trained, checkpoint):
 
 @pytest.mark.parametrize("level", ["word", "char"])
 def test_every_level_round_trips(tmp_path, level):
-    path, model = model_dir(tmp_path / "m", level)
+    """One layer: the preprocessor's files and the weights round trip whatever the depth (two
+    layers: the trained model's preset, `test_preset_reloaded_in_a_fresh_process...`)."""
+    path, model = model_dir(tmp_path / "m", level, n_layer=1)
     lm = from_preset(path)
     preset = save_to_preset(lm, tmp_path / "p")
     again = from_preset(preset)
@@ -116,10 +118,10 @@ def test_every_level_round_trips(tmp_path, level):
 
 @pytest.fixture(scope="module")
 def byte(tmp_path_factory):
-    """(model directory, model, its preset) of a random tiny byte-level model, made once for
-    the module; a test that changes the preset changes its own copy (`preset_copy`)."""
+    """(model directory, model, its preset) of a random tiny one-layer byte-level model, made
+    once for the module; a test that changes the preset changes its own copy (`preset_copy`)."""
     root = tmp_path_factory.mktemp("byte")
-    path, model = model_dir(root / "m", "byte")
+    path, model = model_dir(root / "m", "byte", n_layer=1)
     return path, model, save_to_preset(from_preset(path), root / "p")
 
 
