@@ -2,6 +2,7 @@
 with absolute positions."""
 import functools
 
+import keras
 import numpy as np
 import pytest
 
@@ -9,16 +10,26 @@ from txl_tf.inference import context_losses as cl
 from txl_tf.inference.context_losses import ContextLossError, ContextRegime
 from txl_tf.model.context_settings import ContextSettings
 
-from tiny import tiny_model
+from tiny import tiny_config, tiny_model
 
 V = 20
 
 
+_MODELS = {}
+
+
 def loud_model(seed=0, **changes):
     """`tiny_model` with large initial weights so that every visible token moves the loss
-    (n_token V, tgt_len and mem_len 4, init_std and proj_init_std 0.5), and `changes`."""
-    return tiny_model(seed, **{"n_token": V, "tgt_len": 4, "mem_len": 4, "init_std": 0.5,
-                               "proj_init_std": 0.5, **changes})
+    (n_token V, tgt_len and mem_len 4, init_std and proj_init_std 0.5), and `changes`; built
+    once per config and seed in this process and shared: the tests only read it. The global
+    seed is set again on every call, as if the model were built anew."""
+    fields = {"n_token": V, "tgt_len": 4, "mem_len": 4, "init_std": 0.5, "proj_init_std": 0.5,
+              **changes}
+    key = (seed, tiny_config(**fields).to_json())
+    if key not in _MODELS:
+        _MODELS[key] = tiny_model(seed, **fields)
+    keras.utils.set_random_seed(seed)
+    return _MODELS[key]
 
 
 def stream(length=60, seed=1):
@@ -153,10 +164,9 @@ def test_clamp_len_is_applied():
 
 
 def test_batching_does_not_change_the_losses():
-    model, regime = with_memory()
+    model, regime, reader = made("with_memory")
     tokens = stream()
     positions = np.arange(11, 40)
-    reader = cl.WindowReader(model, regime)
     one = cl.context_losses(model, tokens, positions, [2, 5, 11], batch_tokens=1, reader=reader)
     many = cl.context_losses(model, tokens, positions, [2, 5, 11], batch_tokens=10_000,
                              reader=reader, progress=True)
