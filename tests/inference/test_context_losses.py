@@ -124,29 +124,32 @@ def test_distance_c_counts_and_distance_c_plus_one_does_not(kind):
             assert (abs(moved) > 1e-5) == should_move, (c, distance, moved)
 
 
-def naive_loss(model, regime, tokens, t, c):
-    """-log P(x_t | x_{t-c} .. x_{t-1}) from log_probs, reading the window segment by segment
-    (one segment without memory)."""
-    window = np.asarray(tokens[t - c:t], np.int32)[None]
+def naive_losses(model, regime, tokens, positions, c):
+    """[-log P(x_t | x_{t-c} .. x_{t-1}) for t in positions] from log_probs, reading each window
+    on its own, segment by segment (one segment without memory); the windows of all positions
+    are the rows of one batch (rows never see each other)."""
+    windows = np.stack([np.asarray(tokens[t - c:t], np.int32) for t in positions])
     q = regime.segment_len or c
-    mems = model.init_mems(1, regime.mem_len) or None
+    mems = model.init_mems(len(positions), regime.mem_len) or None
     for begin in range(0, c, q):
-        out = model(window[:, begin:begin + q], mems=mems, mem_len=regime.mem_len,
+        out = model(windows[:, begin:begin + q], mems=mems, mem_len=regime.mem_len,
                     clamp_len=regime.clamp_len, same_length=regime.same_length)
         mems = out["mems"] or None
-    return -float(out["log_probs"][0, -1, tokens[t]])
+    last = out["log_probs"][:, -1].numpy()
+    return [-float(last[row, tokens[t]]) for row, t in enumerate(positions)]
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_losses_equal_a_naive_window_by_window_reading(kind):
     contexts = KINDS[kind][1]
-    model, regime, _ = made(kind)
+    model, regime, reader = made(kind)
     tokens = stream()
     positions = np.array([11, 12, 20, 37, 59])
-    losses = cl.context_losses(model, tokens, positions, contexts, regime, batch_tokens=40)
+    losses = cl.context_losses(model, tokens, positions, contexts, regime, batch_tokens=40,
+                               reader=reader)
     assert losses.shape == (len(contexts), positions.size) and losses.dtype == np.float32
     for k, c in enumerate(contexts):
-        expected = [naive_loss(model, regime, tokens, t, c) for t in positions]
+        expected = naive_losses(model, regime, tokens, positions, c)
         np.testing.assert_allclose(losses[k], expected, rtol=1e-5, atol=1e-5)
 
 
@@ -159,7 +162,7 @@ def test_clamp_len_is_applied():
                                 cl.window_regime(model.config, clamp_len=2))
     assert np.abs(free - clamped).max() > 1e-4
     window = ContextRegime(ContextSettings(mem_len=0, clamp_len=2))
-    expected = [naive_loss(model, window, tokens, t, 11) for t in positions]
+    expected = naive_losses(model, window, tokens, positions, 11)
     np.testing.assert_allclose(clamped[0], expected, rtol=1e-5, atol=1e-5)
 
 
@@ -220,7 +223,7 @@ def test_a_model_trained_without_memory_can_be_read_with_memory():
     positions = np.array([10, 11, 30])
     losses = cl.context_losses(model, stream(), positions, [2, 6, 9], regime, batch_tokens=20)
     for k, c in enumerate([2, 6, 9]):
-        expected = [naive_loss(model, regime, stream(), t, c) for t in positions]
+        expected = naive_losses(model, regime, stream(), positions, c)
         np.testing.assert_allclose(losses[k], expected, rtol=1e-5, atol=1e-5)
     assert np.abs(losses - cl.context_losses(model, stream(), positions, [2, 6, 9])).max() > 1e-4
 
@@ -228,8 +231,8 @@ def test_a_model_trained_without_memory_can_be_read_with_memory():
 def test_absolute_positions_read_one_window_per_context_length():
     """Positions counted back from the newest key: the loss of x_t with c tokens of context is
     read from a window ending at x_{t-1}, whatever other context lengths are asked for."""
-    model, regime = vanilla_with_memory()
+    model, regime, reader = made("vanilla_with_memory")
     positions = np.arange(11, 17)
-    alone = cl.context_losses(model, stream(), positions, [3], regime)
-    together = cl.context_losses(model, stream(), positions, [3, 6, 11], regime)
+    alone = cl.context_losses(model, stream(), positions, [3], regime, reader=reader)
+    together = cl.context_losses(model, stream(), positions, [3, 6, 11], regime, reader=reader)
     np.testing.assert_allclose(together[0], alone[0], rtol=1e-6, atol=1e-6)
