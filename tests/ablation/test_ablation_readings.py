@@ -71,7 +71,8 @@ def naive_window_loss(model, rows, attn_len):
 
 @pytest.mark.parametrize("attn_type", [0, 2, 3])
 def test_window_loss_equals_one_call_per_token(attn_type):
-    model = model_of(attn_type=attn_type, max_klen=4 if attn_type == 3 else None)
+    # One layer: without memory the reading sees the model only through its calls on windows.
+    model = model_of(attn_type=attn_type, max_klen=4 if attn_type == 3 else None, n_layer=1)
     rows = rows_of()
     for attn_len in (3, 4, 8, 30):
         nll, tokens = al.window_loss(model, rows, attn_len, batch_size=3)
@@ -102,12 +103,26 @@ def test_recurrent_loss_equals_an_eager_chain():
         al.recurrent_loss(model, rows, q)
 
 
-def test_attention_loss_dispatches_and_rows_are_checked():
-    model = model_of(mem_len=4)
-    rows = rows_of()
-    assert al.attention_loss(model, rows, 8, True) == al.recurrent_loss(model, rows, 8)
-    assert al.attention_loss(model, rows, 8, False) == al.window_loss(model, rows, 8)
-    assert al.train_attention_length(model.config) == 8
+def test_attention_loss_dispatches_and_rows_are_checked(monkeypatch):
+    """attention_loss hands its arguments to recurrent_loss with recurrence, to window_loss
+    without, and returns their result (both readings are checked against naive ones above)."""
+    calls = []
+
+    def reading(name):
+        def read(*args):
+            calls.append((name,) + args)
+            return (float(len(calls)), len(calls))
+        return read
+    monkeypatch.setattr(al, "recurrent_loss", reading("recurrent"))
+    monkeypatch.setattr(al, "window_loss", reading("window"))
+    model, rows = object(), rows_of()
+    assert al.attention_loss(model, rows, 8, True) == (1.0, 1)
+    assert al.attention_loss(model, rows, 8, False) == (2.0, 2)
+    assert al.attention_loss(model, rows, 5, False, batch_size=3) == (3.0, 3)
+    assert all(c[1] is model and c[2] is rows for c in calls)
+    assert [(c[0],) + c[3:] for c in calls] == [("recurrent", 8), ("window", 8, 64),
+                                                 ("window", 5, 3)]
+    assert al.train_attention_length(CONFIG.replace(mem_len=4)) == 8
     np.testing.assert_array_equal(al.stream_rows(np.arange(10), 3),
                                   [[0, 1, 2], [3, 4, 5], [6, 7, 8]])
     with pytest.raises(ValueError, match="rows"):

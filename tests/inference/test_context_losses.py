@@ -2,6 +2,7 @@
 with absolute positions."""
 import functools
 
+import keras
 import numpy as np
 import pytest
 
@@ -9,16 +10,26 @@ from txl_tf.inference import context_losses as cl
 from txl_tf.inference.context_losses import ContextLossError, ContextRegime
 from txl_tf.model.context_settings import ContextSettings
 
-from tiny import tiny_model
+from tiny import tiny_config, tiny_model
 
 V = 20
 
 
+_MODELS = {}
+
+
 def loud_model(seed=0, **changes):
     """`tiny_model` with large initial weights so that every visible token moves the loss
-    (n_token V, tgt_len and mem_len 4, init_std and proj_init_std 0.5), and `changes`."""
-    return tiny_model(seed, **{"n_token": V, "tgt_len": 4, "mem_len": 4, "init_std": 0.5,
-                               "proj_init_std": 0.5, **changes})
+    (n_token V, tgt_len and mem_len 4, init_std and proj_init_std 0.5), and `changes`; built
+    once per config and seed in this process and shared: the tests only read it. The global
+    seed is set again on every call, as if the model were built anew."""
+    fields = {"n_token": V, "tgt_len": 4, "mem_len": 4, "init_std": 0.5, "proj_init_std": 0.5,
+              **changes}
+    key = (seed, tiny_config(**fields).to_json())
+    if key not in _MODELS:
+        _MODELS[key] = tiny_model(seed, **fields)
+    keras.utils.set_random_seed(seed)
+    return _MODELS[key]
 
 
 def stream(length=60, seed=1):
@@ -113,50 +124,52 @@ def test_distance_c_counts_and_distance_c_plus_one_does_not(kind):
             assert (abs(moved) > 1e-5) == should_move, (c, distance, moved)
 
 
-def naive_loss(model, regime, tokens, t, c):
-    """-log P(x_t | x_{t-c} .. x_{t-1}) from log_probs, reading the window segment by segment
-    (one segment without memory)."""
-    window = np.asarray(tokens[t - c:t], np.int32)[None]
+def naive_losses(model, regime, tokens, positions, c):
+    """[-log P(x_t | x_{t-c} .. x_{t-1}) for t in positions] from log_probs, reading each window
+    on its own, segment by segment (one segment without memory); the windows of all positions
+    are the rows of one batch (rows never see each other)."""
+    windows = np.stack([np.asarray(tokens[t - c:t], np.int32) for t in positions])
     q = regime.segment_len or c
-    mems = model.init_mems(1, regime.mem_len) or None
+    mems = model.init_mems(len(positions), regime.mem_len) or None
     for begin in range(0, c, q):
-        out = model(window[:, begin:begin + q], mems=mems, mem_len=regime.mem_len,
+        out = model(windows[:, begin:begin + q], mems=mems, mem_len=regime.mem_len,
                     clamp_len=regime.clamp_len, same_length=regime.same_length)
         mems = out["mems"] or None
-    return -float(out["log_probs"][0, -1, tokens[t]])
+    last = out["log_probs"][:, -1].numpy()
+    return [-float(last[row, tokens[t]]) for row, t in enumerate(positions)]
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_losses_equal_a_naive_window_by_window_reading(kind):
     contexts = KINDS[kind][1]
-    model, regime, _ = made(kind)
+    model, regime, reader = made(kind)
     tokens = stream()
     positions = np.array([11, 12, 20, 37, 59])
-    losses = cl.context_losses(model, tokens, positions, contexts, regime, batch_tokens=40)
+    losses = cl.context_losses(model, tokens, positions, contexts, regime, batch_tokens=40,
+                               reader=reader)
     assert losses.shape == (len(contexts), positions.size) and losses.dtype == np.float32
     for k, c in enumerate(contexts):
-        expected = [naive_loss(model, regime, tokens, t, c) for t in positions]
+        expected = naive_losses(model, regime, tokens, positions, c)
         np.testing.assert_allclose(losses[k], expected, rtol=1e-5, atol=1e-5)
 
 
 def test_clamp_len_is_applied():
-    model = loud_model()
+    model, regime, reader = made("without_memory")  # the window regime without clamping
     tokens = stream()
     positions = np.arange(11, 20)
-    free = cl.context_losses(model, tokens, positions, [11], cl.window_regime(model.config))
+    free = cl.context_losses(model, tokens, positions, [11], regime, reader=reader)
     clamped = cl.context_losses(model, tokens, positions, [11],
                                 cl.window_regime(model.config, clamp_len=2))
     assert np.abs(free - clamped).max() > 1e-4
     window = ContextRegime(ContextSettings(mem_len=0, clamp_len=2))
-    expected = [naive_loss(model, window, tokens, t, 11) for t in positions]
+    expected = naive_losses(model, window, tokens, positions, 11)
     np.testing.assert_allclose(clamped[0], expected, rtol=1e-5, atol=1e-5)
 
 
 def test_batching_does_not_change_the_losses():
-    model, regime = with_memory()
+    model, regime, reader = made("with_memory")
     tokens = stream()
     positions = np.arange(11, 40)
-    reader = cl.WindowReader(model, regime)
     one = cl.context_losses(model, tokens, positions, [2, 5, 11], batch_tokens=1, reader=reader)
     many = cl.context_losses(model, tokens, positions, [2, 5, 11], batch_tokens=10_000,
                              reader=reader, progress=True)
@@ -210,7 +223,7 @@ def test_a_model_trained_without_memory_can_be_read_with_memory():
     positions = np.array([10, 11, 30])
     losses = cl.context_losses(model, stream(), positions, [2, 6, 9], regime, batch_tokens=20)
     for k, c in enumerate([2, 6, 9]):
-        expected = [naive_loss(model, regime, stream(), t, c) for t in positions]
+        expected = naive_losses(model, regime, stream(), positions, c)
         np.testing.assert_allclose(losses[k], expected, rtol=1e-5, atol=1e-5)
     assert np.abs(losses - cl.context_losses(model, stream(), positions, [2, 6, 9])).max() > 1e-4
 
@@ -218,8 +231,8 @@ def test_a_model_trained_without_memory_can_be_read_with_memory():
 def test_absolute_positions_read_one_window_per_context_length():
     """Positions counted back from the newest key: the loss of x_t with c tokens of context is
     read from a window ending at x_{t-1}, whatever other context lengths are asked for."""
-    model, regime = vanilla_with_memory()
+    model, regime, reader = made("vanilla_with_memory")
     positions = np.arange(11, 17)
-    alone = cl.context_losses(model, stream(), positions, [3], regime)
-    together = cl.context_losses(model, stream(), positions, [3, 6, 11], regime)
+    alone = cl.context_losses(model, stream(), positions, [3], regime, reader=reader)
+    together = cl.context_losses(model, stream(), positions, [3, 6, 11], regime, reader=reader)
     np.testing.assert_allclose(together[0], alone[0], rtol=1e-6, atol=1e-6)

@@ -11,7 +11,7 @@ from txl_tf import ConfigError, TransformerXL, TransformerXLConfig
 from txl_tf.commands import import_weights
 from txl_tf.convert.errors import WeightImportError
 
-from tiny import plain_train_step, tiny_config
+from tiny import tiny_config, train_step
 
 VARIANTS = [1, 2, 3]
 
@@ -21,7 +21,21 @@ def small_config(**changes):
     return tiny_config(**{"n_token": 40, "tgt_len": 4, "mem_len": 8, **changes})
 
 
+_MODELS = {}
+
+
 def make_model(seed=0, **changes):
+    """The model of `small_config(**changes)` with weights drawn after seeding `seed`, built once
+    per config and seed in this module and shared: the tests only read it (calls, gradients,
+    saves). The global seed is set again on every call, as if the model were built anew."""
+    key = (seed, small_config(**changes).to_json())
+    if key not in _MODELS:
+        _MODELS[key] = _build_model(seed, **changes)
+    keras.utils.set_random_seed(seed)
+    return _MODELS[key]
+
+
+def _build_model(seed, **changes):
     keras.utils.set_random_seed(seed)
     model = TransformerXL(small_config(**changes))
     for block in model.blocks:  # the relative biases start at zero: make them matter
@@ -234,19 +248,44 @@ def test_attn_type_2_positions_count_back_from_the_newest_token():
 # ------------------------------------------------------------------------------------------------
 # Every variant with a memory; one without (the model has no branch on the memory's length: an
 # empty memory is the same program with zero-length tensors).
-@pytest.mark.parametrize("attn_type,mem_len", [(1, 8), (2, 8), (3, 8), (2, 0)])
-def test_xla_step_equals_plain_step(attn_type, mem_len):
-    model = make_model(attn_type=attn_type, mem_len=mem_len)
-    tokens, labels = random_tokens([2, 4], seed=7), random_tokens([2, 4], seed=8)
-    mems = model.init_mems(2)
-    loss_a, grads_a, mems_a = plain_train_step(model, False)(tokens, labels, mems)
-    loss_b, grads_b, mems_b = plain_train_step(model, True)(tokens, labels, mems)
+XLA_CASES = [(1, 8), (2, 8), (3, 8), (2, 0)]
+
+
+def xla_inputs():
+    return random_tokens([2, 4], seed=7), random_tokens([2, 4], seed=8)
+
+
+@pytest.fixture(scope="module")
+def xla_steps():
+    """{(attn_type, mem_len): (model, its step's (loss, gradients, new memory) computed by
+    XLA)} of every case of XLA_CASES, their steps compiled together in one XLA program (one
+    compilation instead of one per case; the models share no variable)."""
+    models = [make_model(attn_type=attn_type, mem_len=mem_len)
+              for attn_type, mem_len in XLA_CASES]
+    tokens, labels = xla_inputs()
+
+    @tf.function(jit_compile=True)
+    def every_step(every_mems):
+        return [train_step(model)(tokens, labels, mems)
+                for model, mems in zip(models, every_mems)]
+
+    results = every_step([model.init_mems(2) for model in models])
+    return {case: (model, result) for case, model, result in zip(XLA_CASES, models, results)}
+
+
+@pytest.mark.parametrize("attn_type,mem_len", XLA_CASES)
+def test_xla_step_equals_plain_step(xla_steps, attn_type, mem_len):
+    model, (loss_b, grads_b, mems_b) = xla_steps[attn_type, mem_len]
+    assert model.config.attn_type == attn_type and model.config.mem_len == mem_len
+    tokens, labels = xla_inputs()
+    loss_a, grads_a, mems_a = train_step(model)(tokens, labels, model.init_mems(2))  # eager
     np.testing.assert_allclose(loss_a.numpy(), loss_b.numpy(), rtol=1e-5)
-    assert len(grads_a) == len(model.trainable_variables)
+    assert len(grads_a) == len(grads_b) == len(model.trainable_variables)
     for var, g_a, g_b in zip(model.trainable_variables, grads_a, grads_b):
         assert g_a is not None, var.path
         np.testing.assert_allclose(tf.convert_to_tensor(g_a).numpy(),
                                    tf.convert_to_tensor(g_b).numpy(), rtol=1e-3, atol=1e-5)
+    assert len(mems_a) == len(mems_b) == 2
     for m_a, m_b in zip(mems_a, mems_b):
         np.testing.assert_allclose(m_a.numpy(), m_b.numpy(), rtol=1e-5, atol=1e-6)
 

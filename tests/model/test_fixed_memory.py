@@ -7,6 +7,8 @@ log-probabilities and the filled memory must match at the first segment (empty m
 middle ones (partly filled) and the last (full, states dropped), for every attention variant,
 in float32 and in mixed precision.
 """
+import functools
+
 import keras
 import numpy as np
 import pytest
@@ -26,9 +28,15 @@ MEM_LEN, SEG, SEGMENTS = 5, 3, 4  # memory filled after 2 segments, states dropp
 PRECISIONS = [("float32", 1e-5), ("mixed_bfloat16", 0.05), ("mixed_float16", 5e-3)]
 
 
-def model_of(attn_type, policy, **changes):
-    reference = tiny_model(3, attn_type=attn_type, mem_len=MEM_LEN, tgt_len=SEG,
-                           clamp_len=changes.pop("clamp_len", -1), **changes)
+@functools.cache
+def float32_model(attn_type, clamp_len=-1):
+    """The float32 model of `attn_type`, built once per process; the tests only call it."""
+    return tiny_model(3, attn_type=attn_type, mem_len=MEM_LEN, tgt_len=SEG, clamp_len=clamp_len)
+
+
+def model_of(attn_type, policy, clamp_len=-1):
+    """The float32 model of `attn_type`, or a `policy` model holding its weights."""
+    reference = float32_model(attn_type, clamp_len)
     if policy == "float32":
         return reference
     keras.utils.set_random_seed(0)

@@ -6,12 +6,26 @@ import tensorflow as tf
 from keras.src.backend.common import global_state
 
 import txl_tf
-from tiny import plain_train_step, tiny_model
+from tiny import tiny_config, tiny_model, train_step
 from txl_tf import TransformerXL, TransformerXLConfig
 
 
 def random_tokens(shape, n_token=50, seed=0):
     return tf.constant(np.random.default_rng(seed).integers(0, n_token, size=shape), tf.int32)
+
+
+_MODELS = {}
+
+
+def shared_model(**changes):
+    """`tiny_model(**changes)`, built once per config in this module and shared by the tests that
+    only read it (calls, gradients, saves; no dropout state advanced). The global seed is set
+    again on every call, as `tiny_model` sets it."""
+    key = tiny_config(**changes).to_json()
+    if key not in _MODELS:
+        _MODELS[key] = tiny_model(**changes)
+    keras.utils.set_random_seed(0)
+    return _MODELS[key]
 
 
 CONFIG_VARIANTS = [
@@ -24,7 +38,7 @@ CONFIG_VARIANTS = [
 
 @pytest.mark.parametrize("changes", CONFIG_VARIANTS)
 def test_causality_future_tokens_never_change_the_past(changes):
-    model = tiny_model(**changes)
+    model = shared_model(**changes)
     tokens = random_tokens([2, 8])
     mems = model.init_mems(2)
     before = model(tokens, mems=mems)["log_probs"].numpy()
@@ -40,7 +54,7 @@ def test_causality_future_tokens_never_change_the_past(changes):
 def test_segments_with_memory_equal_one_long_pass(changes):
     """Three segments of 4 with a memory that holds all earlier context give the same per-token
     NLL as one pass over the 12 tokens."""
-    model = tiny_model(mem_len=8, **changes)
+    model = shared_model(mem_len=8, **changes)
     tokens, labels = random_tokens([2, 12], seed=1), random_tokens([2, 12], seed=2)
     full = model(tokens, labels=labels)["nll"].numpy()
     mems, pieces = None, []
@@ -54,7 +68,7 @@ def test_segments_with_memory_equal_one_long_pass(changes):
 def test_short_memory_forgets_what_a_long_pass_sees():
     """With mem_len smaller than the earlier context, the segment NLL differs from the long pass:
     the equivalence above is not vacuous."""
-    model = tiny_model(mem_len=2)
+    model = shared_model(mem_len=2)
     tokens, labels = random_tokens([2, 8], seed=3), random_tokens([2, 8], seed=4)
     full = model(tokens, labels=labels)["nll"].numpy()
     mems = model(tokens[:, :4])["mems"]
@@ -63,7 +77,7 @@ def test_short_memory_forgets_what_a_long_pass_sees():
 
 
 def test_memory_is_the_input_of_each_layer():
-    model = tiny_model(mem_len=4)
+    model = shared_model(mem_len=4)
     tokens = random_tokens([2, 6])
     out = model(tokens, mems=model.init_mems(2))
     embedded = model.embedding(tokens).numpy()  # input of layer 0 (no dropout)
@@ -78,7 +92,7 @@ def test_memory_is_the_input_of_each_layer():
 
 @pytest.mark.parametrize("mem_len,qlen", [(3, 6), (6, 6), (10, 6), (0, 6)])
 def test_memory_shapes(mem_len, qlen):
-    model = tiny_model(mem_len=mem_len)
+    model = shared_model(mem_len=mem_len)
     tokens = random_tokens([3, qlen])
     out = model(tokens, mems=model.init_mems(3))
     assert len(out["mems"]) == 2
@@ -92,7 +106,7 @@ def test_memory_shapes(mem_len, qlen):
 
 
 def test_no_gradient_reaches_the_memory():
-    model = tiny_model()
+    model = shared_model()
     tokens, labels = random_tokens([2, 6], seed=5), random_tokens([2, 6], seed=6)
     with tf.GradientTape(persistent=True) as tape:
         first = model(tokens, labels=labels, training=True)
@@ -111,24 +125,49 @@ def test_no_gradient_reaches_the_memory():
                                    tf.convert_to_tensor(g2).numpy(), rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("changes", [dict(), dict(cutoffs=(10, 30), div_val=2, untie_r=True)])
-def test_xla_step_equals_plain_step(changes):
-    model = tiny_model(**changes)
-    tokens, labels = random_tokens([2, 6], seed=7), random_tokens([2, 6], seed=8)
-    mems = model.init_mems(2)
-    loss_a, grads_a, mems_a = plain_train_step(model, False)(tokens, labels, mems)
-    loss_b, grads_b, mems_b = plain_train_step(model, True)(tokens, labels, mems)
+# Two layers (the memory of both carried), with and without the adaptive softmax's tail bins.
+XLA_CHANGES = [dict(), dict(cutoffs=(10, 30), div_val=2, untie_r=True)]
+
+
+def xla_inputs():
+    return random_tokens([2, 6], seed=7), random_tokens([2, 6], seed=8)
+
+
+@pytest.fixture(scope="module")
+def xla_steps():
+    """[(model, its step's (loss, gradients, new memory) computed by XLA)] for each of
+    XLA_CHANGES, both steps compiled together in one XLA program (one compilation instead of
+    two; the models share no variable)."""
+    models = [shared_model(**changes) for changes in XLA_CHANGES]
+    tokens, labels = xla_inputs()
+
+    @tf.function(jit_compile=True)
+    def both_steps(both_mems):
+        return [train_step(model)(tokens, labels, mems)
+                for model, mems in zip(models, both_mems)]
+
+    return list(zip(models, both_steps([model.init_mems(2) for model in models])))
+
+
+@pytest.mark.parametrize("case", range(len(XLA_CHANGES)), ids=["plain", "adaptive"])
+def test_xla_step_equals_plain_step(xla_steps, case):
+    model, (loss_b, grads_b, mems_b) = xla_steps[case]
+    assert model.config == tiny_config(**XLA_CHANGES[case]) and model.config.n_layer == 2
+    tokens, labels = xla_inputs()
+    loss_a, grads_a, mems_a = train_step(model)(tokens, labels, model.init_mems(2))  # eager
     np.testing.assert_allclose(loss_a.numpy(), loss_b.numpy(), rtol=1e-5)
+    assert len(grads_a) == len(grads_b) == len(model.trainable_variables)
     for g_a, g_b in zip(grads_a, grads_b):
         np.testing.assert_allclose(tf.convert_to_tensor(g_a).numpy(),
                                    tf.convert_to_tensor(g_b).numpy(), rtol=1e-3, atol=1e-5)
+    assert len(mems_a) == len(mems_b) == 2
     for m_a, m_b in zip(mems_a, mems_b):
         np.testing.assert_allclose(m_a.numpy(), m_b.numpy(), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("policy,tolerance", [("mixed_bfloat16", 0.1), ("mixed_float16", 0.02)])
 def test_mixed_precision_stays_close_to_float32(policy, tolerance):
-    reference = tiny_model(cutoffs=(10, 30), div_val=2, init_std=0.05)
+    reference = shared_model(cutoffs=(10, 30), div_val=2, init_std=0.05)
     keras.utils.set_random_seed(0)
     mixed = TransformerXL(reference.config, dtype=policy)
     mixed.set_weights(reference.get_weights())
@@ -156,7 +195,7 @@ def test_dropout_only_in_training():
 
 
 def test_vanilla_transformer_without_memory_is_causal():
-    model = tiny_model(attn_type=2, mem_len=0)
+    model = shared_model(attn_type=2, mem_len=0)
     assert [m.shape for m in model.init_mems(2)] == [(2, 0, 16)] * 2
     assert not any("/r:" in v.name or v.path.endswith("/r") for v in model.weights)
     tokens = random_tokens([2, 6])
@@ -227,7 +266,7 @@ def test_call_rejects_wrong_number_of_memories():
 
 
 def test_model_config_round_trip_and_save_load(tmp_path):
-    model = tiny_model(cutoffs=(10, 30), div_val=2, untie_r=True)
+    model = shared_model(cutoffs=(10, 30), div_val=2, untie_r=True)
     clone = TransformerXL.from_config(model.get_config())
     assert clone.config == model.config
     tokens, labels = random_tokens([2, 6]), random_tokens([2, 6], seed=1)

@@ -93,6 +93,20 @@ def plain_train_step(model, jit_compile):
     return step
 
 
+def train_step(model):
+    """`plain_train_step`'s step as a plain Python function: called directly, it runs eagerly,
+    op by op through TensorFlow's kernels (no graph to trace and optimise: the cheap reference of
+    a compiled step); called inside a `tf.function`, it is traced into that function, so several
+    models' steps can share one XLA compilation."""
+    def step(tokens, labels, mems):
+        with tf.GradientTape() as tape:
+            out = model(tokens, mems=mems, labels=labels, training=True)
+            loss = tf.reduce_mean(out["nll"])
+        grads = tape.gradient(loss, model.trainable_variables)
+        return loss, grads, out["mems"]
+    return step
+
+
 def train_config(**changes):
     """The `ConfigTemplate` of `txl_tf.commands.train.train` for a `TRAIN_SIZES` model without
     dropout, with `changes` (any config field but n_token and cutoffs: those are the data's)."""

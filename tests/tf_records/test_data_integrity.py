@@ -9,6 +9,7 @@ cases mount a small tmpfs (root only; skipped with the reason otherwise).
 import contextlib
 import json
 import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -19,6 +20,7 @@ import tf_records
 from tf_records.records import metadata
 
 from runner_calls import call_runner
+from shared_dirs import read_only_dir, writable_copy
 from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, TRAIN_SIZES
 
 # What train.py asks for.
@@ -79,19 +81,41 @@ def temp_files(directory):
     return [f for _, _, names in os.walk(directory) for f in names if f.endswith(".tmp")]
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """A data_dir prepared and a model_dir trained one step by train.py under umask 022."""
-    root = tmp_path_factory.mktemp("trained")
+MODEL_FILES = ["config.json", "vocab.txt", "corpus-info.json", "train_summary.json", "flags.txt",
+               "best/best.json"]
+
+
+def modes_of(data_dir, model_dir):
+    """{path: oct mode} of every file of `data_dir` and the `MODEL_FILES` of `model_dir`."""
+    data_files = sorted(os.listdir(data_dir))
+    assert "vocab.txt" in data_files and TRAIN_RECORDS in data_files and TRAIN_INFO in data_files
+    return {str(p): oct(os.stat(p).st_mode & 0o777) for p in
+            [data_dir / f for f in data_files] + [model_dir / f for f in MODEL_FILES]}
+
+
+def train_under_022(path):
+    """Prepares `path`/data and trains `path`/model one step by train.py under umask 022; the
+    files' modes as written go to `path`/modes.json (the shared copy is then made read-only)."""
+    root = pathlib.Path(path)
     result = train(root / "data", root / "model", umask=0o022)
     assert result.returncode == 0, result.stderr[-3000:]
-    return root / "data", root / "model"
+    (root / "modes.json").write_text(json.dumps(modes_of(root / "data", root / "model")))
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """(data_dir, model_dir, {path: mode as written}): a data_dir prepared and a model_dir
+    trained one step by train.py under umask 022, made once per run for both xdist workers
+    and shared read-only (`shared_dirs`); tests that damage the data work on `data_copy`."""
+    with read_only_dir(tmp_path_factory, "data_integrity_trained", train_under_022) as path:
+        root = pathlib.Path(path)
+        yield root / "data", root / "model", json.loads((root / "modes.json").read_text())
 
 
 @pytest.fixture
 def data_copy(trained, tmp_path):
-    """A private copy of the prepared data_dir (to damage)."""
-    return shutil.copytree(trained[0], tmp_path / "data")
+    """A private, writable copy of the prepared data_dir (to damage)."""
+    return pathlib.Path(writable_copy(trained[0], tmp_path / "data"))
 
 
 @contextlib.contextmanager
@@ -112,19 +136,13 @@ def tmpfs(path, size):
 @pytest.mark.parametrize("umask", [0o022, 0o027])
 def test_files_respect_the_umask(trained, tmp_path, umask):
     if umask == 0o022:
-        data_dir, model_dir = trained
+        modes = trained[2]  # as train.py wrote them, before the shared copy was made read-only
     else:
         data_dir, model_dir = tmp_path / "data", tmp_path / "model"
         result = train(data_dir, model_dir, umask=umask)
         assert result.returncode == 0, result.stderr[-3000:]
-    expected = 0o666 & ~umask
-    data_files = sorted(os.listdir(data_dir))
-    assert "vocab.txt" in data_files and TRAIN_RECORDS in data_files and TRAIN_INFO in data_files
-    model_files = ["config.json", "vocab.txt", "corpus-info.json", "train_summary.json",
-                   "flags.txt", "best/best.json"]
-    modes = {str(p): oct(os.stat(p).st_mode & 0o777) for p in
-             [data_dir / f for f in data_files] + [model_dir / f for f in model_files]}
-    assert set(modes.values()) == {oct(expected)}, modes
+        modes = modes_of(data_dir, model_dir)
+    assert set(modes.values()) == {oct(0o666 & ~umask)}, modes
 
 
 # ------------------------------------------------------------------------- damaged records
