@@ -42,6 +42,14 @@ except RuntimeError:  # TensorFlow was initialised already (e.g. by a plugin).
     pass
 
 
+def pytest_collection_modifyitems(config, items):
+    """The tests of a module that share a module-, class- or package-scoped fixture run on one
+    xdist worker (`--dist loadgroup`; tests/support/worker_groups.py)."""
+    import worker_groups
+
+    worker_groups.group_shared_fixture_modules(items)
+
+
 @pytest.fixture
 def two_cpu_devices():
     """The names of two logical CPU devices, e.g. for ``tf.distribute.MirroredStrategy``."""
