@@ -291,8 +291,9 @@ def keras_outputs(served, ids_reqs, text_reqs):
 # The requests also sent through `saved_model_cli run`: it loads the SavedModel through the same
 # session loader as "session" above, so what it adds is its own way in and out (arrays from .npy
 # files, a memory from an earlier call's --outdir, strings in and printed out): one ids request
-# that starts from init_mems' output and the two text signatures.
-CLI_REQUESTS = ("init", "score", "gen_text", "score_text")
+# that starts from init_mems' output, and generate_text (strings in, strings printed out; its
+# number outputs through --outdir as score's). Each command loads the SavedModel once more.
+CLI_REQUESTS = ("init", "score", "gen_text")
 ID_SIGNATURES = ["generate", "init_mems", "nll", "score", "serving_default"]
 ALL_SIGNATURES = sorted(ID_SIGNATURES + ["generate_text", "score_text"])
 # Requests the ids export refuses where TensorFlow alone loads it: (name, signature, inputs,
@@ -426,7 +427,7 @@ def test_id_signatures_equal_keras_with_tensorflow_alone(served, expected, tmp_p
 
 def test_every_signature_equals_keras_with_tensorflow_text(expected, served, tmp_path):
     """`loader_process` "text": the text signatures through the session loader, every
-    signature through tf.saved_model.load and the text ones through saved_model_cli run give
+    signature through tf.saved_model.load and generate_text through saved_model_cli run give
     the Keras model's outputs; both loaders list every signature and refuse every request of
     BAD_REQUESTS with its words; the loaded vocabulary asset is the model's vocab.txt."""
     out, _, cli = loader_process(served, tmp_path, "text")
