@@ -23,6 +23,10 @@ from txl_tf.generation.sampler import Sampler
 from txl_tf.serving.export_options import ExportInputError
 
 SETTINGS = dict(mem_len=6, clamp_len=5, same_length=True, gen_mem_len=40, warmup_requests=1)
+# One layer: what is compared is export() against runners/export.py and the loaded signatures
+# against the Keras model, not how layers stack (the memory of a 2-layer model through every
+# loader: tests/serving/test_serving_loaders.py); each layer adds to every signature's tracing.
+MODEL = dict(seed=3, clamp_len=5, n_layer=1)
 # Written by the runner and by export() from the same model, except where they say so.
 PER_EXPORT = ("checkpoint", "checkpoint_name", "checkpoint_step")
 
@@ -35,7 +39,7 @@ def through_session(path):
                     seed=np.array([3, 4], np.int64))
     requests = {
         "score": dict(tokens=np.array([[1, 2, 3], [4, 5, 6]], np.int32),
-                      mems=np.zeros([2, 2, 6, 16], np.float32)),
+                      mems=np.zeros([2, MODEL["n_layer"], 6, 16], np.float32)),
         "generate": dict(prompt=np.array([[5, 6, 7], [8, 9, 10]], np.int32), **sampling),
         "generate_text": dict(text=np.array([b"w1 w2 w3", b"w4 nope w5"]), **sampling)}
     call = SavedModelCalls(path, "session")
@@ -76,8 +80,9 @@ def recorded_export(root, tag):
 
 
 def build_model_dir(root):
-    """Writes root/model: a tiny word-level model directory (seed 3, clamp_len 5)."""
-    model_dir(os.path.join(root, "model"), "word", seed=3, clamp_len=5)
+    """Writes root/model: a tiny word-level model directory (`MODEL`: seed 3, clamp_len 5, one
+    layer)."""
+    model_dir(os.path.join(root, "model"), "word", **MODEL)
 
 
 def build_keras_export(root, path):

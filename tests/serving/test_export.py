@@ -19,13 +19,19 @@ from tf_records.text.tokenize import TextRules, decode_ids, encode_text
 from tf_records.vocab.vocabulary import Vocabulary
 
 from tiny import tiny_model
-from word_export import RULES, vocabulary, word_model
+from word_export import MEM_LEN, N_TOKEN, RULES, vocabulary
 
 
 
 def served_model(n_token, seed=0, **changes):
-    """`tiny_model` of `n_token` tokens with tgt_len 4, init_std 0.5, and `changes`."""
-    return tiny_model(seed, **{"n_token": n_token, "tgt_len": 4, "init_std": 0.5, **changes})
+    """`tiny_model` of `n_token` tokens with one layer, tgt_len 4, init_std 0.5, and `changes`.
+    One layer: the tests of this file check what the export writes and what its signatures
+    give, not how layers stack (the memory of stacked layers through every loader:
+    test_serving_loaders.py; in the compiled generation loop:
+    tests/generation/test_compiled_generation.py::test_compiled_equals_graph_loop[1]); every
+    layer adds to the tracing of every signature and to XLA's compilation."""
+    return tiny_model(seed, **{"n_token": n_token, "n_layer": 1, "tgt_len": 4, "init_std": 0.5,
+                               **changes})
 
 
 WORD_TEXT = "The  cat\u00a0sat\r\non É mat.\n\n  a\tcat\u2003sat  \nthe end"
@@ -72,9 +78,9 @@ def test_in_graph_tokenization_equals_tf_records(tmp_path, case):
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     """A model directory of the tiny word-level model of tests/support/word_export.py (its
-    weights and vocabulary) and the model."""
+    settings and vocabulary) with one layer (`served_model`), and the model."""
     model_dir = str(tmp_path_factory.mktemp("export") / "model")
-    model = word_model()
+    model = served_model(N_TOKEN, seed=3, mem_len=MEM_LEN)
     txl_tf.save_model(model, model_dir)
     write_model_vocab(model_dir, vocabulary(), RULES)
     return dict(model_dir=model_dir, model=model)

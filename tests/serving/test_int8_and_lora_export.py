@@ -14,6 +14,9 @@ from txl_tf.serving.export_options import ExportOptions
 from txl_tf.serving.saved_model_writer import export_built_model
 
 MEM_LEN = 6
+# One layer: the int8 weights and the merged adapters of every layer are what is checked, not
+# how layers stack; each layer adds to the tracing of every signature of both exports.
+N_LAYER = 1
 TOKENS = (np.arange(8, dtype=np.int32).reshape(2, 4) * 5) % TINY_MODEL["n_token"]
 
 
@@ -31,7 +34,7 @@ def saved_dtypes(path):
 
 def test_int8_and_adapted_exports_serve_through_the_session_loader(tmp_path):
     """(The float model's export: tests/serving/test_serving_loaders.py and test_export.py.)"""
-    plain, int8, adapted = tiny_model(), tiny_model(), tiny_model()
+    plain, int8, adapted = (tiny_model(n_layer=N_LAYER) for _ in range(3))
     int8.quantize("int8")
     adapted.enable_lora(2)
     for variable in adapted.trainable_weights:  # b away from zero: the merge matters
@@ -46,7 +49,7 @@ def test_int8_and_adapted_exports_serve_through_the_session_loader(tmp_path):
     int8_count = sum(dtype == tf.int8 for dtype in int8_saved.values())
     assert int8_count == sum(v.dtype == "int8" for v in int8.weights) > 0
     assert not any("lora" in k for k in saved_dtypes(paths["lora"]))
-    mems = np.zeros([2, TINY_MODEL["n_layer"], MEM_LEN, TINY_MODEL["d_model"]], np.float32)
+    mems = np.zeros([2, N_LAYER, MEM_LEN, TINY_MODEL["d_model"]], np.float32)
     served = {tag: call("score", {"tokens": TOKENS, "mems": mems})["log_probs"]
               for tag, call in calls.items()}
     keras_out = {tag: model(tf.constant(TOKENS), mems=model.init_mems(2, MEM_LEN),

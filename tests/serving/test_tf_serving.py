@@ -56,13 +56,19 @@ LIMITS = dict(max_seq_len=24, max_num_tokens=16, max_text_bytes=120, max_batch_s
 # for minutes if the model ran before the check.
 BUDGET = dict(max_seq_len=100_000, max_num_tokens=100_000, max_text_bytes=1_000_000,
               max_batch_size=64, max_request_tokens=64, max_request_bytes=1_000_000)
+# The model of the budget export and of the export whose warmup fails: the doc model with one
+# layer. What they check fails before the model runs (a budget) or at the first warmup request
+# of a signature, so how layers stack plays no part; every layer adds to the tracing of every
+# signature.
+FAILS_EARLY_LAYERS = 1
 
 
-def doc_model_dir(root):
-    """Writes root/model: the doc model's directory (seed 3, word-level, 12 tokens)."""
+def doc_model_dir(root, **changes):
+    """Writes root/model: the doc model's directory (seed 3, word-level, 12 tokens), with
+    `changes` to DOC_MODEL."""
     model_dir = os.path.join(root, "model")
     keras.utils.set_random_seed(3)
-    model = txl_tf.TransformerXL(tiny_config(**DOC_MODEL))
+    model = txl_tf.TransformerXL(tiny_config(**{**DOC_MODEL, **changes}))
     txl_tf.save_model(model, model_dir)
     vocab = Vocabulary(["<eos>"] + [f"w{i}" for i in range(11)], "word", specials=["<eos>"])
     write_model_vocab(model_dir, vocab, TextRules("word", eos="<eos>"))
@@ -83,10 +89,11 @@ def export_doc_model(root):
 
 
 def export_budget_model(root):
-    """Fills `root`: the doc model's directory (model/, the same weights as
-    `export_doc_model`'s) exported with BUDGET and no warmup requests (budget/); what the
-    export returned in exports.json."""
-    budget = export.run(export.ExportOptions(doc_model_dir(root), os.path.join(root, "budget"),
+    """Fills `root`: the doc model's directory with FAILS_EARLY_LAYERS layers (model/),
+    exported with BUDGET and no warmup requests (budget/); what the export returned in
+    exports.json."""
+    budget = export.run(export.ExportOptions(doc_model_dir(root, n_layer=FAILS_EARLY_LAYERS),
+                                             os.path.join(root, "budget"),
                                              warmup_requests=0, **SETTINGS),
                         ServingLimits(**BUDGET))
     with open(os.path.join(root, "exports.json"), "w") as f:
@@ -109,7 +116,7 @@ def served(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def budget_export(tmp_path_factory):
-    """The path of the doc model's export with BUDGET, made once per run for both xdist
+    """The path of the one-layer doc model's export with BUDGET, made once per run for both xdist
     workers and read-only, apart from `served`'s (only the budget tests wait for it; the two
     xdist workers may build them at once)."""
     with read_only_dir(tmp_path_factory, "tf_serving_budget_export",
@@ -242,7 +249,7 @@ def test_warmup_records_parse_and_replay(served):
     assert replayed == [[s, [b]] for s in signatures for b in sizes[:2]]
 
 
-def test_a_warmup_request_that_fails_stops_the_export(served, monkeypatch, tmp_path):
+def test_a_warmup_request_that_fails_stops_the_export(monkeypatch, tmp_path):
     """Every warmup request runs once through the module before it is written: one that fails
     (here: an id outside the vocabulary) is an export error, and no version is left behind."""
     from txl_tf.serving import warmup as serving_warmup
@@ -259,7 +266,8 @@ def test_a_warmup_request_that_fails_stops_the_export(served, monkeypatch, tmp_p
     with pytest.raises(export.ExportRuntimeError,
                        match=r"the warmup request of nll \(batch 1\) fails: .*labels must be "
                              r"token ids < 12.*--warmup_requests=0"):
-        export.run(export.ExportOptions(served["model_dir"], str(tmp_path / "e"), mem_len=MEM_LEN,
+        export.run(export.ExportOptions(doc_model_dir(tmp_path, n_layer=FAILS_EARLY_LAYERS),
+                                        str(tmp_path / "e"), mem_len=MEM_LEN,
                                         text_signatures=False), ServingLimits(**LIMITS))
     assert [n for n in os.listdir(tmp_path / "e") if not n.startswith(".")] == []
 
@@ -348,7 +356,7 @@ def over_budget(call):
     text = "w1 w2 w3 " * 33_000  # 297 kB, 99,000 tokens
     rows = BUDGET["max_request_bytes"] // len(text) + 1  # the fewest rows over the bytes budget
     long_text = np.array([text] * rows, object)
-    mems = np.zeros([8, 2, 2, 4], np.float32)
+    mems = np.zeros([8, FAILS_EARLY_LAYERS, MEM_LEN, D_MODEL], np.float32)
     cases = {
         "score": ("score", dict(tokens=np.ones([8, 16], np.int32), mems=mems)),
         "nll": ("nll", dict(tokens=np.ones([8, 16], np.int32),
