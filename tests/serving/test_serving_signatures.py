@@ -79,3 +79,22 @@ def test_an_unknown_name_is_one_clear_line():
                                          r"signatures are generate, generate_text, "):
         signatures.by_name("scores")
     assert signatures.by_name("serving_default").name == "score"
+
+
+def test_an_export_with_warmup_requests_traces_each_signature_once(tmp_path):
+    """`write_saved_model` runs the warmup requests before the save, in the context the save
+    traces in: the save reuses their traces, so each signature is traced once (it was twice),
+    and the file holds every request."""
+    from txl_tf.serving import saved_model_writer
+
+    settings = ServingSettings(ContextSettings(tgt_len=4, mem_len=3, clamp_len=8),
+                               gen_mem_len=5, gen_seg_len=2)
+    module = ServingModule(tiny_model(n_layer=1), settings)
+    functions = module.signatures()
+    path = str(tmp_path / "1")
+    saved_model_writer.write_saved_model(module, path, {"model_name": "m", "warmup_requests": 2})
+    assert {name: f.experimental_get_tracing_count() for name, f in functions.items()} == {
+        name: 1 for name in functions}
+    warmup_file = tmp_path / "1" / saved_model_writer.WARMUP_FILE
+    assert sum(1 for _ in tf.data.TFRecordDataset(str(warmup_file))) == 2 * len(functions)
+    assert sorted(tf.saved_model.load(path).signatures) == sorted(functions)

@@ -65,13 +65,14 @@ def check_export_dir(export_dir):
 
 
 def write_saved_model(module, path, info):
-    """tf.saved_model.save plus the info file and the warmup requests; OS and TF failures
-    become ExportRuntimeError."""
+    """tf.saved_model.save plus the info file and the warmup requests (run through the module
+    before the save, which then reuses their traces); OS and TF failures become
+    ExportRuntimeError."""
     try:
+        logs = serving_warmup.warmup_logs(module, info["model_name"], info["warmup_requests"])
         tf.saved_model.save(module, path, signatures=module.signatures())
         write_json_atomic(os.path.join(path, INFO_FILE), info)
-        serving_warmup.write_warmup(module, info["model_name"], info["warmup_requests"],
-                                    os.path.join(path, WARMUP_FILE))
+        serving_warmup.write_logs(logs, os.path.join(path, WARMUP_FILE))
     except serving_warmup.WarmupError as error:
         raise ExportRuntimeError(str(error)) from None
     except (OSError, tf.errors.OpError) as error:
