@@ -346,7 +346,9 @@ def test_the_documented_rest_examples_give_the_documented_responses(served):
 # -- 4. per-request budgets --------------------------------------------------------------------
 def over_budget(call):
     """{case: [error message or None, seconds]} of requests over the BUDGET export's budgets,
-    each through `call` (a `SavedModelCalls`)."""
+    each through `call` (a `SavedModelCalls`), twice: the seconds are the second call's (the
+    first call of a signature also sets up its graph, once per loaded model, which a loaded
+    machine can stretch past the bound)."""
 
     def per_row(batch, num_tokens):
         return dict(num_tokens=np.full([batch], num_tokens, np.int32),
@@ -370,13 +372,16 @@ def over_budget(call):
     }
     result = {}
     for name, (signature, feeds) in cases.items():
-        start = time.time()
-        try:
-            call(signature, feeds)
-            message = None
-        except tf.errors.InvalidArgumentError as error:
-            message = error.message
-        result[name] = [message, time.time() - start]
+        messages = []
+        for _ in range(2):  # the seconds of the second call: the first also sets the graph up
+            start = time.time()
+            try:
+                call(signature, feeds)
+                messages.append(None)
+            except tf.errors.InvalidArgumentError as error:
+                messages.append(error.message)
+            result[name] = [messages[-1], time.time() - start]
+        assert messages[0] == messages[1], (name, messages)
     return result
 
 
