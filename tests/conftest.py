@@ -43,11 +43,20 @@ except RuntimeError:  # TensorFlow was initialised already (e.g. by a plugin).
 
 
 def pytest_collection_modifyitems(config, items):
-    """The tests of a module that share a module-, class- or package-scoped fixture run on one
-    xdist worker (`--dist loadgroup`; tests/support/worker_groups.py)."""
+    """In an xdist worker: records the modules whose tests share a module-, class- or
+    package-scoped fixture, for the controller's scheduler (tests/support/worker_groups.py)."""
     import worker_groups
 
-    worker_groups.group_shared_fixture_modules(items)
+    worker_groups.on_collection(config, items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """With `-n`: each module whose tests share a wider fixture runs on one worker, every other
+    test is a unit of its own (tests/support/worker_groups.py)."""
+    import worker_groups
+
+    return worker_groups.make_scheduler(config, log)
 
 
 @pytest.fixture
