@@ -80,21 +80,10 @@ def assert_same_state(got, want):
             np.testing.assert_allclose(a, b, atol=atol, rtol=rtol, err_msg=name)
 
 
-def plain_train_step(model, jit_compile):
-    """A compiled step of `model` (with or without XLA): `(tokens, labels, mems)` [B, Q], [B, Q],
-    L x [B, M, D] -> (mean NLL, gradients of every trainable weight, the new memory)."""
-    @tf.function(jit_compile=jit_compile)
-    def step(tokens, labels, mems):
-        with tf.GradientTape() as tape:
-            out = model(tokens, mems=mems, labels=labels, training=True)
-            loss = tf.reduce_mean(out["nll"])
-        grads = tape.gradient(loss, model.trainable_variables)
-        return loss, grads, out["mems"]
-    return step
-
-
 def train_step(model):
-    """`plain_train_step`'s step as a plain Python function: called directly, it runs eagerly,
+    """A training step of `model`, `(tokens, labels, mems)` [B, Q], [B, Q], L x [B, M, D] ->
+    (mean NLL, gradients of every trainable weight, the new memory), as a plain Python
+    function: called directly, it runs eagerly,
     op by op through TensorFlow's kernels (no graph to trace and optimise: the cheap reference of
     a compiled step); called inside a `tf.function`, it is traced into that function, so several
     models' steps can share one XLA compilation."""
@@ -105,6 +94,18 @@ def train_step(model):
         grads = tape.gradient(loss, model.trainable_variables)
         return loss, grads, out["mems"]
     return step
+
+
+def reset_to_start(trainer, start):
+    """Puts a `Trainer` back at its start, so that its traced (or compiled) loop can run the
+    same training again: the model's variables `start` (the arrays of `model.variables`,
+    dropout seeds included), Adam's zero slots and step count, step 0."""
+    for variable, value in zip(trainer.model.variables, start):
+        variable.assign(value)
+    optimizer = trainer.optimizer
+    for variable in [optimizer.iterations, *optimizer._momentums, *optimizer._velocities]:
+        variable.assign(tf.zeros_like(variable))
+    trainer.step.assign(0)
 
 
 def train_config(**changes):

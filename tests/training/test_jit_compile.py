@@ -17,7 +17,7 @@ from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.trainer import Trainer
 from txl_tf.training.step_settings import StepSettings
 
-from tiny import assert_same_state, stream_batches, tiny_config
+from tiny import assert_same_state, reset_to_start, stream_batches, tiny_config
 
 # Adaptive softmax with two tail bins (div_val 2), dropout on (the hashed masks are the same with
 # and without XLA, so the two runs draw the same ones).
@@ -94,14 +94,9 @@ def rerun(result, loss_scale):
     traced or compiled again), from the same start: the model's starting weights and dropout
     seeds, Adam's zero slots and step count, step 0, the loss scale `loss_scale`."""
     trainer = result["trainer"]
-    for variable, value in zip(trainer.model.variables, result["start"]):
-        variable.assign(value)
-    optimizer = trainer.optimizer
-    for variable in [optimizer.iterations, *optimizer._momentums, *optimizer._velocities]:
-        variable.assign(tf.zeros_like(variable))
+    reset_to_start(trainer, result["start"])
     trainer.loss_scale.assign(loss_scale)
     trainer.good_steps.assign(0)
-    trainer.step.assign(0)
     keras.config.set_dtype_policy(result["precision"])
     try:
         return dict(result, **train_steps(trainer))

@@ -14,7 +14,7 @@ from txl_tf.training.optimizer import make_optimizer
 from txl_tf.training.trainer import Trainer
 from txl_tf.training.step_settings import StepSettings
 
-from tiny import tiny_config
+from tiny import reset_to_start, tiny_config
 
 CONFIG = tiny_config(n_token=24, mem_len=5, init_std=0.02)
 GLOBAL_BATCH, STEPS = 4, 6
@@ -65,12 +65,7 @@ def train(strategy, replicas, loops, accum=1, lr=3e-2, clip=0.25, again=None):
         trainer = build(strategy, lr=lr, clip=clip, accum=accum)
     else:
         trainer = again["trainer"]
-        for variable, value in zip(trainer.model.variables, again["start"]):
-            variable.assign(value)
-        optimizer = trainer.optimizer
-        for variable in [optimizer.iterations, *optimizer._momentums, *optimizer._velocities]:
-            variable.assign(tf.zeros_like(variable))
-        trainer.step.assign(0)
+        reset_to_start(trainer, again["start"])
     start = [v.numpy() for v in trainer.model.variables]
     initial = [v.numpy() for v in trainer.model.trainable_variables]
     iterator = distributed_iterator(strategy, stream_data(), replicas)
