@@ -164,13 +164,30 @@ def test_whole_step_compiled_equals_the_plain_step_default_strategy():
     assert_same_training(xla, plain)
 
 
-def test_replica_gradients_compiled_equal_the_plain_step_mirrored(two_cpu_devices):
+@pytest.fixture
+def devices_taken_for_gpus(monkeypatch):
+    """TensorFlow's MirroredStrategy takes every device for a GPU: it then calls a replica
+    function compiled by XLA on each replica as it is and leaves out `merge_call` inside XLA
+    except where a variable of aggregation ONLY_FIRST_REPLICA is written (Keras'
+    `optimizer.iterations`, the loss scale), which on an H200 failed the whole step compiled
+    ("`merge_call` called while defining a new graph"). Logical CPUs run what it traced."""
+    from tensorflow.python.distribute import (collective_all_reduce_strategy, mirrored_run,
+                                              mirrored_strategy)
+    for module in (mirrored_run, mirrored_strategy, collective_all_reduce_strategy):
+        monkeypatch.setattr(module, "_is_gpu_device", lambda device: True)
+    monkeypatch.setattr(step_compilation, "device_type", lambda name: "GPU")
+
+
+def test_replica_gradients_compiled_equal_the_plain_step_mirrored(two_cpu_devices,
+                                                                  devices_taken_for_gpus):
     """One run pair: what the replica's compiled forward and backward see of accumulation,
     half loss and loss scaling is the whole step's `gradients` (checked above, float32 within
     rounding; XLA compiles it once per replica device, so one chunk per step here); what is
     the mirrored step's own, the half-loss token count and the loss scale's unscaling and
     skipping after the all-reduce, outside XLA, needs half loss and mixed_float16 with steps
-    that overflow (the MIRRORED model)."""
+    that overflow (the MIRRORED model). On devices TensorFlow takes for GPUs (on CPUs the
+    same program): compiled whole, the step's writes of the loss scale and of the optimizer's
+    step count would fail there."""
     strategy = tf.distribute.MirroredStrategy(two_cpu_devices)
     settings = dict(FLOAT16_SKIPPING, half_loss=True, config=MIRRORED)
     plain = run(strategy, False, **settings)
@@ -270,12 +287,14 @@ def test_auto_chooses_per_device_and_precision(two_cpu_devices, monkeypatch):
                            "XLA); --jit_compile=auto: CPU float32")
     with pytest.raises(ValueError, match="--jit_compile must be one of auto, true, false"):
         choose("yes", default, "float32")
-    # A strategy whose devices are all GPUs compiles the whole step (TensorFlow's all-reduce
-    # inside XLA); a TPU always compiles.
+    # A mirrored strategy whose devices are all GPUs compiles each replica's gradients too (its
+    # step writes variables through merge_call: test_replica_gradients_compiled_equal_the_plain
+    # _step_mirrored); one GPU compiles the whole step; a TPU always compiles.
     monkeypatch.setattr(step_compilation, "strategy_devices",
                         lambda strategy: ["/job:localhost/replica:0/task:0/device:GPU:0",
                                           "/GPU:1"])
     assert choose("auto", mirrored, "mixed_bfloat16") == (
-        "whole", "--jit_compile=auto: GPU")
+        "gradients", "--jit_compile=auto: GPU")
+    assert choose("auto", default, "mixed_bfloat16") == ("whole", "--jit_compile=auto: GPU")
     monkeypatch.setattr(step_compilation, "is_tpu", lambda strategy: True)
     assert choose("false", default, "float32").mode == "tpu"

@@ -5,12 +5,14 @@ Three ways the replica step (`txl_tf.training.replica_step.ReplicaStep`) runs:
 
   * `whole`: the replica step (forward, backward, gradient accumulation, all-reduce, clip, loss
     scaling, Adam) is one `tf.function(jit_compile=True)`. The default strategy and
-    `one_device`, and MirroredStrategy / MultiWorkerMirroredStrategy when every device is a GPU
-    (TensorFlow then does the cross-replica sums inside XLA, without `merge_call`).
-  * `gradients`: MirroredStrategy / MultiWorkerMirroredStrategy with a CPU among the devices.
-    Their cross-device sums and variable updates go through `merge_call`, which XLA cannot
-    compile, so XLA compiles each replica's forward, backward and gradient accumulation (almost
-    all of the FLOPs) and the all-reduce, clip and Adam run as TensorFlow ops.
+    `one_device`.
+  * `gradients`: MirroredStrategy / MultiWorkerMirroredStrategy, on GPUs and CPUs alike. The
+    step writes variables of aggregation ONLY_FIRST_REPLICA (Keras' `optimizer.iterations`, the
+    loss scale and its count), and TensorFlow writes those through `merge_call` in a replica
+    context, inside an XLA context too (all-GPU devices spare only the cross-replica sums), so
+    the whole step cannot be one XLA function there ("`merge_call` called while defining a new
+    graph"). XLA compiles each replica's forward, backward and gradient accumulation (almost
+    all of the FLOPs), and the all-reduce, clip and Adam run as TensorFlow ops.
   * `tpu`: TPUStrategy compiles the function given to `strategy.run` itself, whatever
     `--jit_compile` says.
 
@@ -41,8 +43,8 @@ class Choice(NamedTuple):
                 "whole": "on (the whole replica training step is compiled by XLA)",
                 "gradients": "on for each replica's forward, backward and gradient "
                              "accumulation (compiled by XLA); the all-reduce, clip and Adam run "
-                             "as TensorFlow ops (XLA cannot compile this strategy's cross-device "
-                             "sums on CPU)",
+                             "as TensorFlow ops (this strategy updates the optimizer's step "
+                             "count through merge_call, which XLA cannot compile)",
                 "tpu": "on (TPUStrategy compiles the training step)"}[self.mode]
         return f"jit_compile: {what}; {self.reason}"
 
@@ -72,8 +74,7 @@ def compiled_mode(strategy: tf.distribute.Strategy) -> str:
         return "tpu"
     if isinstance(strategy, (tf.distribute.MirroredStrategy,
                              tf.distribute.MultiWorkerMirroredStrategy)):
-        if not all(device_type(d) == "GPU" for d in strategy_devices(strategy)):
-            return "gradients"
+        return "gradients"
     return "whole"
 
 
