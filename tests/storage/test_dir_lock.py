@@ -29,11 +29,12 @@ TEXT = "\n".join(" ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(9))
 IN_USE = re.compile(r"^error: (?P<dir>\S+) is in use by process (?P<pid>\d+) \(started "
                     r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\); wait until it ends or choose "
                     r"another directory\.$")
-# One layer and no validation: the locks do not depend on what the run computes.
+# One layer, no periodic validation and a final one of one batch: the locks do not depend on
+# what the run computes.
 TRAIN = train_flags(n_layer=1) + ["--per_host_train_bsz=4", "--train_steps=2",
                                   "--warmup_steps=1", "--steps_per_loop=2", "--log_steps=2",
-                                  "--save_steps=2", "--eval_steps=0", "--level=word",
-                                  "--jit_compile=false"]
+                                  "--save_steps=2", "--eval_steps=0", "--max_eval_batches=1",
+                                  "--level=word", "--jit_compile=false"]
 
 
 def command(name, *args):

@@ -2,8 +2,6 @@
 import hashlib
 import json
 import os
-import subprocess
-import sys
 import zipfile
 
 import numpy as np
@@ -11,6 +9,8 @@ import pytest
 
 import tf_records
 from tf_records import download
+
+from runner_calls import call_runner
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -127,10 +127,11 @@ def test_missing_and_mismatched_records_name_the_fix(tmp_path):
     assert "--tgt_len=32" in command and "--replicas_per_host=2" in command and "--period=20" in command
     with pytest.raises(tf_records.RecordsMismatchError, match="vocab_size: records have 64, the run asks for 99"):
         tf_records.make_input_fn(tmp_path, "train", layout, vocab_size=99)
-    # The printed command really makes the records.
+    # The printed command really makes the records (its flags through prepare_data.py, run as
+    # `__main__` in this process: `call_runner`).
     args = command.split()[2:]
-    subprocess.run([sys.executable, os.path.join(REPO, "runners", "prepare_data.py"), *args,
-                    "--noprogress"], check=True, capture_output=True, cwd=REPO)
+    made = call_runner("prepare_data", [*args, "--noprogress"], cwd=REPO)
+    assert made.returncode == 0, made.stderr[-3000:]
     tf_records.make_input_fn(tmp_path, "train", other)
     # Another dataset in the same data_dir is refused.
     with pytest.raises(tf_records.DataError, match="already holds synthetic"):
@@ -165,14 +166,15 @@ def test_corrupted_and_truncated_record_files(tmp_path):
 
 
 def test_runner_rejects_unknown_flags_and_writes_json_summary(tmp_path):
-    runner = os.path.join(REPO, "runners", "prepare_data.py")
-    bad = subprocess.run([sys.executable, runner, f"--data_dir={tmp_path}", "--no_such_flag=1"],
-                         capture_output=True, text=True, cwd=REPO)
+    """prepare_data.py's flags as a user types them, run as `__main__` in this process
+    (`call_runner`: the same flag parsing, exit code and output; a runner's usage error as a
+    process's exit status: tests/runners/test_bad_inputs.py)."""
+    bad = call_runner("prepare_data", [f"--data_dir={tmp_path}", "--no_such_flag=1"], cwd=REPO)
     assert bad.returncode != 0 and "no_such_flag" in bad.stderr
-    ok = subprocess.run([sys.executable, runner, "--dataset=synthetic", f"--data_dir={tmp_path}",
-                         "--train_tokens=4000", "--eval_tokens=800", "--splits=train,valid",
-                         "--tgt_len=16", "--per_replica_batch=4", "--noprogress"],
-                        capture_output=True, text=True, cwd=REPO)
+    ok = call_runner("prepare_data", ["--dataset=synthetic", f"--data_dir={tmp_path}",
+                                      "--train_tokens=4000", "--eval_tokens=800",
+                                      "--splits=train,valid", "--tgt_len=16",
+                                      "--per_replica_batch=4", "--noprogress"], cwd=REPO)
     assert ok.returncode == 0, ok.stderr
     summary = json.loads(ok.stdout.strip().splitlines()[-1])
     assert summary["dataset"] == "synthetic" and set(summary["records"]) == {"train", "valid"}

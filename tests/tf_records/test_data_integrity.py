@@ -21,7 +21,7 @@ from tf_records.records import metadata
 
 from runner_calls import call_runner
 from shared_dirs import read_only_dir, writable_copy
-from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, TRAIN_SIZES
+from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_SIZES, train_flags
 
 # What train.py asks for.
 LAYOUT = tf_records.RecordLayout(tgt_len=TRAIN_SIZES["tgt_len"], per_replica_batch=4)
@@ -40,11 +40,13 @@ def run_runner(name, *args, umask=None):
 
 
 def train(data_dir, model_dir, *extra, umask=None):
+    """train.py one step of a one-layer model (what it reads and writes does not depend on the
+    stacking of layers)."""
     return run_runner(
         "train.py", f"--data_dir={data_dir}", f"--model_dir={model_dir}", "--dataset=synthetic",
         "--per_host_train_bsz=4", "--train_steps=1", "--warmup_steps=0", "--steps_per_loop=1",
         "--log_steps=1", "--save_steps=1", "--eval_steps=0", "--max_eval_batches=1",
-        "--jit_compile=false", *TRAIN_FLAGS, *SYNTHETIC_FLAGS, *extra, umask=umask)
+        "--jit_compile=false", *train_flags(n_layer=1), *SYNTHETIC_FLAGS, *extra, umask=umask)
 
 
 def prepare(data_dir, *extra, umask=None):

@@ -13,16 +13,18 @@ import time
 import pytest
 
 import txl_tf
-from tiny import SYNTHETIC_FLAGS, TRAIN_FLAGS
+from tiny import SYNTHETIC_FLAGS, train_flags
 from txl_tf.training.interruption import DUPLICATE_WINDOW_SECONDS
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Long enough never to end by itself; loops of 2 steps, each logged; no periodic save. Without
 # XLA, whose compilation of the step was most of each run (the loop is one `tf.function` either
-# way; the compiled step: tests/training/test_jit_compile.py).
+# way; the compiled step: tests/training/test_jit_compile.py). One layer: what a signal stops
+# does not depend on the stacking of layers, and tracing a second one was most of the start-up
+# after TensorFlow's.
 RUN = ["--dataset=synthetic", "--per_host_train_bsz=4", "--warmup_steps=1",
        "--train_steps=1000000", "--steps_per_loop=2", "--log_steps=2", "--save_steps=0",
-       "--eval_steps=0", "--max_eval_batches=1", "--jit_compile=false", *TRAIN_FLAGS,
+       "--eval_steps=0", "--max_eval_batches=1", "--jit_compile=false", *train_flags(n_layer=1),
        *SYNTHETIC_FLAGS]
 
 

@@ -31,11 +31,19 @@ from tf_records import DataOptions, PreparedData
 from txl_tf.commands.train import train
 from txl_tf.commands.train_options import TrainError, TrainOptions
 
-from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_FLAGS, TRAIN_SIZES, train_config
+from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_SIZES, train_config, train_flags
 
 pytestmark = pytest.mark.usefixtures("matmul_rate_once")  # conftest.py
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# One layer in every run: learning, the logs, resuming and warm starts do not depend on the
+# stacking of layers (the weights, Adam's slots and the memory are compared whole).
+N_LAYER = 1
+
+
+def config(**changes):
+    """The `train` template of the runs here: `train_config` with N_LAYER and `changes`."""
+    return train_config(**{"n_layer": N_LAYER, **changes})
 
 
 def final_weights(model_dir):
@@ -67,7 +75,7 @@ def short_run(tmp_path_factory):
         model_dir=str(root / "model"), per_host_train_bsz=8, learning_rate=5e-3,
         warmup_steps=10, train_steps=80, steps_per_loop=10, log_steps=20, save_steps=40,
         eval_steps=40, max_eval_batches=4, jit_compile="false")
-    summary = train(options, train_config(), PreparedData(data))
+    summary = train(options, config(), PreparedData(data))
     return options, summary, data
 
 
@@ -131,7 +139,7 @@ def test_short_run_model_dir_is_complete(short_run):
 def test_flags_that_do_not_fit_the_checkpoint_are_errors(short_run):
     options, _, data = short_run
     with pytest.raises(txl_tf.ConfigError, match=r"d_head[\s\S]*n_head \* d_head"):
-        train(options, train_config(d_head=8), PreparedData(data))
+        train(options, config(d_head=8), PreparedData(data))
 
 
 # ----------------------------------------------------------------------------------- resume
@@ -165,7 +173,7 @@ def uninterrupted(tmp_path_factory):
     interrupted runs below must end with."""
     root = tmp_path_factory.mktemp("uninterrupted")
     options = resume_options(root, "straight", **RESUMED)
-    run_training(root, options, train_config(**DROPOUT))
+    run_training(root, options, config(**DROPOUT))
     return options.model_dir
 
 
@@ -189,7 +197,8 @@ def test_kill_9_then_restart_matches_uninterrupted(tmp_path, capsys, request):
                "--dataset=synthetic", "--per_host_train_bsz=4", "--learning_rate=1e-2",
                "--warmup_steps=2", "--eval_steps=0", "--max_eval_batches=2",
                "--jit_compile=false"] \
-        + [f"--{k}={v}" for k, v in RESUMED.items()] + TRAIN_FLAGS + SYNTHETIC_FLAGS \
+        + [f"--{k}={v}" for k, v in RESUMED.items()] + train_flags(n_layer=N_LAYER) \
+        + SYNTHETIC_FLAGS \
         + [f"--{k}={v}" for k, v in DROPOUT.items()]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
     log = tmp_path / "killed.stderr"  # a file, not a pipe: the child never waits for a reader
@@ -216,7 +225,7 @@ def test_kill_9_then_restart_matches_uninterrupted(tmp_path, capsys, request):
         "the run ended before it was killed"
     killed_at = int(tf.train.latest_checkpoint(options.model_dir).rsplit("-", 1)[1])
     capsys.readouterr()
-    restarted = run_training(tmp_path, options, train_config(**DROPOUT))
+    restarted = run_training(tmp_path, options, config(**DROPOUT))
     assert restarted["resumed"] and restarted["step"] == RESUMED["train_steps"]
     assert f"resuming at step {killed_at}" in capsys.readouterr().out
     assert_same_state(reference, options.model_dir, RESUMED["train_steps"], atol=1e-4)
@@ -224,7 +233,7 @@ def test_kill_9_then_restart_matches_uninterrupted(tmp_path, capsys, request):
 
 def test_interrupted_run_resumes_exactly(tmp_path, uninterrupted):
     """Stopped between two checkpoints in this process, resumed from the older one."""
-    make = train_config(**DROPOUT)
+    make = config(**DROPOUT)
     interrupted = resume_options(tmp_path, "interrupted", **RESUMED)
     first = run_training(tmp_path, interrupted, make, stop_after_steps=7)  # last checkpoint: 5
     assert first["step"] == 7 and tf.train.latest_checkpoint(interrupted.model_dir).endswith("-5")
@@ -242,14 +251,14 @@ def test_batch_not_divisible_by_replicas(tmp_path, two_cpu_devices):
     strategy = tf.distribute.MirroredStrategy(two_cpu_devices)
     options = resume_options(tmp_path, "odd", per_host_train_bsz=3)
     with pytest.raises(TrainError, match="not divisible by the 2 replicas"):
-        run_training(tmp_path, options, train_config(), strategy=strategy)
+        run_training(tmp_path, options, config(), strategy=strategy)
 
 
 def test_missing_records_name_the_prepare_command(tmp_path):
     options = TrainOptions(model_dir=str(tmp_path / "m"), per_host_train_bsz=4)
     data = DataOptions(data_dir=str(tmp_path / "enwik8"), dataset="enwik8", download=False)
     with pytest.raises(tf_records.DataError, match=r"runners/prepare_data\.py .*--tgt_len=16"):
-        train(options, train_config(), PreparedData(data))
+        train(options, config(), PreparedData(data))
 
 
 def test_unknown_flag_is_an_error(tmp_path):
@@ -266,7 +275,7 @@ def test_init_checkpoint_warm_starts_the_weights(short_run, tmp_path):
                         steps_per_loop=1, log_steps=1, save_steps=1, eval_steps=0,
                         max_eval_batches=1, init_checkpoint=options.model_dir,
                         jit_compile="false")
-    train(warm, train_config(), PreparedData(data))
+    train(warm, config(), PreparedData(data))
     source, started = final_weights(options.model_dir), final_weights(warm.model_dir)
     model_names = [n for n in source if n.startswith("model/")]
     assert model_names
@@ -274,13 +283,13 @@ def test_init_checkpoint_warm_starts_the_weights(short_run, tmp_path):
         np.testing.assert_allclose(started[name], source[name], atol=1e-6, err_msg=name)
     with pytest.raises(txl_tf.ConfigError, match="d_model"):
         train(TrainOptions(**{**warm.__dict__, "model_dir": str(tmp_path / "w2")}),
-              train_config(d_model=48), PreparedData(data))
+              config(d_model=48), PreparedData(data))
 
 
 def test_without_checkpoint_memory_resume_restarts_memory(tmp_path):
     options = resume_options(tmp_path, "nomem", checkpoint_memory=False, train_steps=6,
                              save_steps=2)
-    run_training(tmp_path, options, train_config(), stop_after_steps=3)
+    run_training(tmp_path, options, config(), stop_after_steps=3)
     assert not os.path.exists(os.path.join(options.model_dir, "memory"))
-    summary = run_training(tmp_path, options, train_config())
+    summary = run_training(tmp_path, options, config())
     assert summary["resumed"] and summary["step"] == 6

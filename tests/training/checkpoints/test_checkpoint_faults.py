@@ -42,11 +42,18 @@ from txl_tf.training.run_record.warm_start import warm_start
 from tiny import SYNTHETIC, SYNTHETIC_FLAGS, TRAIN_SIZES, train_config, train_flags
 
 pytestmark = pytest.mark.usefixtures("matmul_rate_once")  # conftest.py
-TINY = dict(TRAIN_SIZES, dropout=0.0, dropatt=0.0)
+# One layer: checkpoints, memory and their fallbacks do not depend on the stacking of layers
+# (every layer's memory is written and restored alike).
+TINY = dict(TRAIN_SIZES, n_layer=1, dropout=0.0, dropatt=0.0)
 RUN = dict(per_host_train_bsz=4, learning_rate=1e-2, warmup_steps=2, train_steps=12,
            steps_per_loop=4, log_steps=4, save_steps=4, eval_steps=0, max_eval_batches=2,
            jit_compile="false")
 DATA_FILE = "ckpt-{}.data-00000-of-00001"
+
+
+def config(**changes):
+    """The `train` template of `TINY` (`train_args`'s model flags) with `changes`."""
+    return train_config(**{"n_layer": TINY["n_layer"], **changes})
 
 
 def run_training(options, data_dir, make, **kwargs):
@@ -60,7 +67,7 @@ def base(tmp_path_factory):
     """A model directory with ckpt-4, ckpt-8, ckpt-12 and their memory; the data directory."""
     root = tmp_path_factory.mktemp("faults")
     options = TrainOptions(model_dir=str(root / "base"), **RUN)
-    run_training(options, str(root / "data"), train_config())
+    run_training(options, str(root / "data"), config())
     assert sorted(checkpoint_files(options.model_dir)) == [4, 8, 12]
     return types.SimpleNamespace(model_dir=options.model_dir, data_dir=str(root / "data"))
 
@@ -149,7 +156,7 @@ def refusal(options, data_dir, template=None):
     """(exit code, error line) that runners/train.py gives for the error `train` raises with
     `options` (`runners/cli/errors.classify`: an expected failure, so no traceback)."""
     with pytest.raises(Exception) as raised:
-        run_training(options, data_dir, template or train_config())
+        run_training(options, data_dir, template or config())
     result = errors.classify(raised.value)
     assert result is not None, raised.value  # a bug: the runner would print its traceback
     code, message = result
@@ -161,7 +168,7 @@ def test_deleted_newest_index_resumes_from_the_older_one(base, tmp_path, capsys)
     before = snapshot(model_dir, [4, 8])
     damaged_data = open(os.path.join(model_dir, DATA_FILE.format(12)), "rb").read()
     os.remove(os.path.join(model_dir, "ckpt-12.index"))
-    summary = run_training(options_of(model_dir), base.data_dir, train_config())
+    summary = run_training(options_of(model_dir), base.data_dir, config())
     out = capsys.readouterr().out
     assert (f"resuming from {model_dir}/ckpt-8, the newest readable checkpoint; skipped "
             "ckpt-12 (ckpt-12.index is missing)") in out
@@ -184,7 +191,7 @@ def test_garbage_state_file_does_not_hide_the_checkpoints(base, tmp_path, capfd)
     with open(os.path.join(model_dir, "checkpoint"), "w") as f:
         f.write("garbage\n")
     capfd.readouterr()
-    run_training(options_of(model_dir, train_steps=12), base.data_dir, train_config())
+    run_training(options_of(model_dir, train_steps=12), base.data_dir, config())
     out, err = capfd.readouterr()
     assert "already trained to step 12" in out
     assert "'checkpoint' state file cannot be parsed" in out
@@ -233,7 +240,7 @@ def test_bad_init_checkpoint_is_one_line(base, tmp_path, case):
         code, line = result.returncode, error_line(result)
     else:
         code, line = refusal(options_of(model_dir, init_checkpoint=path, train_steps=4),
-                             base.data_dir, train_config(**sizes))
+                             base.data_dir, config(**sizes))
     assert code == 2
     assert line.startswith(f"error: --init_checkpoint={path}: ") and expected in line, line
     assert not os.path.exists(model_dir)  # refused before anything was written
@@ -259,15 +266,16 @@ def mount_tmpfs(path, size):
 
 
 def test_disk_full_keeps_the_previous_checkpoint(base, tmp_path, capsys):
-    """About 2 MB per checkpoint on a 3 MB tmpfs: ckpt-2 fits, ckpt-4 does not (the manager writes
-    the new checkpoint before deleting the old one)."""
+    """About 2 MB per checkpoint (one layer of about 170k weights, with Adam's two slots) on a
+    3 MB tmpfs: ckpt-2 fits, ckpt-4 does not (the manager writes the new checkpoint before
+    deleting the old one)."""
     mount = str(tmp_path / "small")
     mount_tmpfs(mount, "3m")
     try:
         model_dir = os.path.join(mount, "m")
         options = options_of(model_dir, keep_checkpoints=1, save_steps=2, steps_per_loop=2,
                              log_steps=2, train_steps=6)
-        bigger = train_config(d_model=64, d_head=32, d_inner=512)
+        bigger = config(d_model=64, d_head=32, d_inner=1152)
         for attempt in range(2):  # the resumed run meets the same full disk
             capsys.readouterr()
             code, line = refusal(options, base.data_dir, bigger)
@@ -437,19 +445,19 @@ def test_load_model_past_a_garbage_state_file_and_on_a_damaged_checkpoint(base, 
 
 def test_one_loop_run_reports_tokens_per_sec(base, tmp_path, capsys):
     options = TrainOptions(model_dir=str(tmp_path / "short"), **dict(RUN, train_steps=4))
-    summary = run_training(options, base.data_dir, train_config())
+    summary = run_training(options, base.data_dir, config())
     assert summary["tokens_per_sec"] > 0 and summary["tokens_per_sec_includes_tracing"]
     capsys.readouterr()
     # Resumed with another --train_steps and stopped at step 14 (loops 5-8, 9-12, 13-14; the
     # last checkpoint is step 12's).
     sixteen = TrainOptions(**dict(options.__dict__, train_steps=16))
-    longer = run_training(sixteen, base.data_dir, train_config(), stop_after_steps=14)
+    longer = run_training(sixteen, base.data_dir, config(), stop_after_steps=14)
     assert "note: resuming with --train_steps=16 (was 4): the learning-rate schedule is " \
            "recomputed over 16 steps from step 4 on" in capsys.readouterr().out
     assert longer["tokens_per_sec"] > 0 and not longer["tokens_per_sec_includes_tracing"]
     assert longer["resumed"] and longer["step"] == 14
     # Resumed again (from step 12) with the same flags: nothing to say.
-    assert run_training(sixteen, base.data_dir, train_config())["step"] == 16
+    assert run_training(sixteen, base.data_dir, config())["step"] == 16
     out = capsys.readouterr().out
     assert "resuming at step 12" in out and "note:" not in out
 

@@ -28,6 +28,9 @@ from txl_tf.commands.train_options import TrainOptions
 
 pytestmark = pytest.mark.usefixtures("matmul_rate_once")  # conftest.py
 RATES = {"a": 3e-3, "b": 1e-2}
+# One layer: what TensorBoard reads does not depend on the stacking of layers (n_layer is
+# still a hyperparameter read back).
+MODEL = dict(TRAIN_SIZES, n_layer=1)
 STATUSES = ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_FAILURE", "STATUS_RUNNING"]
 
 
@@ -64,7 +67,7 @@ def two_runs(tmp_path_factory):
                                max_eval_batches=2, jit_compile="false")
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            summaries[name] = train(options, train_config(), data, name=f"variant {name}")
+            summaries[name] = train(options, train_config(**MODEL), data, name=f"variant {name}")
         headers += [line for line in out.getvalue().splitlines()
                     if line.startswith("txl-tf training")]
     return str(root / "runs"), summaries, headers
@@ -87,8 +90,8 @@ def test_each_run_is_a_session_with_its_hparams_and_final_metrics(two_runs):
         group, summary = groups[name], summaries[name]
         hparams = group["hparams"]
         assert hparams["learning_rate"] == pytest.approx(rate)
-        assert hparams["n_layer"] == TRAIN_SIZES["n_layer"]
-        assert hparams["d_model"] == TRAIN_SIZES["d_model"]
+        assert hparams["n_layer"] == MODEL["n_layer"]
+        assert hparams["d_model"] == MODEL["d_model"]
         assert hparams["dataset"] == "synthetic" and hparams["level"] == summary["level"]
         values = {m["name"]["tag"]: m for m in group["metricValues"]}
         for key in ("train_loss", "valid_loss", "train_ppl", "valid_ppl"):
@@ -117,7 +120,7 @@ def test_a_resumed_run_stays_one_session_with_the_latest_metrics(two_runs, tmp_p
                            warmup_steps=2, train_steps=6, steps_per_loop=2, log_steps=2,
                            save_steps=2, eval_steps=2, max_eval_batches=2, jit_compile="false")
     with contextlib.redirect_stdout(io.StringIO()):
-        resumed = train(options, train_config(), data)
+        resumed = train(options, train_config(**MODEL), data)
     assert resumed["resumed"] and resumed["step"] == 6
     [group] = session_groups(str(tmp_path / "runs"))
     assert group["name"] == "a" and group["hparams"]["train_steps"] == 4
