@@ -149,19 +149,34 @@ FLOAT16_SKIPPING = dict(precision="mixed_float16", initial_loss_scale=2.0 ** 19,
                         growth_interval=2)
 
 
-def test_whole_step_compiled_equals_the_plain_step_default_strategy():
-    """Also what TPUStrategy needs of the step (test_tpu_readiness.py): compiled whole by XLA,
-    it equals the plain step with the labels in every bin of the adaptive softmax (its HLO,
-    with the tail-bin loop as an XLA while loop: the mixed-precision tests below)."""
+@pytest.fixture(scope="module")
+def whole_step_plain():
+    """The whole-step settings (ONE_LAYER: adaptive softmax, dropout; accumulation, half loss)
+    run by TensorFlow's kernels under the default strategy; read only."""
+    return run(tf.distribute.get_strategy(), False, config=ONE_LAYER, **ACCUMULATION_HALF_LOSS)
+
+
+def test_the_plain_step_exercises_every_bin_and_trains(whole_step_plain):
+    """What the compiled step is compared with below is not trivial: the labels fall in every
+    bin of the adaptive softmax, and the steps trained (agreement is not that of no-ops)."""
     labels = np.concatenate([b["labels"].ravel() for b in batches()])
     for lo, hi in ((0, 10), (10, 25), (25, 40)):  # every bin of the softmax is exercised
         assert ((labels >= lo) & (labels < hi)).sum() > 5
-    strategy = tf.distribute.get_strategy()
-    plain = run(strategy, False, config=ONE_LAYER, **ACCUMULATION_HALF_LOSS)
-    xla = run(strategy, True, config=ONE_LAYER, **ACCUMULATION_HALF_LOSS)
-    assert xla["trainer"].xla_mode == "whole" and plain["trainer"].xla_mode is None
+    assert whole_step_plain["trainer"].xla_mode is None
+    assert not whole_step_plain["trainer"].replica_step._compiled
+    assert whole_step_plain["skipped"] == 0 and np.isfinite(whole_step_plain["losses"]).all()
+    assert max(np.abs(w - v).max() for w, v in zip(whole_step_plain["weights"],
+                                                   whole_step_plain["initial"])) > 1e-3
+
+
+def test_whole_step_compiled_equals_the_plain_step_default_strategy(whole_step_plain):
+    """Also what TPUStrategy needs of the step (test_tpu_readiness.py): compiled whole by XLA,
+    it equals the plain step with the labels in every bin of the adaptive softmax (its HLO,
+    with the tail-bin loop as an XLA while loop: the mixed-precision tests below)."""
+    xla = run(tf.distribute.get_strategy(), True, config=ONE_LAYER, **ACCUMULATION_HALF_LOSS)
+    assert xla["trainer"].xla_mode == "whole"
     assert set(xla["trainer"].replica_step._compiled) == {"step"}
-    assert_same_training(xla, plain)
+    assert_same_training(xla, whole_step_plain)
 
 
 @pytest.fixture
@@ -236,24 +251,44 @@ def assert_follows_float32(half, reference, dtype):
     assert max(np.abs(w - v).max() for w, v in zip(half["weights"], half["initial"])) > 1e-3
 
 
-def test_mixed_float16_compiles_with_the_adaptive_softmax_equals_the_plain_step_and_trains(
-        float32_step):
-    """mixed_float16 compiled whole by XLA: half-precision matmuls, the adaptive softmax's
-    cutoffs (two tail bins, div_val 2) and the loss scaling. From 2**19 (2**19 and 2**18
-    overflow) it equals the plain step with its skipped steps and the scale regrown; the same
-    compiled program run again from the start at the default scale (no step skipped) follows
-    the float32 step (`assert_follows_float32`)."""
-    strategy = tf.distribute.get_strategy()
-    plain = run(strategy, False, config=HALF, **FLOAT16_SKIPPING)
-    xla = run(strategy, True, config=HALF, **FLOAT16_SKIPPING)
+def test_mixed_bfloat16_compiles_with_the_adaptive_softmax_and_trains(float32_step):
+    """mixed_bfloat16 (the TPU precision) compiled whole by XLA: bfloat16 matmuls and the
+    adaptive softmax's cutoffs (two tail bins, div_val 2) follow the float32 step
+    (`assert_follows_float32`)."""
+    half = run(tf.distribute.get_strategy(), True, precision="mixed_bfloat16", config=HALF)
+    assert_follows_float32(half, float32_step, "bf16")
+
+
+@pytest.fixture(scope="module")
+def float16_compiled():
+    """mixed_float16 compiled whole by XLA (HALF: half-precision matmuls, the adaptive
+    softmax's two tail bins with div_val 2, loss scaling from 2**19, where 2**19 and 2**18
+    overflow). Its results are host arrays, read only; its trainer is run again from the start
+    by the second test below (`rerun`), which reads only what that run gives."""
+    return run(tf.distribute.get_strategy(), True, config=HALF, **FLOAT16_SKIPPING)
+
+
+def test_mixed_float16_compiled_equals_the_plain_step_with_skipped_steps(float16_compiled):
+    """From 2**19 the compiled step equals the plain step with its skipped steps and the scale
+    regrown."""
+    xla = float16_compiled
+    plain = run(tf.distribute.get_strategy(), False, config=HALF, **FLOAT16_SKIPPING)
     assert xla["trainer"].xla_mode == "whole" and plain["trainer"].xla_mode is None
     assert set(xla["trainer"].replica_step._compiled) == {"step"}
     assert_same_training(xla, plain, float16=True)
     assert 0 < plain["skipped"] < STEPS  # steps were skipped and the scale regrew
     assert plain["loss_scale"] == 2.0 ** (19 - plain["skipped"] + 1)
-    # Run again from the start, the same scale: the same run (the start is the whole state).
+
+
+def test_mixed_float16_compiled_runs_again_and_follows_float32(float16_compiled, float32_step):
+    """The same compiled program run again from the start at the same scale gives the same run
+    (the start is the whole state); from the start at the default scale (no step skipped) it
+    follows the float32 step (`assert_follows_float32`), traced and compiled once."""
+    xla = float16_compiled
+    assert 0 < xla["skipped"] < STEPS
     again = rerun(xla, FLOAT16_SKIPPING["initial_loss_scale"])
     np.testing.assert_array_equal(again["losses"], xla["losses"])
+    assert again["skipped"] == xla["skipped"] and again["loss_scale"] == xla["loss_scale"]
     for name in ("weights", "slots", "mems"):
         for a, b in zip(again[name], xla[name]):
             np.testing.assert_array_equal(a, b, err_msg=name)
@@ -262,14 +297,6 @@ def test_mixed_float16_compiles_with_the_adaptive_softmax_equals_the_plain_step_
     assert trainer._train_fn.experimental_get_tracing_count() == 1
     assert trainer.replica_step._compiled["step"].experimental_get_tracing_count() == 1
     assert_follows_float32(half, float32_step, "f16")
-
-
-def test_mixed_bfloat16_compiles_with_the_adaptive_softmax_and_trains(float32_step):
-    """mixed_bfloat16 (the TPU precision) compiled whole by XLA: bfloat16 matmuls and the
-    adaptive softmax's cutoffs (two tail bins, div_val 2) follow the float32 step
-    (`assert_follows_float32`)."""
-    half = run(tf.distribute.get_strategy(), True, precision="mixed_bfloat16", config=HALF)
-    assert_follows_float32(half, float32_step, "bf16")
 
 
 def test_auto_chooses_per_device_and_precision(two_cpu_devices, monkeypatch):
