@@ -31,23 +31,39 @@ def silent_listener():
 
 
 # Each strategy that reaches for a TPU (auto, given --tpu; tpu) meets one of the two addresses.
-@pytest.mark.parametrize("strategy,listening", [("auto", False), ("tpu", True)],
-                         ids=["refused-auto", "silent-tpu"])
-def test_unreachable_tpu_is_announced_then_one_error_line(tmp_path, strategy, listening,
-                                                          request):
-    port = request.getfixturevalue("silent_listener") if listening else free_port()
-    address = f"grpc://127.0.0.1:{port}"
-    proc = subprocess.run(
-        [sys.executable, os.path.join(REPO, "runners", "train.py"), f"--strategy={strategy}",
-         f"--tpu={address}", f"--tpu_timeout={TIMEOUT}"],  # the default runs/default, data/...
-        cwd=str(tmp_path), capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2"))
-    assert proc.returncode == 1, proc.stderr[-3000:]
-    assert "Traceback" not in proc.stderr
-    assert f"connecting to TPU {address} (up to {TIMEOUT} s; --tpu_timeout) ..." in proc.stdout
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-    reason = "no answer" if listening else "Connection refused"
-    assert errors == [f"error: cannot reach the TPU at --tpu={address} ({reason}) within "
-                      f"{TIMEOUT} s; check the address and that the TPU is up, or raise "
-                      "--tpu_timeout."]
-    assert os.listdir(tmp_path) == []  # no runs/default, no data dir, not even their parents
+# Both runs are processes as a user starts them (their exit status, TensorFlow's connection
+# attempt in a fresh process), started together: each mostly waits for its TensorFlow start-up
+# and its --tpu_timeout.
+CASES = {"refused-auto": ("auto", False), "silent-tpu": ("tpu", True)}
+
+
+def test_unreachable_tpu_is_announced_then_one_error_line(tmp_path, silent_listener):
+    runs = {}
+    try:
+        for case, (strategy, listening) in CASES.items():
+            port = silent_listener if listening else free_port()
+            address = f"grpc://127.0.0.1:{port}"
+            cwd = tmp_path / case
+            cwd.mkdir()
+            runs[case] = (address, cwd, subprocess.Popen(
+                [sys.executable, os.path.join(REPO, "runners", "train.py"),
+                 f"--strategy={strategy}", f"--tpu={address}", f"--tpu_timeout={TIMEOUT}"],
+                # the default runs/default, data/...
+                cwd=str(cwd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")))
+        for case, (address, cwd, proc) in runs.items():
+            stdout, stderr = proc.communicate(timeout=300)
+            assert proc.returncode == 1, (case, stderr[-3000:])
+            assert "Traceback" not in stderr, case
+            assert f"connecting to TPU {address} (up to {TIMEOUT} s; --tpu_timeout) ..." in stdout
+            errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+            reason = "no answer" if CASES[case][1] else "Connection refused"
+            assert errors == [f"error: cannot reach the TPU at --tpu={address} ({reason}) "
+                              f"within {TIMEOUT} s; check the address and that the TPU is up, "
+                              "or raise --tpu_timeout."], case
+            assert os.listdir(cwd) == [], case  # no runs/default, no data dir, not their parents
+    finally:
+        for _, _, proc in runs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
