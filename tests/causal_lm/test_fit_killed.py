@@ -91,9 +91,11 @@ def test_killed_fit_resumes_in_a_new_process_with_the_memory(tmp_path):
 
     # The killed child starts (Python and TensorFlow) while this process trains the reference:
     # they share no file (backup-whole / backup).
-    killed = start(tmp_path, "backup", "never.npz", STEPS + 2)  # epoch 1, batch 2
-    whole_batches, expected = run_here(tmp_path, "backup-whole")
-    killed = finish(killed)
+    child = start(tmp_path, "backup", "never.npz", STEPS + 2)  # epoch 1, batch 2
+    try:
+        whole_batches, expected = run_here(tmp_path, "backup-whole")
+    finally:
+        killed = finish(child)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert not (tmp_path / "never.npz").exists()
     assert (tmp_path / "backup").is_dir()  # the backup of epoch 0 survived the kill
