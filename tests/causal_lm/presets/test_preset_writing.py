@@ -73,52 +73,38 @@ KILLED_SAVE = textwrap.dedent("""
 """)
 
 
-def start_killed_save(tmp_path, point):
-    """Writes a preset of model seed 0 at tmp_path/p and starts the child process that replaces
-    it by a save of seed 1 and is killed (SIGKILL) at `point` (`finish_killed_save` waits)."""
+def killed_save(tmp_path, point):
+    """A preset of model seed 0 at tmp_path/p, replaced by a save of seed 1 that is killed
+    (SIGKILL) at `point`; returns (preset path, old model, new model)."""
     _, old = model_dir(tmp_path / "m", "byte")
     preset = save_to_preset(causal_lm(old), tmp_path / "p")
     env = dict(os.environ, PYTHONPATH=f"{REPO}:{os.path.join(REPO, 'tests', 'support')}")
-    return subprocess.Popen([sys.executable, "-c", KILLED_SAVE, preset, str(tmp_path / "m2"),
-                             point], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
-
-
-def finish_killed_save(proc):
-    try:
-        _, stderr = proc.communicate(timeout=600)
-    finally:
-        proc.kill()
-    assert proc.returncode == -9, stderr[-3000:]
+    proc = subprocess.run([sys.executable, "-c", KILLED_SAVE, preset, str(tmp_path / "m2"),
+                           point], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == -9, proc.stderr[-3000:]
+    return preset, old, txl_tf.load_model(str(tmp_path / "m2"))
 
 
 @pytest.fixture(scope="module")
-def killed(tmp_path_factory):
-    """{point: the directory a save killed at `point` left (`start_killed_save`)} for both
-    points ("before_swap", "between_renames"), their children run side by side once for the
-    module; the tests work on copies (`copy_of_killed`)."""
-    roots = {point: tmp_path_factory.mktemp(point) for point in ("before_swap",
-                                                                  "between_renames")}
-    procs = [start_killed_save(root, point) for point, root in roots.items()]
-    try:
-        for proc in procs:
-            finish_killed_save(proc)
-    finally:
-        for proc in procs:
-            proc.kill()
-    return roots
+def killed_between_renames(tmp_path_factory):
+    """A directory left by `killed_save(..., "between_renames")`, made once for the module;
+    the tests that go on from it work on copies (`copy_of_killed`)."""
+    root = tmp_path_factory.mktemp("killed")
+    killed_save(root, "between_renames")
+    return root
 
 
 def copy_of_killed(killed, tmp_path):
-    """(preset, old model, new model) of a killed save (`start_killed_save`) in a copy of the
-    directory `killed` at `tmp_path` (the preset's leftovers named as they were)."""
+    """`killed_save`'s (preset, old model, new model) in a copy of the directory `killed` at
+    `tmp_path` (the preset's leftovers named as they were)."""
     shutil.copytree(killed, tmp_path, symlinks=True, dirs_exist_ok=True)
     return (str(tmp_path / "p"), txl_tf.load_model(str(tmp_path / "m")),
             txl_tf.load_model(str(tmp_path / "m2")))
 
 
-def test_a_save_killed_between_its_renames_is_undone_by_the_next_load(killed, tmp_path):
-    preset, old, _ = copy_of_killed(killed["between_renames"], tmp_path)
+def test_a_save_killed_between_its_renames_is_undone_by_the_next_load(killed_between_renames,
+                                                                      tmp_path):
+    preset, old, _ = copy_of_killed(killed_between_renames, tmp_path)
     leftovers = sorted(n for n in os.listdir(tmp_path) if n.startswith(".p."))
     assert not os.path.exists(preset) and [n.split("-")[0] for n in leftovers] == [".p.old",
                                                                                    ".p.tmp"]
@@ -129,8 +115,10 @@ def test_a_save_killed_between_its_renames_is_undone_by_the_next_load(killed, tm
 
 
 @pytest.mark.parametrize("point", ["before_swap", "between_renames"])
-def test_the_next_save_after_a_killed_one_writes_a_whole_preset(killed, tmp_path, point):
-    preset, old, new = copy_of_killed(killed[point], tmp_path)
+def test_the_next_save_after_a_killed_one_writes_a_whole_preset(killed_between_renames,
+                                                                tmp_path, point):
+    preset, old, new = (killed_save(tmp_path, point) if point == "before_swap" else
+                        copy_of_killed(killed_between_renames, tmp_path))
     if point == "before_swap":  # the old preset is still in place
         np.testing.assert_array_equal(log_probs(load_preset(preset)[0]), log_probs(old))
     save_to_preset(causal_lm(new), preset)
