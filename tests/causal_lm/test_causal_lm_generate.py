@@ -10,7 +10,7 @@ import pytest
 from causal_lm_support import causal_lm, from_preset, model_dir
 from runner_calls import call_runner
 from txl_tf.causal_lm.errors import CausalLMInputError
-from txl_tf.generation.text_generation import context_of, generate
+from txl_tf.generation.text_generation import context_of, generate, generator_of
 from txl_tf.generation.sampler import Sampler
 from txl_tf.generation.generator import Generator
 from txl_tf.model.context_settings import ContextSettings
@@ -142,21 +142,27 @@ def test_text_without_a_preprocessor_is_refused(byte):
 
 
 def test_compiled_generate_equals_the_graph_loop(byte):
-    """jit_compile=True (one XLA program per batch) gives the graph loop's ids and text, for
-    prompts of different lengths (grouped by length, each group padded to its bucket: the
-    group of "hello" and "world" runs the XLA program of the ids' batch)."""
+    """jit_compile=True (one XLA program per batch, prompt bucket and output bucket) gives the
+    graph loop's ids and text, for prompts of different lengths (grouped by length, each group
+    padded to its bucket). Every call here runs one XLA program (batch 2, prompts of 5 and 6
+    bytes in the segment of 6 padded to 8, 9 and 10 tokens in a buffer of 16): the ids' and
+    the two groups of the texts, interleaved ("hello", "world": 5 bytes; "hello!", "world!":
+    6)."""
     lm = byte[2]
+    assert lm.backbone.config.tgt_len == 6  # the prompt segment the buckets above assume
     sampler = Sampler(temperature=0.9, top_k=20, top_p=0.9, seed=3)
     ids = np.array([[1, 2, 3, 4, 5], [6, 7, 8, 9, 10]], np.int32)
     for chosen in ("greedy", sampler):
         np.testing.assert_array_equal(
-            generate(lm, ids, max_length=14, sampler=chosen, jit_compile=True),
-            generate(lm, ids, max_length=14, sampler=chosen, jit_compile="false"))
-    texts = ["ab", "hello", "world"]
-    assert (generate(lm, texts, max_length=14, sampler=sampler, jit_compile="true")
-            == generate(lm, texts, max_length=14, sampler=sampler, jit_compile=False))
+            generate(lm, ids, max_length=15, sampler=chosen, jit_compile=True),
+            generate(lm, ids, max_length=15, sampler=chosen, jit_compile="false"))
+    texts = ["hello", "hello!", "world", "world!"]
+    assert (generate(lm, texts, max_length=15, sampler=sampler, jit_compile="true")
+            == generate(lm, texts, max_length=15, sampler=sampler, jit_compile=False))
+    compiled = generator_of(lm.backbone, context_of(lm.backbone.config), True).compiled
+    assert compiled.experimental_get_tracing_count() == 1
     with pytest.raises(CausalLMInputError, match="jit_compile must be a bool or one of"):
-        generate(lm, ids, max_length=14, jit_compile="yes")
+        generate(lm, ids, max_length=15, jit_compile="yes")
 
 
 def test_predict_is_refused_with_what_to_use(byte):

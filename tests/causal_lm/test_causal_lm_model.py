@@ -32,7 +32,9 @@ def test_call_is_the_backbone_with_the_memory_threaded():
 
 
 def test_config_and_keras_file_round_trip(tmp_path):
-    lm = txl_tf.TransformerXLCausalLM(tiny_model(**CONFIG))
+    """One layer: the file holds the memory as one tensor [L, B, M, D] and the weights by name
+    (each layer adds to fit's trace, the save and the load)."""
+    lm = txl_tf.TransformerXLCausalLM(tiny_model(**CONFIG, n_layer=1))
     lm.compile(optimizer=keras.optimizers.Adam(1e-2), clip=0.5, steps_per_execution=2)
     lm.fit(tf_records.dataset_from_tokens(TOKENS, 4, 6), verbose=0)
     ids = tf.constant(TOKENS[:12].reshape(2, 6), tf.int32)

@@ -14,7 +14,7 @@ from txl_tf.causal_lm import ContiguousBatchError
 
 from tiny import tiny_config
 
-CONFIG = tiny_config(n_token=16, mem_len=4)
+CONFIG = tiny_config(n_token=16, mem_len=4, n_layer=1)  # the checks precede the layers
 TOKENS = np.arange(4 * (3 * CONFIG.tgt_len + 1)) % 16
 
 

@@ -25,7 +25,12 @@ from txl_tf.training.trainer import Trainer
 
 from tiny import tiny_config
 
-CONFIG = tiny_config(n_token=16, mem_len=5, init_std=0.02)
+# One layer: the callbacks save, restore, reset and move the memory as one tensor [L, B, M, D];
+# how layers stack is not what they touch (fit with two layers' memory:
+# test_fit_equals_trainer.py::test_fit_equals_trainer_on_one_device). init_std 0.1: attention
+# weights far enough from uniform that one layer's memory moves the next batch's loss by more
+# than test_memory_is_reset_only_by_reset_memory_at_epoch_start asks.
+CONFIG = tiny_config(n_token=16, mem_len=5, init_std=0.1, n_layer=1)
 BATCH, STEPS, EPOCHS = 4, 5, 3
 TOKENS = tf_records.corpora.synthetic.synthetic_stream(
     BATCH * (STEPS * CONFIG.tgt_len + 1), num_symbols=16, period=9, repeats=2, seed=5)

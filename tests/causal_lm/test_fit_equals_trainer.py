@@ -1,7 +1,9 @@
 """`TransformerXLCausalLM.fit` against `txl_tf.training.Trainer`: from the same initial weights
 and the same contiguous batches, the same per-step losses, final weights and memory, on one
 device and on two replicas (MirroredStrategy on two logical CPUs), also with
-steps_per_execution and with mixed precision.
+steps_per_execution and with mixed precision. The memory of two stacked layers: the one-device
+run; the others have one layer (what they add is the loop of several steps, the replicas, the
+loss scaling, not the stacking of layers, and each layer adds to every trace of fit's step).
 
 The Trainer reads per-replica batches (`tf_records.dataset_from_tokens` with replicas_per_host
 R, through `distribute_datasets_from_function`); fit reads the same streams as global batches
@@ -21,6 +23,7 @@ from txl_tf.training.step_settings import StepSettings
 from tiny import tiny_config
 
 CONFIG = tiny_config(n_token=16, mem_len=5, init_std=0.02)
+ONE_LAYER = CONFIG.replace(n_layer=1)
 GLOBAL_BATCH, STEPS, LR, CLIP = 4, 6, 2e-2, 0.25
 TOKENS = tf_records.corpora.synthetic.synthetic_stream(
     GLOBAL_BATCH * (STEPS * CONFIG.tgt_len + 1), num_symbols=16, period=9, repeats=2, seed=3)
@@ -94,12 +97,17 @@ def one_device_trainer():
 
 
 @pytest.fixture(scope="module")
+def one_layer_trainer():
+    return trainer_run(tf.distribute.get_strategy(), 1, ONE_LAYER)
+
+
+@pytest.fixture(scope="module")
 def two_replica_trainer():
     """The Trainer's run on two replicas (MirroredStrategy on the conftest's two logical
-    CPUs)."""
+    CPUs), one layer."""
     devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
     assert len(devices) == 2, devices
-    return trainer_run(tf.distribute.MirroredStrategy(devices), 2)
+    return trainer_run(tf.distribute.MirroredStrategy(devices), 2, ONE_LAYER)
 
 
 def test_fit_equals_trainer_on_one_device(one_device_trainer):
@@ -110,31 +118,31 @@ def test_fit_equals_trainer_on_one_device(one_device_trainer):
     assert run["lm"].optimizer.iterations.numpy() == STEPS
 
 
-def test_fit_with_steps_per_execution_equals_trainer(one_device_trainer):
-    assert_same_run(fit_run(tf.distribute.get_strategy(), steps_per_execution=3),
-                    one_device_trainer, steps_per_execution=3)
+def test_fit_with_steps_per_execution_equals_trainer(one_layer_trainer):
+    assert_same_run(fit_run(tf.distribute.get_strategy(), ONE_LAYER, steps_per_execution=3),
+                    one_layer_trainer, steps_per_execution=3)
 
 
-def test_fit_equals_trainer_on_two_replicas(two_cpu_devices, one_device_trainer,
+def test_fit_equals_trainer_on_two_replicas(two_cpu_devices, one_layer_trainer,
                                             two_replica_trainer):
     """fit on two replicas in executions of 4 steps over 6 batches (the second execution stops
     at the data's end) equals the Trainer on two replicas, which trains the same model as one
     device (the memory moved with its streams)."""
     trainer = two_replica_trainer
-    run = fit_run(tf.distribute.MirroredStrategy(two_cpu_devices), steps_per_execution=4)
+    run = fit_run(tf.distribute.MirroredStrategy(two_cpu_devices), ONE_LAYER,
+                  steps_per_execution=4)
     assert_same_run(run, trainer, steps_per_execution=4)
     assert run["lm"].optimizer.iterations.numpy() == STEPS
-    assert_same_run(trainer, one_device_trainer, rtol=1e-4)
+    assert_same_run(trainer, one_layer_trainer, rtol=1e-4)
 
 
 def test_fit_with_mixed_precision_equals_trainer():
     """One layer: the loss scaling and the float16 compute are what differ from the float32
-    runs above (the stacked layers' memory: those runs)."""
-    one_layer = CONFIG.replace(n_layer=1)
+    runs above (the stacked layers' memory: the one-device run)."""
     keras.mixed_precision.set_global_policy("mixed_float16")
     try:
-        trainer = trainer_run(tf.distribute.get_strategy(), 1, one_layer, loss_scaling=True)
-        run = fit_run(tf.distribute.get_strategy(), one_layer)
+        trainer = trainer_run(tf.distribute.get_strategy(), 1, ONE_LAYER, loss_scaling=True)
+        run = fit_run(tf.distribute.get_strategy(), ONE_LAYER)
     finally:
         keras.mixed_precision.set_global_policy("float32")
     assert run["lm"].backbone.dtype_policy.name == "mixed_float16"

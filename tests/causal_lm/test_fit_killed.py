@@ -5,7 +5,8 @@ weights and memory.
 The killed and the resumed runs are child processes training the model of
 `test_fit_callbacks.py` on its finite dataset (an epoch is one pass); the killed one dies in
 the middle of its second epoch, after the backup of the first. The uninterrupted run they are
-compared with is the same script's training, run in the test's own process.
+compared with is the same script's training, run in the test's own process while the killed
+child starts and trains.
 """
 import os
 import signal
@@ -47,13 +48,23 @@ print(Kill.batches)
 """
 
 
-def run(tmp_path, backup, out, kill_at, seed=1):
+def start(tmp_path, backup, out, kill_at, seed=1):
+    """The child process (a Popen with text pipes; `finish` waits for it)."""
     script = tmp_path / "child.py"
     script.write_text(CHILD.format(support=os.path.join(REPO, "tests", "support"), here=HERE))
     env = {**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    return subprocess.run([sys.executable, str(script), str(tmp_path / backup),
-                           str(tmp_path / out), str(kill_at), str(seed)],
-                          capture_output=True, text=True, env=env, timeout=600)
+    return subprocess.Popen([sys.executable, str(script), str(tmp_path / backup),
+                             str(tmp_path / out), str(kill_at), str(seed)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def finish(proc):
+    """The CompletedProcess of `proc` (from `start`), once it ended (killed after 600 s)."""
+    try:
+        stdout, stderr = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
 class CountBatches(keras.callbacks.Callback):
@@ -78,12 +89,17 @@ def run_here(tmp_path, backup, seed=1):
 def test_killed_fit_resumes_in_a_new_process_with_the_memory(tmp_path):
     from test_fit_callbacks import EPOCHS, STEPS
 
-    whole_batches, expected = run_here(tmp_path, "backup-whole")
-    killed = run(tmp_path, "backup", "never.npz", STEPS + 2)  # epoch 1, batch 2
+    # The killed child starts (Python and TensorFlow) while this process trains the reference:
+    # they share no file (backup-whole / backup).
+    child = start(tmp_path, "backup", "never.npz", STEPS + 2)  # epoch 1, batch 2
+    try:
+        whole_batches, expected = run_here(tmp_path, "backup-whole")
+    finally:
+        killed = finish(child)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert not (tmp_path / "never.npz").exists()
     assert (tmp_path / "backup").is_dir()  # the backup of epoch 0 survived the kill
-    resumed = run(tmp_path, "backup", "resumed.npz", -1, seed=2)
+    resumed = finish(start(tmp_path, "backup", "resumed.npz", -1, seed=2))
     assert resumed.returncode == 0, resumed.stderr
     assert whole_batches == EPOCHS * STEPS
     assert int(resumed.stdout.split()[-1]) == (EPOCHS - 1) * STEPS  # from epoch 1, not 0

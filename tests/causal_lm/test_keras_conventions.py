@@ -49,8 +49,10 @@ def expected_rows(rows, prompt_len, stop):
 
 # ------------------------------------------------------------------------------ the sampler
 def test_compile_sampler_is_the_default_and_generate_overrides_it(word):
-    path, _ = word
-    lm = from_preset(path)
+    """On a causal LM of its own (compile changes it) around `word`'s backbone, whose
+    generator (kept with the backbone) the other tests trace too."""
+    path, shared = word
+    lm = causal_lm(shared.backbone, shared.preprocessor)
     greedy = lm.generate(PROMPTS, LENGTH, stop_token_ids=None)
     np.testing.assert_array_equal(
         greedy, lm.generate(PROMPTS, LENGTH, stop_token_ids=None, sampler="greedy"))
@@ -86,9 +88,12 @@ def test_a_bad_compile_sampler_changes_nothing(word, sampler, message):
 def test_explicit_stop_ids_cut_each_row_on_both_paths(word, jit_compile):
     """Each row is cut after its first stop id; and the loop ends after the token that stops
     the last row: the raw tokens' columns after the next one are never generated (zeros). All
-    of it through the one generator (and XLA program of 2 stop ids) of `lm.generate`."""
+    of it through the one generator (and XLA program of 2 stop ids) of `lm.generate`. The
+    uncut tokens are the graph loop's on both paths (the compiled loop's equal them:
+    test_causal_lm_generate.py::test_compiled_generate_equals_the_graph_loop), so the compiled
+    case compiles no program without stop ids."""
     lm = word[1]
-    free = lm.generate(PROMPTS, LENGTH, None, sampler="random", jit_compile=jit_compile)
+    free = lm.generate(PROMPTS, LENGTH, None, sampler="random")
     p = PROMPTS.shape[1]
     # Two ids per call (one of them never generated), so that every call with stop ids runs
     # the one XLA program of 2 stop ids.

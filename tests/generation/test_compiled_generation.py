@@ -20,15 +20,17 @@ GREEDY = dict(temperature=0.0)
 SAMPLED = dict(temperature=1.3, top_k=8, top_p=0.9, seed=7)
 
 
-@pytest.mark.parametrize("attn_type", [1, 2, 3])
+@pytest.mark.parametrize("attn_type", [1, 3])
 def test_compiled_equals_graph_loop(attn_type):
     """Greedy and seeded top-k / top-p tokens of the XLA program (fixed memory, padded prompt
     and buffer) equal those of the graph loop (growing memory) for every attention variant: a
     prompt of 3 segments (the last one padded) with a memory shorter than the context
-    (attn_type 0, and a prompt shorter than a segment with a memory longer than the context:
-    `test_compiled_generation_is_traced_once_per_bucket`). The fixed memory of stacked layers:
-    attn_type 1's two layers; the others have one (what differs between the variants is where
-    their positions enter)."""
+    (attn_type 2, and a prompt shorter than a segment with a memory longer than the context:
+    `test_compiled_generation_is_traced_once_per_bucket`; attn_type 0, the default, with a
+    prompt of one segment and a memory shorter than the context:
+    tests/causal_lm/test_causal_lm_generate.py::test_compiled_generate_equals_the_graph_loop).
+    The fixed memory of stacked layers: attn_type 1's two layers; the others have one (what
+    differs between the variants is where their positions enter)."""
     model = random_model(attn_type=attn_type, n_layer=2 if attn_type == 1 else 1)
     prompt = np.random.RandomState(11).randint(0, 23, size=(2, 11))
     gen = Generator(model, seg_len=4, mem_len=6)
@@ -43,11 +45,12 @@ def test_compiled_generation_is_traced_once_per_bucket():
     """Static shapes: two prompt lengths of one bucket and two token counts of one buffer
     bucket run the same traced (and compiled) function; a new prompt bucket and a new buffer
     bucket trace once more each. Every call's greedy and sampled tokens are the graph loop's
-    (attn_type 0): prompts of 3 segments (the last one padded) with a memory shorter than the
-    context, a prompt shorter than a segment with a memory longer than the context, and 1
-    token (0 tokens: an empty result, no new trace). One layer: the buckets and traces are what
-    it checks (stacked layers: `test_compiled_equals_graph_loop[1]`)."""
-    model = random_model(n_layer=1)
+    (attn_type 2, Vaswani et al.'s absolute positions: also its case of
+    `test_compiled_equals_graph_loop`): prompts of 3 segments (the last one padded) with a
+    memory shorter than the context, a prompt shorter than a segment with a memory longer than
+    the context, and 1 token (0 tokens: an empty result, no new trace). One layer: the buckets
+    and traces are what it checks (stacked layers: `test_compiled_equals_graph_loop[1]`)."""
+    model = random_model(attn_type=2, n_layer=1)
     gen = Generator(model, seg_len=4, mem_len=12, jit_compile=True)
     rng = np.random.RandomState(3)
     traces = []

@@ -58,14 +58,19 @@ def test_preset_reloaded_in_a_fresh_process_gives_the_same_outputs(trained_prese
     lm, path = trained_preset
     assert sorted(os.listdir(path)) == sorted(layout.PRESET_FILES)
     env = dict(os.environ, PYTHONPATH=f"{REPO}:{os.path.join(REPO, 'tests', 'support')}")
-    proc = subprocess.run([sys.executable, "-c", FRESH, path, str(tmp_path / "lp.npy")],
-                          capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    fresh = json.loads(proc.stdout.strip().splitlines()[-1])
+    proc = subprocess.Popen([sys.executable, "-c", FRESH, path, str(tmp_path / "lp.npy")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:  # this process's outputs while the fresh one starts
+        expected = log_probs(lm.backbone)
+        text = generate(lm, [PROMPT], max_length=30, sampler=get_sampler("top_k", 5))
+        stdout, stderr = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr[-3000:]
+    fresh = json.loads(stdout.strip().splitlines()[-1])
     assert fresh["class"] == "tf_records.causal_lm_preprocessor"  # named by preprocessor.json
-    np.testing.assert_array_equal(np.load(tmp_path / "lp.npy"), log_probs(lm.backbone))
-    assert fresh["text"] == generate(lm, [PROMPT], max_length=30,
-                                     sampler=get_sampler("top_k", 5))
+    np.testing.assert_array_equal(np.load(tmp_path / "lp.npy"), expected)
+    assert fresh["text"] == text
 
 
 def test_preset_files_are_text_json_and_h5(trained, trained_preset):
