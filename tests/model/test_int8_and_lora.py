@@ -24,6 +24,9 @@ FIXTURE = os.path.join(os.path.dirname(__file__), "testdata", "before_int8")
 # Weights that stay float: normalisation, biases, position tables and scales.
 FLOAT_KINDS = ("gamma", "beta", "bias", "_b", "r_w_bias", "r_r_bias", "r_emb", "r_bias",
                "cluster_W", "embeddings", "_scale")
+# Keras collects garbage for every weight quantize replaces: each collection scans only the
+# test's own objects (conftest.py).
+pytestmark = pytest.mark.usefixtures("gc_frozen")
 SHAPES = [dict(attn_type=v.attn_type) for v in ATTENTION_VARIANTS] + [
     dict(cutoffs=(10, 30), div_val=2), dict(cutoffs=(10, 30), d_embed=8),
     dict(cutoffs=(10, 30), div_val=2, proj_share_all_but_first=True)]

@@ -73,6 +73,13 @@ def test_in_graph_tokenization_equals_tf_records(tmp_path, case):
             ids = np.asarray(expected)  # random bytes need not be UTF-8
         decoded = codec.decode(tf.constant(ids, tf.int32)).numpy().decode("utf-8")
         assert decoded == decode_ids(ids, rules, vocab), (ids, decoded)
+    # The signatures trace the codec as written, without autograph: no decision of its code at
+    # this level may depend on a tensor's value (a prompt's encoding, continuing=True, holds
+    # every op of the other).
+    tf.function(lambda t: codec.encode(t, continuing=True), autograph=False,
+                input_signature=[tf.TensorSpec([], tf.string)]).get_concrete_function()
+    tf.function(codec.decode, autograph=False,
+                input_signature=[tf.TensorSpec([None], tf.int32)]).get_concrete_function()
 
 
 @pytest.fixture(scope="module")

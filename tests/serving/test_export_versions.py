@@ -2,6 +2,7 @@
 once get distinct versions and both are kept; an export --overwrite killed (SIGKILL) between its
 two renames leaves the complete old version, which the next export restores; the leftovers of
 killed exports are removed, those of running ones kept."""
+import inspect
 import json
 import os
 import signal
@@ -18,20 +19,37 @@ from txl_tf.causal_lm.serving_export import export
 from txl_tf.serving import saved_model_writer as export_command
 from txl_tf.serving import versions as export_versions
 from txl_tf.serving.server_config import RECORD_FILE
-from txl_tf.serving.export_options import ExportInputError
+from txl_tf.serving.export_options import INFO_FILE, ExportInputError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, PYTHONPATH=f"{REPO}:{os.path.join(REPO, 'tests', 'support')}",
            TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
 
+STAND_IN_FILES = ("saved_model.pb", os.path.join("variables", "variables.index"))
+
+
+def write_stand_in(path, info, text):
+    """A version's files at `path` without a SavedModel: the export info `info` (the real
+    one), and STAND_IN_FILES holding `text`."""
+    for name in (INFO_FILE,) + STAND_IN_FILES:
+        os.makedirs(os.path.join(path, os.path.dirname(name)), exist_ok=True)
+    with open(os.path.join(path, INFO_FILE), "w") as f:
+        json.dump(info, f)
+    for name in STAND_IN_FILES:
+        with open(os.path.join(path, name), "w") as f:
+            f.write(text)
+
+
 # A tiny model of `n_layer` layers exported to EXPORT_DIR by a child process; `point` stops it
 # on the way:
 #   wait:            after its version is reserved, until every name in WAIT_FOR exists
 #   between_renames: SIGKILL after the old version was renamed aside, before the new one is in
-# Its version holds stand-ins of the SavedModel's files (saved_model.pb reads STAND_IN; the
-# export info is the real one) instead of a traced SavedModel: what this file checks is which
-# versions are reserved, kept, swapped in and recovered, not what a version holds (the
-# SavedModel a real export writes is checked here by the exports in the test process).
+# Its version holds stand-ins of the SavedModel's files (`write_stand_in`, whose source the
+# child is given: saved_model.pb and variables/variables.index read STAND_IN; the export info is
+# the real one) instead of a traced SavedModel: what this file checks is which versions are
+# reserved, kept, swapped in and recovered, not what a version holds. The exports of the test
+# process write the same stand-ins (`stand_in_writes`), but for the real SavedModel of
+# test_two_exports_at_once_get_distinct_versions_and_both_are_kept.
 EXPORT = textwrap.dedent("""
     import json, os, signal, sys, time
     from causal_lm_support import causal_lm
@@ -39,6 +57,8 @@ EXPORT = textwrap.dedent("""
     from txl_tf.causal_lm.serving_export import export
     from txl_tf.serving import saved_model_writer as export_command
     from txl_tf.serving.export_options import INFO_FILE
+    STAND_IN_FILES = ("saved_model.pb", os.path.join("variables", "variables.index"))
+""") + inspect.getsource(write_stand_in) + textwrap.dedent("""
     export_dir, n_layer, point, overwrite, version, stand_in = sys.argv[1:7]
     real_replace = os.replace
 
@@ -47,11 +67,7 @@ EXPORT = textwrap.dedent("""
             open(os.path.join(os.path.dirname(export_dir), f"ready-{n_layer}"), "w").close()
             while not all(os.path.exists(p) for p in os.environ["WAIT_FOR"].split(":")):
                 time.sleep(0.05)
-        os.makedirs(os.path.join(path, os.path.dirname(INFO_FILE)))
-        with open(os.path.join(path, INFO_FILE), "w") as f:
-            json.dump(info, f)
-        with open(os.path.join(path, "saved_model.pb"), "w") as f:
-            f.write(stand_in)
+        write_stand_in(path, info, stand_in)
 
     def replace(src, dst):
         real_replace(src, dst)
@@ -67,6 +83,14 @@ EXPORT = textwrap.dedent("""
 
 
 STAND_IN = "the child's stand-in"
+
+
+@pytest.fixture
+def stand_in_writes(monkeypatch):
+    """The exports of the test process write `write_stand_in`'s files (text: "written here")
+    instead of tracing and saving their SavedModel; everything else of the export runs."""
+    monkeypatch.setattr(export_command, "write_saved_model",
+                        lambda module, path, info: write_stand_in(path, info, "written here"))
 
 
 def start(export_dir, n_layer, point="", overwrite=False, version=None, wait_for=()):
@@ -124,13 +148,15 @@ def test_two_exports_at_once_get_distinct_versions_and_both_are_kept(tmp_path, m
     for r in results:
         assert info_of(export_dir, r["version"])["n_layer"] == r["n_layer"]
     here, child = (str(r["version"]) for r in results)
-    assert complete(export_dir, here)  # the SavedModel of this process's export
+    assert complete(export_dir, here)  # the SavedModel of this process's export, not a stand-in
+    assert (export_dir / here / "saved_model.pb").read_bytes() != STAND_IN.encode()
     assert (export_dir / child / "saved_model.pb").read_text() == STAND_IN  # the child's
     assert sorted(os.listdir(export_dir)) == sorted([
         "1", "2", "batching_parameters.txt", "models.config", RECORD_FILE])  # no NAME.new
 
 
-def test_an_overwrite_killed_between_renames_is_recovered_by_the_next_export(tmp_path):
+def test_an_overwrite_killed_between_renames_is_recovered_by_the_next_export(tmp_path,
+                                                                           stand_in_writes):
     export_dir = tmp_path / "txl"
     first = export_here(export_dir, 2)
     assert first["version"] == 1

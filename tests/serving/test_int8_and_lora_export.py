@@ -5,6 +5,7 @@ Serving's) scores with them as the Keras model does."""
 import os
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from saved_model_calls import SavedModelCalls
@@ -13,6 +14,9 @@ from txl_tf.serving import signatures
 from txl_tf.serving.export_options import ExportOptions
 from txl_tf.serving.saved_model_writer import export_built_model
 
+# The int8 export quantizes a merged copy of the model, and Keras collects garbage for every
+# weight quantize replaces: each collection scans only the test's own objects (conftest.py).
+pytestmark = pytest.mark.usefixtures("gc_frozen")
 MEM_LEN = 6
 # One layer: the int8 weights and the merged adapters of every layer are what is checked, not
 # how layers stack; each layer adds to the tracing of every signature of both exports.

@@ -9,8 +9,10 @@ Every signature gives the Keras model's outputs (<= 1e-5) through the session lo
 `tf.saved_model.load`; `saved_model_cli` (the session loader behind a command line) runs the
 requests that use its own inputs and outputs (`CLI_REQUESTS`). The bad requests (ids, memory
 shapes, batch-major rows, limits and per-request budgets, sampling settings, empty inputs,
-unknown words) through the session loader and `tf.saved_model.load`, in the same process with
-tensorflow_text; and the bad invocations of runners/export.py.
+unknown words) through the session loader (those of an id signature in the process of
+TensorFlow alone, which sets those signatures up anyway; those of a text signature with
+tensorflow_text) and through `tf.saved_model.load` (with tensorflow_text); and the bad
+invocations of runners/export.py.
 """
 import json
 import os
@@ -295,7 +297,8 @@ def keras_outputs(served, ids_reqs, text_reqs):
 # number outputs through --outdir as score's). Each command loads the SavedModel once more.
 CLI_REQUESTS = ("init", "score", "gen_text")
 ID_SIGNATURES = ["generate", "init_mems", "nll", "score", "serving_default"]
-ALL_SIGNATURES = sorted(ID_SIGNATURES + ["generate_text", "score_text"])
+TEXT_SIGNATURES = ["generate_text", "score_text"]
+ALL_SIGNATURES = sorted(ID_SIGNATURES + TEXT_SIGNATURES)
 # Requests the ids export refuses where TensorFlow alone loads it: (name, signature, inputs,
 # words of the error).
 BAD_IDS = [
@@ -339,14 +342,34 @@ def assert_show_lists(printed, names):
     assert f"shape: (-1, {N_LAYER}, -1, {D_MODEL})" in stdout  # mems
 
 
+def bad_requests(text):
+    """("bad_<i>", signature, inputs) of the requests of BAD_REQUESTS to a text signature (text
+    True) or to an id signature (False); i: the request's index in BAD_REQUESTS."""
+    return [(f"bad_{i}", signature, bad_feeds(feeds))
+            for i, (signature, feeds, _) in enumerate(BAD_REQUESTS.values())
+            if (signature in TEXT_SIGNATURES) == text]
+
+
+def assert_refused(out, text, loader):
+    """Each request of BAD_REQUESTS to a text signature (text True) or to an id signature
+    (False) failed in `out` (a loader's outputs) with an error holding its words."""
+    for i, (name, (signature, _, words)) in enumerate(BAD_REQUESTS.items()):
+        if (signature in TEXT_SIGNATURES) == text:
+            message = out.get(f"bad_{i}.error")
+            assert message is not None, f"{loader}: {name}: accepted"
+            for word in words:
+                assert word in str(message), (loader, name, str(message))
+
+
 def loader_process(served, root, kind):
     """One fresh process, its files in `root`. kind "ids", TensorFlow alone: the full export
-    through the session loader (its id signatures), the ids export (--notext_signatures)
-    through tf.saved_model.load (it resolves every op as it loads; and BAD_IDS),
-    `saved_model_cli show` of both, then `saved_model_cli run` of the CLI_REQUESTS of ids.
-    kind "text", with tensorflow_text: the full export's text signatures through the session
-    loader, all its signatures through tf.saved_model.load (and its vocabulary asset),
-    BAD_REQUESTS through both ("bad_<i>"), and `saved_model_cli run` of the text CLI_REQUESTS.
+    through the session loader (its id signatures, and the BAD_REQUESTS to them), the ids
+    export (--notext_signatures) through tf.saved_model.load (it resolves every op as it
+    loads; and BAD_IDS), `saved_model_cli show` of both, then `saved_model_cli run` of the
+    CLI_REQUESTS of ids. kind "text", with tensorflow_text: the full export's text signatures
+    and the BAD_REQUESTS to them through the session loader, all its signatures and every
+    request of BAD_REQUESTS through tf.saved_model.load (and its vocabulary asset), and
+    `saved_model_cli run` of the text CLI_REQUESTS. A request of BAD_REQUESTS is "bad_<i>".
 
     Returns:
       ({tag: {name.output: array}}, [[exit code, stdout] of each saved_model_cli command],
@@ -363,14 +386,13 @@ def loader_process(served, root, kind):
                     ["show", "--dir", ids_export, "--tag_set", "serve", "--signature_def",
                      "score"], ["show", "--all", "--dir", full]]
         bad = [(name, signature, feeds) for name, signature, feeds, _ in BAD_IDS]
-        jobs = {"session": ("session", full, ids_reqs),
+        jobs = {"session": ("session", full, ids_reqs + bad_requests(text=False)),
                 "ids_export": ("tf2", ids_export, ids_reqs + bad)}
     else:
         cli, commands = [r for r in text_reqs if r[0] in CLI_REQUESTS], []
-        bad = [(f"bad_{i}", signature, bad_feeds(feeds))
-               for i, (signature, feeds, _) in enumerate(BAD_REQUESTS.values())]
-        jobs = {"session": ("session", full, text_reqs + bad),
-                "tf2": ("tf2", full, ids_reqs + text_reqs + bad)}
+        jobs = {"session": ("session", full, text_reqs + bad_requests(text=True)),
+                "tf2": ("tf2", full, ids_reqs + text_reqs + bad_requests(text=True)
+                        + bad_requests(text=False))}
     commands += cli_run_commands(root / "cli", full, cli)
     through_loaders(root, kind, jobs, commands)
     out, printed = read_loaders(root, kind)
@@ -415,11 +437,13 @@ def assert_as_keras(results, expected):
 def test_id_signatures_equal_keras_with_tensorflow_alone(served, expected, tmp_path):
     """`loader_process` "ids": every id signature gives the Keras model's outputs through the
     session loader (full export), tf.saved_model.load (ids export) and saved_model_cli run;
-    `saved_model_cli show` and each loader list the export's signatures; the ids export
-    refuses BAD_IDS; tensorflow_text is never imported (the process asserts it)."""
+    `saved_model_cli show` and each loader list the export's signatures; the session loader
+    refuses every request of BAD_REQUESTS to an id signature with its words, the ids export
+    BAD_IDS; tensorflow_text is never imported (the process asserts it)."""
     out, printed, cli = loader_process(served, tmp_path, "ids")
     assert_show_lists(printed[:2], ID_SIGNATURES)
     assert_show_lists(printed[2:3], ALL_SIGNATURES)
+    assert_refused(out["session"], text=False, loader="session")
     for name, _, _, words in BAD_IDS:
         assert words in str(out["ids_export"][f"{name}.error"]), name
     assert sorted(out["session"]["loaded.signatures"].tolist()) == ALL_SIGNATURES
@@ -435,16 +459,16 @@ def test_id_signatures_equal_keras_with_tensorflow_alone(served, expected, tmp_p
 def test_every_signature_equals_keras_with_tensorflow_text(expected, served, tmp_path):
     """`loader_process` "text": the text signatures through the session loader, every
     signature through tf.saved_model.load and generate_text through saved_model_cli run give
-    the Keras model's outputs; both loaders list every signature and refuse every request of
-    BAD_REQUESTS with its words; the loaded vocabulary asset is the model's vocab.txt."""
+    the Keras model's outputs; both loaders list every signature; tf.saved_model.load refuses
+    every request of BAD_REQUESTS with its words, the session loader those to a text signature
+    (those to an id signature: test_id_signatures_equal_keras_with_tensorflow_alone); the
+    loaded vocabulary asset is the model's vocab.txt."""
     out, _, cli = loader_process(served, tmp_path, "text")
     for loader in ("session", "tf2"):
         assert sorted(out[loader]["loaded.signatures"].tolist()) == ALL_SIGNATURES
-        for i, (name, (_, _, words)) in enumerate(BAD_REQUESTS.items()):
-            message = out[loader].get(f"bad_{i}.error")
-            assert message is not None, f"{loader}: {name}: accepted"
-            for word in words:
-                assert word in str(message), (loader, name, str(message))
+    assert_refused(out["session"], text=True, loader="session")
+    for text in (True, False):
+        assert_refused(out["tf2"], text=text, loader="tf2")
     assert str(out["tf2"]["loaded.vocab_file"]) == served["vocab"].to_text()
     ids_reqs, text_reqs = requests()
     text_only = [r[0] for r in text_reqs]
@@ -670,7 +694,9 @@ def test_export_read_only_and_full_export_dir(served, tmp_path):
                             f'mount -t tmpfs -o size=256k tmpfs "{full}" && exec "$@"')
     if wrapper is None:
         pytest.skip("no private mount namespace here (needs root and unshare)")
-    args = [["--notext_signatures", f"--model_dir={served['model_dir']}",
+    # No warmup requests: the read-only directory is refused before anything is loaded, and the
+    # save fails on the full one with them or without (its saved_model.pb alone is larger).
+    args = [["--notext_signatures", "--warmup_requests=0", f"--model_dir={served['model_dir']}",
              f"--export_dir={target}"] for target in (read_only, full)]
     proc = run(wrapper + ["sh", sys.executable, "-c", READ_ONLY_AND_FULL, json.dumps(args),
                           str(full)])

@@ -28,7 +28,10 @@ class DigitCodec(tf.Module):
 
 @pytest.fixture(scope="module")
 def modules():
-    model = tiny_model()
+    """(a module with the text signatures, one without) of a one-layer model: the records'
+    specs, names and warmup requests are what is checked, not how layers stack (every layer
+    adds to the tracing of every signature)."""
+    model = tiny_model(n_layer=1)
     settings = ServingSettings(ContextSettings(tgt_len=4, mem_len=3, clamp_len=8),
                                gen_mem_len=5, gen_seg_len=2)
     return (ServingModule(model, settings, text_codec=DigitCodec()),

@@ -32,7 +32,12 @@ rows share its batch.
 The vocabulary file is an asset (assets/vocab.txt); `vocab_file` holds its path after loading.
 The text signatures tokenize with a text codec given by the exporter (runners/export.py gives
 `tf_records.text.graph.GraphText`): any `tf.Module` with `encode(text [], continuing) -> int32
-ids [n]` and `decode(ids [n]) -> string []`.
+ids [n]` and `decode(ids [n]) -> string []`, written as graph code (see below).
+The signatures are traced without autograph: their code, the generation loops and the text
+codec take every decision on a tensor through TensorFlow's own control flow (`tf.while_loop`,
+`tf.cond`, `tf.map_fn`, `tf.where`), and Python's `if` / `for` only on Python values (the
+config, the limits, the codec's level and rules). Autograph would convert all of that code,
+TensorFlow Text's included, at every export, for the same graph.
 
 Every request is validated inside the graph before any model work
 (`request_checks.RequestChecks`; InvalidArgumentError naming the problem): ids in [0, n_token)
@@ -107,10 +112,12 @@ class ServingModule(tf.Module):
 
     def _define_signatures(self):
         """One tf.function per record of `signatures.SIGNATURES` (the text ones only with a
-        text codec), held in the attribute of the record's name."""
+        text codec), held in the attribute of the record's name; traced as written, without
+        autograph (the module docstring)."""
         for record in self._records():
             setattr(self, record.name, tf.function(getattr(self, record.method),
-                                                   input_signature=record.specs(self.config)))
+                                                   input_signature=record.specs(self.config),
+                                                   autograph=False))
 
     def _records(self) -> list:
         """The `Signature` records this module serves."""
