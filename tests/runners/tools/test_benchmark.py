@@ -141,26 +141,11 @@ def test_benchmark_times_train_pys_step_on_two_replicas_and_profiles(tmp_path, c
     """The benchmark takes train.py's --strategy and --jit_compile (auto: the step compiled as
     train.py compiles it under two mirrored CPUs), prints tokens/s per replica, and
     --profile_steps writes a profile to --model_dir as train.py does. In this process, which
-    has two logical CPUs; the process a user starts makes them with --logical_cpus=2 and
-    refuses a profile range past the run's steps in one line with exit status 2 (the refusal
-    comes after the mirrored strategy over its two CPUs and the model are built). That process
-    starts first and runs while this one benchmarks: its TensorFlow start-up and model are
-    not what the in-process run waits for."""
+    has two logical CPUs."""
     args = [*TINY_FLAGS, "--batch_size=4", "--rounds=2", "--nomeasure_memory",
             "--strategy=mirrored", f"--devices={','.join(two_cpu_devices)}",
             "--compare_compilation", "--profile_steps=2,3", f"--model_dir={tmp_path}"]
-    command = [sys.executable, os.path.join(REPO, "runners", "tools", "benchmark.py"),
-               *args[:-2], "--logical_cpus=2", "--devices=/CPU:0,/CPU:1", "--profile_steps=2,9"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    refusing = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, cwd=REPO, env=env)
-    try:
-        record, printed = benchmark(args, capsys)
-        _, refused_stderr = refusing.communicate(timeout=600)
-    finally:
-        if refusing.poll() is None:
-            refusing.kill()
-            refusing.communicate()
+    record, printed = benchmark(args, capsys)
     assert record["replicas"] == 2 and record["jit_compile"] is True
     assert record["xla_mode"] == "gradients" and record["jit_compile_flag"] == "auto"
     assert record["train_tokens_per_s_per_replica"] == pytest.approx(
@@ -170,9 +155,23 @@ def test_benchmark_times_train_pys_step_on_two_replicas_and_profiles(tmp_path, c
     assert other["jit_compile"] is False and len(other["train_step_s_all"]) == 2
     assert "train tokens/s, jit off" in printed
     assert len(list(tmp_path.glob("plugins/profile/*/*.xplane.pb"))) == 1
-    assert refusing.returncode == 2, refused_stderr[-3000:]
-    assert "--profile_steps=2,9 is not START,END" in refused_stderr
-    assert "Traceback" not in refused_stderr
+
+
+def test_benchmark_process_makes_two_cpus_and_refuses_a_profile_past_its_steps():
+    """The process a user starts makes two logical CPUs with --logical_cpus=2 (TensorFlow's
+    devices are set before its first use, so only a new process shows it) and refuses a
+    profile range past the run's steps in one line with exit status 2, after the mirrored
+    strategy over its two CPUs and the model are built."""
+    command = [sys.executable, os.path.join(REPO, "runners", "tools", "benchmark.py"),
+               *TINY_FLAGS, "--batch_size=4", "--rounds=2", "--nomeasure_memory",
+               "--strategy=mirrored", "--logical_cpus=2", "--devices=/CPU:0,/CPU:1",
+               "--compare_compilation", "--profile_steps=2,9"]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    refusing = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env,
+                              timeout=600)
+    assert refusing.returncode == 2, refusing.stderr[-3000:]
+    assert "--profile_steps=2,9 is not START,END" in refusing.stderr
+    assert "Traceback" not in refusing.stderr
 
 
 def test_benchmark_inference_reports_graph_loop_against_compiled(monkeypatch, capsys):
