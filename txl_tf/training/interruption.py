@@ -25,6 +25,13 @@ which a thread reads as it arrives: each press is acknowledged at once and the s
 process at once (checkpoints are written atomically and the directory locks are released by the
 kernel, so nothing is left half-written).
 
+A raise from a signal handler is lost when the main thread is inside C code that clears Python's
+errors at that moment (CPython's `abc.register` swallowed one while data was being prepared: the
+run said it was stopping and then finished and exited 0). So until the first `Interrupted` is
+seen on its way out (or the block that installed the handler ends), the handler raises it again
+every `RERAISE_SECONDS`, except where it is already propagating (an `except`, `finally` or
+`__exit__` handling it).
+
 `runners/cli/app.py` installs the handler for every runner (`handling_signals()`); the library's
 `train` opens `StopOnSignal` itself, which installs it when no runner did.
 
@@ -50,6 +57,7 @@ INTERRUPTED_EXIT_CODE = 130  # the shell's code of a process ended by SIGINT (12
 # signalling both the group and the process) arrive within milliseconds of each other; a person
 # pressing Ctrl-C twice takes longer than this.
 DUPLICATE_WINDOW_SECONDS = 1.0
+RERAISE_SECONDS = 0.2  # how soon a first press's `Interrupted` is raised again if it was lost
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -96,6 +104,10 @@ class SignalHandler:
         self.deferring = 0
         self._pressed = {}  # signum -> clock time of the press its copies belong to
         self._raise_pending = False  # a first press outside the loop, not raised yet
+        self._seen_propagating = False  # the raised `Interrupted` reached an except/finally
+        self._stopping = False  # `uninstall` began: nothing is raised or re-raised any more
+        self._own_bytes = {}  # signum -> wakeup bytes of this handler's own interrupt_main
+        self._raised_outside = False  # the first press came outside the training loop
         self._lock = threading.RLock()  # the main thread's handler may run while it holds it
         self._old_handlers = {}
         self._old_wakeup = -1
@@ -121,7 +133,7 @@ class SignalHandler:
             if self.requested is None:
                 self.requested = name
                 first = True
-                raise_now = self._raise_pending = self.deferring == 0
+                raise_now = self._raise_pending = self._raised_outside = self.deferring == 0
             else:
                 first = False
         if not first:
@@ -141,8 +153,33 @@ class SignalHandler:
             self.echo(f"{name}: stopping; the files being written are dropped, none is left "
                       "half-written (send it again, e.g. Ctrl-C, to exit at once).")
         if raise_now:  # the main thread raises `Interrupted` in `_python_handler`
-            _thread.interrupt_main(signum)  # its byte on the socket is a copy of this press
+            self._interrupt_main(signum)
+            if self._thread is not None:  # installed: raise it again until it is seen
+                threading.Thread(target=self._raise_until_seen, args=(signum,), daemon=True,
+                                 name="signal-reraise").start()
         return "first"
+
+    def _interrupt_main(self, signum: int) -> bool:
+        """Has the main thread call `_python_handler` (its wakeup byte is not a press);
+        False once `uninstall` began."""
+        with self._lock:
+            if self._stopping:
+                return False
+            self._own_bytes[signum] = self._own_bytes.get(signum, 0) + 1
+            _thread.interrupt_main(signum)  # under the lock: never after `uninstall` began
+            return True
+
+    def _raise_until_seen(self, signum: int) -> None:
+        """Raises the first press's `Interrupted` again every `RERAISE_SECONDS` until it is
+        seen propagating, the training loop defers it, or `uninstall` begins."""
+        while True:
+            time.sleep(RERAISE_SECONDS)
+            with self._lock:
+                if self._seen_propagating or self.deferring:
+                    return
+                self._raise_pending = True
+                if not self._interrupt_main(signum):
+                    return
 
     exit = staticmethod(os._exit)
 
@@ -150,9 +187,12 @@ class SignalHandler:
         """Runs in the main thread between bytecodes: raises `Interrupted` once, after a first
         press outside the training loop."""
         with self._lock:
-            if not self._raise_pending:
+            if not self._raise_pending or self._stopping:
                 return
             self._raise_pending = False
+            if isinstance(sys.exc_info()[1], Interrupted):  # on its way out already
+                self._seen_propagating = True
+                return
         raise Interrupted(self.requested)
 
     def _watch(self, reader: socket.socket) -> None:
@@ -165,8 +205,16 @@ class SignalHandler:
                 return
             now = self.clock()  # the time they arrived, not the time each is counted
             for signum in data:
-                if signum in self.signals:
+                if signum in self.signals and not self._own_byte(signum):
                     self.arrived(signum, now)
+
+    def _own_byte(self, signum: int) -> bool:
+        """Whether a wakeup byte of `signum` is one of `_interrupt_main`'s (counted off)."""
+        with self._lock:
+            if self._own_bytes.get(signum, 0) > 0:
+                self._own_bytes[signum] -= 1
+                return True
+            return False
 
     @property
     def installed(self) -> bool:
@@ -186,7 +234,14 @@ class SignalHandler:
         self._thread.start()
 
     def uninstall(self) -> None:
-        """Restores the handlers found by `install`."""
+        """Restores the handlers found by `install`. A first press outside the training loop
+        whose `Interrupted` was lost ends the block here: `Interrupted` is raised once the
+        handlers are restored (the work may be done, but the run was asked to stop)."""
+        with self._lock:
+            self._stopping = True  # no `interrupt_main` after this
+            lost = (self.requested is not None and self._raised_outside
+                    and not self._seen_propagating and sys.exc_info()[1] is None)
+        _let_pending_handlers_run()
         signal.set_wakeup_fd(self._old_wakeup)
         for signum, handler in self._old_handlers.items():
             if handler is not None:  # None: a handler not installed from Python
@@ -198,6 +253,13 @@ class SignalHandler:
         self._thread.join(timeout=5)
         reader.close()
         self._thread = self._sockets = None
+        if lost:
+            raise Interrupted(self.requested)
+
+
+def _let_pending_handlers_run() -> None:
+    """A Python call: CPython runs the Python handlers of signals tripped so far on entering it
+    (while they are still this module's, which then raise nothing)."""
 
 
 _HANDLER: Optional[SignalHandler] = None

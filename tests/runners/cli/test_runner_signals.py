@@ -55,3 +55,63 @@ def test_a_press_outside_the_loop_stops_main_with_one_line(capsys, name, copies)
         "run the same command again."]
     assert sum(line.startswith(f"{name}: stopping;") for line in err) == 1
     assert signal.getsignal(signal.Signals[name]) == before  # the handler found is restored
+
+
+def _swallowing(swallows):
+    """Work that loses an `Interrupted` as C code that clears Python's errors does (CPython's
+    `abc.register` lost one while data was prepared), `swallows` times at most; returns how
+    many it lost."""
+    from txl_tf.training.interruption import Interrupted
+    lost = 0
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            time.sleep(0.01)
+        except Interrupted:
+            if lost == swallows:
+                raise
+            lost += 1
+    return lost
+
+
+@pytest.mark.parametrize("name,swallows", [("SIGTERM", 1), ("SIGINT", 3)])
+def test_a_lost_first_press_is_raised_again(capsys, name, swallows):
+    """The first press's `Interrupted`, lost by code that swallows it, is raised again until it
+    gets out: the run stops with the one line and exit code 130, never finishes its work."""
+    reached = []
+
+    def main(argv):
+        os.kill(os.getpid(), signal.Signals[name])
+        reached.append(_swallowing(swallows))
+
+    with pytest.raises(SystemExit) as exited:
+        app._main_with_one_error_line(main)(["runner"])
+    assert exited.value.code == errors.INTERRUPTED and not reached
+    err = capsys.readouterr().err.splitlines()
+    assert [line for line in err if line.startswith("error:")] == [
+        f"error: interrupted ({name}) before the work was done; nothing was left half-written: "
+        "run the same command again."]
+    assert sum(line.startswith(f"{name}: stopping;") for line in err) == 1  # one press
+
+
+def test_a_press_lost_at_the_end_of_the_work_still_stops_the_run(capsys):
+    """A first press whose `Interrupted` is lost just before `main` returns: the run ends with
+    exit code 130, not as a success (it said it was stopping)."""
+    from txl_tf.training.interruption import Interrupted
+
+    def main(argv):
+        os.kill(os.getpid(), signal.SIGTERM)
+        try:  # every raise in the little work that is left is lost
+            for _ in range(5):
+                time.sleep(0.01)
+        except Interrupted:
+            pass
+        return 0
+
+    with pytest.raises(SystemExit) as exited:
+        app._main_with_one_error_line(main)(["runner"])
+    assert exited.value.code == errors.INTERRUPTED
+    err = capsys.readouterr().err.splitlines()
+    assert [line for line in err if line.startswith("error:")] == [
+        "error: interrupted (SIGTERM) before the work was done; nothing was left half-written: "
+        "run the same command again."]
