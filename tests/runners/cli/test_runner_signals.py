@@ -31,6 +31,19 @@ def test_every_runner_runs_its_main_through_cli_run(runner):
     assert re.search(r"\bcli\.run\(main\b", guard), f"runners/{runner} bypasses cli.run"
 
 
+def stopped_with_one_line(main, capsys, name):
+    """Runs `main` as a runner does (`cli.run`'s wrapper): it must exit 130 with the one error
+    line of `name` and one acknowledgement of the press."""
+    with pytest.raises(SystemExit) as exited:
+        app._main_with_one_error_line(main)(["runner"])
+    assert exited.value.code == errors.INTERRUPTED
+    err = capsys.readouterr().err.splitlines()
+    assert [line for line in err if line.startswith("error:")] == [
+        f"error: interrupted ({name}) before the work was done; nothing was left half-written: "
+        "run the same command again."]
+    assert sum(line.startswith(f"{name}: stopping;") for line in err) == 1  # one press
+
+
 @pytest.mark.parametrize("name,copies", [("SIGTERM", 1), ("SIGTERM", 3), ("SIGINT", 2)])
 def test_a_press_outside_the_loop_stops_main_with_one_line(capsys, name, copies):
     reached = []
@@ -46,14 +59,8 @@ def test_a_press_outside_the_loop_stops_main_with_one_line(capsys, name, copies)
     # The disposition the process started with: a background job of a shell without job
     # control (`cmd &` in a script) starts with SIGINT ignored.
     before = signal.getsignal(signal.Signals[name])
-    with pytest.raises(SystemExit) as exited:
-        app._main_with_one_error_line(main)(["runner"])
-    assert exited.value.code == errors.INTERRUPTED and not reached
-    err = capsys.readouterr().err.splitlines()
-    assert [line for line in err if line.startswith("error:")] == [
-        f"error: interrupted ({name}) before the work was done; nothing was left half-written: "
-        "run the same command again."]
-    assert sum(line.startswith(f"{name}: stopping;") for line in err) == 1
+    stopped_with_one_line(main, capsys, name)
+    assert not reached
     assert signal.getsignal(signal.Signals[name]) == before  # the handler found is restored
 
 
@@ -84,14 +91,8 @@ def test_a_lost_first_press_is_raised_again(capsys, name, swallows):
         os.kill(os.getpid(), signal.Signals[name])
         reached.append(_swallowing(swallows))
 
-    with pytest.raises(SystemExit) as exited:
-        app._main_with_one_error_line(main)(["runner"])
-    assert exited.value.code == errors.INTERRUPTED and not reached
-    err = capsys.readouterr().err.splitlines()
-    assert [line for line in err if line.startswith("error:")] == [
-        f"error: interrupted ({name}) before the work was done; nothing was left half-written: "
-        "run the same command again."]
-    assert sum(line.startswith(f"{name}: stopping;") for line in err) == 1  # one press
+    stopped_with_one_line(main, capsys, name)
+    assert not reached
 
 
 def test_a_press_lost_at_the_end_of_the_work_still_stops_the_run(capsys):
@@ -108,10 +109,4 @@ def test_a_press_lost_at_the_end_of_the_work_still_stops_the_run(capsys):
             pass
         return 0
 
-    with pytest.raises(SystemExit) as exited:
-        app._main_with_one_error_line(main)(["runner"])
-    assert exited.value.code == errors.INTERRUPTED
-    err = capsys.readouterr().err.splitlines()
-    assert [line for line in err if line.startswith("error:")] == [
-        "error: interrupted (SIGTERM) before the work was done; nothing was left half-written: "
-        "run the same command again."]
+    stopped_with_one_line(main, capsys, "SIGTERM")
